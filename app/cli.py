@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="run a benchmark, print and save JSON")
     bench_sub = bench.add_subparsers(dest="what", required=True)
     for name, module_name in BENCHMARKS.items():
+        # Bench modules keep heavy imports inside run(), so building the parser stays fast.
         module = importlib.import_module(module_name)
         p = bench_sub.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0])
         p.add_argument("--quick", action="store_true", help="small run, about a minute")

@@ -1,0 +1,102 @@
+"""PCM helpers: wire formats <-> float32 samples, and streaming resampling.
+
+Inside the server audio is float32 mono in [-1, 1]; input is resampled once to 16 kHz
+(what VAD and Whisper want), output from the TTS voice's rate to the session's rate.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import soxr
+
+PIPELINE_RATE = 16_000
+
+
+def pcm16_to_float(data: bytes) -> np.ndarray:
+    """Little-endian PCM16 bytes -> float32 samples. Raises ValueError on an odd byte count."""
+    if len(data) % 2:
+        raise ValueError(f"PCM16 audio must have an even number of bytes, got {len(data)}")
+    return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
+
+
+def float_to_pcm16(samples: np.ndarray) -> bytes:
+    clipped = np.clip(samples, -1.0, 1.0)
+    return (clipped * 32767.0).astype("<i2").tobytes()
+
+
+def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
+    """Resample a whole clip (not streaming)."""
+    if from_rate == to_rate:
+        return samples.astype(np.float32, copy=False)
+    return soxr.resample(samples.astype(np.float32), from_rate, to_rate).astype(np.float32)
+
+
+class StreamResampler:
+    """Stateful resampler for audio that arrives in chunks (no clicks at chunk borders)."""
+
+    def __init__(self, from_rate: int, to_rate: int) -> None:
+        self.from_rate = from_rate
+        self.to_rate = to_rate
+        self._stream = (
+            soxr.ResampleStream(from_rate, to_rate, 1, dtype="float32")
+            if from_rate != to_rate
+            else None
+        )
+
+    def process(self, samples: np.ndarray, last: bool = False) -> np.ndarray:
+        if self._stream is None:
+            return samples.astype(np.float32, copy=False)
+        return self._stream.resample_chunk(samples.astype(np.float32), last=last)
+
+
+# --- G.711 (ITU-T) u-law and a-law, 8 kHz telephony codecs -------------------------------
+
+
+def _ulaw_decode_table() -> np.ndarray:
+    codes = ~np.arange(256, dtype=np.int32) & 0xFF
+    sign = codes & 0x80
+    exponent = (codes >> 4) & 0x07
+    mantissa = codes & 0x0F
+    magnitude = (((mantissa << 3) + 0x84) << exponent) - 0x84
+    return np.where(sign != 0, -magnitude, magnitude).astype(np.int16)
+
+
+def _alaw_decode_table() -> np.ndarray:
+    codes = np.arange(256, dtype=np.int32) ^ 0x55
+    sign = codes & 0x80
+    exponent = (codes >> 4) & 0x07
+    mantissa = codes & 0x0F
+    magnitude = np.where(
+        exponent == 0, (mantissa << 4) + 8, ((mantissa << 4) + 0x108) << np.maximum(exponent - 1, 0)
+    )
+    return np.where(sign != 0, magnitude, -magnitude).astype(np.int16)
+
+
+def _encode_table(decode: np.ndarray) -> np.ndarray:
+    """int16 value (offset by 32768) -> the code whose decoded level is nearest."""
+    order = np.argsort(decode, kind="stable")
+    levels = decode[order].astype(np.int32)
+    values = np.arange(-32768, 32768, dtype=np.int32)
+    idx = np.clip(np.searchsorted(levels, values), 1, len(levels) - 1)
+    nearer_left = (values - levels[idx - 1]) <= (levels[idx] - values)
+    return order[np.where(nearer_left, idx - 1, idx)].astype(np.uint8)
+
+
+_G711_DECODE = {"audio/pcmu": _ulaw_decode_table(), "audio/pcma": _alaw_decode_table()}
+_G711_ENCODE = {k: _encode_table(v) for k, v in _G711_DECODE.items()}
+
+
+def decode_audio(data: bytes, fmt_type: str) -> np.ndarray:
+    """Wire bytes in a Realtime audio format -> float32 samples."""
+    if fmt_type == "audio/pcm":
+        return pcm16_to_float(data)
+    codes = np.frombuffer(data, dtype=np.uint8)
+    return _G711_DECODE[fmt_type][codes].astype(np.float32) / 32768.0
+
+
+def encode_audio(samples: np.ndarray, fmt_type: str) -> bytes:
+    """float32 samples -> wire bytes in a Realtime audio format."""
+    if fmt_type == "audio/pcm":
+        return float_to_pcm16(samples)
+    ints = (np.clip(samples, -1.0, 1.0) * 32767.0).astype(np.int32) + 32768
+    return _G711_ENCODE[fmt_type][ints].tobytes()

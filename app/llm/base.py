@@ -1,0 +1,85 @@
+"""The LLM backend interface: the only way `app/` reaches a language model.
+
+Implementations: `embedded` (our engine, app/llm/embedded.py), `transformers`
+(HF generate, the baseline, app/llm/transformers_backend.py).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    max_tokens: int = 128
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    priority: int | None = None  # lower runs first; None: the backend's default
+
+
+class LLMBackendError(Exception):
+    """A request the backend refuses (bad input); the message says what was wrong."""
+
+    code = "llm_error"
+
+
+class LLMBusyError(LLMBackendError):
+    """The backend is overloaded; retry after `retry_after_s`."""
+
+    code = "server_busy"
+
+    def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class LLMBackend(abc.ABC):
+    """Streams chat completions. One instance serves every session concurrently."""
+
+    name: str
+    model: str
+
+    @abc.abstractmethod
+    def stream_chat(
+        self, messages: list[ChatMessage], params: GenerationParams, request_id: str
+    ) -> AsyncGenerator[str, None]:
+        """Yield text deltas of the assistant's answer. Closing the iterator aborts the
+        request and frees what it held."""
+
+    @abc.abstractmethod
+    async def abort(self, request_id: str) -> None:
+        """Stop a request now (no-op when it already ended)."""
+
+    @abc.abstractmethod
+    def warmup(self) -> None:
+        """Run a short generation so the first real request is not slow (blocking)."""
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for /metrics."""
+        return {}
+
+    async def close(self) -> None:  # noqa: B027  (optional hook)
+        """Release threads and memory."""
+
+
+def create_backend(kind: str, model: str) -> LLMBackend:
+    """Build the configured backend (blocking: loads weights)."""
+    if kind == "transformers":
+        from app.llm.transformers_backend import TransformersBackend
+
+        return TransformersBackend(model)
+    if kind == "embedded":
+        from app.llm.embedded import EmbeddedBackend
+
+        return EmbeddedBackend(model)
+    raise ValueError(f"unknown LLM backend {kind!r}; use 'embedded' or 'transformers'")

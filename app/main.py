@@ -1,0 +1,60 @@
+"""The FastAPI app: factory and lifespan (load models, warm up, then turn ready)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from app import components as components_module
+from app.routes import health, realtime, web
+from app.settings import Settings
+from app.state import ServerState
+
+log = logging.getLogger("r1voice")
+
+
+async def _load_and_warm(state: ServerState) -> None:
+    """Load and warm up in the background: liveness answers at once, readiness after."""
+    try:
+        loaded = await asyncio.to_thread(components_module.load_components, state.settings)
+        if state.settings.warmup:
+            await asyncio.to_thread(components_module.warm_up, loaded)
+        state.components = loaded
+        state.ready_after_s = round(time.monotonic() - state.started_at, 3)
+        state.ready = True
+        log.info("ready after %.2f s (%s)", state.ready_after_s, loaded.timings)
+    except Exception as exc:
+        state.load_error = f"{type(exc).__name__}: {exc}"
+        log.error("model loading failed: %s", state.load_error)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app. Models load in the lifespan; readiness turns true after warm-up."""
+    state = ServerState(settings=settings or Settings.from_env())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        loader = asyncio.create_task(_load_and_warm(state))
+        try:
+            yield
+        finally:
+            loader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await loader
+            if state.components is not None:
+                await components_module.close_components(state.components)
+
+    app = FastAPI(title="r1voice", version="0.1.0", lifespan=lifespan)
+    app.state.server = state
+    app.include_router(health.router)
+    app.include_router(realtime.router)
+    app.include_router(web.router)
+    app.mount("/web", StaticFiles(directory=web.WEB_DIR), name="web")
+    app.mount("/static", StaticFiles(directory=web.STATIC_DIR, check_dir=False), name="static")
+    return app

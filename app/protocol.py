@@ -1,0 +1,225 @@
+"""Wire schemas of the OpenAI Realtime protocol (the subset we speak) and error codes.
+
+Client events are validated with pydantic: a malformed event becomes an `error` event
+with a `code` and a message naming the field, and the session goes on. Unknown fields
+inside known objects are ignored (clients send options we do not use, e.g. `tools`),
+but a known field with the wrong type is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import uuid
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+
+
+class ProtocolError(Exception):
+    """A client event we refuse; becomes an `error` event, the session goes on."""
+
+    def __init__(self, code: str, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.param = param
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class AudioFormat(_Lenient):
+    """GA-style audio format object; the beta strings are mapped onto it."""
+
+    type: Literal["audio/pcm", "audio/pcmu", "audio/pcma"] = "audio/pcm"
+    rate: Literal[8000, 16000, 24000] = 24000
+
+
+BETA_FORMATS = {
+    "pcm16": AudioFormat(type="audio/pcm", rate=24000),
+    "g711_ulaw": AudioFormat(type="audio/pcmu", rate=8000),
+    "g711_alaw": AudioFormat(type="audio/pcma", rate=8000),
+}
+
+
+class TurnDetection(_Lenient):
+    type: Literal["server_vad"] = "server_vad"
+    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    prefix_padding_ms: int = Field(300, ge=0, le=5000)
+    silence_duration_ms: int = Field(500, ge=100, le=10000)
+    create_response: bool = True
+    interrupt_response: bool = True
+
+
+class InputTranscription(_Lenient):
+    model: str | None = None
+    language: str | None = None
+
+
+class SessionPatch(_Lenient):
+    """The fields of `session.update` we honour (beta flat names)."""
+
+    modalities: list[Literal["text", "audio"]] | None = None
+    output_modalities: list[Literal["text", "audio"]] | None = None
+    instructions: str | None = None
+    voice: str | None = None
+    input_audio_format: Literal["pcm16", "g711_ulaw", "g711_alaw"] | AudioFormat | None = None
+    output_audio_format: Literal["pcm16", "g711_ulaw", "g711_alaw"] | AudioFormat | None = None
+    input_audio_transcription: InputTranscription | None = None
+    turn_detection: TurnDetection | None = Field(default=None)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_response_output_tokens: int | Literal["inf"] | None = None
+    speed: float | None = Field(default=None, ge=0.25, le=4.0)
+
+
+class SessionUpdate(_Lenient):
+    type: Literal["session.update"]
+    event_id: str | None = None
+    session: SessionPatch
+
+
+class AudioAppend(_Lenient):
+    type: Literal["input_audio_buffer.append"]
+    event_id: str | None = None
+    audio: str
+
+
+class AudioCommit(_Lenient):
+    type: Literal["input_audio_buffer.commit"]
+    event_id: str | None = None
+
+
+class AudioClear(_Lenient):
+    type: Literal["input_audio_buffer.clear"]
+    event_id: str | None = None
+
+
+class ContentPart(_Lenient):
+    type: Literal["input_text", "text", "output_text", "input_audio", "audio", "output_audio"]
+    text: str | None = None
+    transcript: str | None = None
+    audio: str | None = None
+
+
+class ConversationItem(_Lenient):
+    id: str | None = None
+    type: Literal["message"] = "message"
+    role: Literal["user", "assistant", "system"]
+    content: list[ContentPart] = Field(min_length=1)
+
+
+class ItemCreate(_Lenient):
+    type: Literal["conversation.item.create"]
+    event_id: str | None = None
+    previous_item_id: str | None = None
+    item: ConversationItem
+
+
+class ResponseOptions(_Lenient):
+    modalities: list[Literal["text", "audio"]] | None = None
+    output_modalities: list[Literal["text", "audio"]] | None = None
+    instructions: str | None = None
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_output_tokens: int | Literal["inf"] | None = None
+    max_response_output_tokens: int | Literal["inf"] | None = None
+
+
+class ResponseCreate(_Lenient):
+    type: Literal["response.create"]
+    event_id: str | None = None
+    response: ResponseOptions | None = None
+
+
+class ResponseCancel(_Lenient):
+    type: Literal["response.cancel"]
+    event_id: str | None = None
+    response_id: str | None = None
+
+
+ClientEvent = Annotated[
+    SessionUpdate
+    | AudioAppend
+    | AudioCommit
+    | AudioClear
+    | ItemCreate
+    | ResponseCreate
+    | ResponseCancel,
+    Field(discriminator="type"),
+]
+_CLIENT_EVENT = TypeAdapter(ClientEvent)
+KNOWN_TYPES = {
+    "session.update",
+    "input_audio_buffer.append",
+    "input_audio_buffer.commit",
+    "input_audio_buffer.clear",
+    "conversation.item.create",
+    "response.create",
+    "response.cancel",
+}
+
+
+def parse_client_event(raw: str | bytes) -> Any:
+    """Parse and validate one client event, raising ProtocolError with a precise code."""
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ProtocolError("invalid_json", f"event is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ProtocolError("invalid_event", "an event must be a JSON object with a 'type' field")
+    event_type = data.get("type")
+    if not isinstance(event_type, str):
+        raise ProtocolError("invalid_event", "the event has no string 'type' field", param="type")
+    if event_type not in KNOWN_TYPES:
+        raise ProtocolError(
+            "unknown_event_type",
+            f"unknown event type '{event_type}'; supported: {sorted(KNOWN_TYPES)}",
+            param="type",
+        )
+    try:
+        return _CLIENT_EVENT.validate_python(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"][1:]) or event_type
+        raise ProtocolError(
+            "invalid_value", f"{event_type}: field '{where}': {first['msg']}", param=where
+        ) from exc
+
+
+def decode_base64(data: str, param: str = "audio") -> bytes:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ProtocolError(
+            "invalid_base64", f"'{param}' is not valid base64: {exc}", param=param
+        ) from exc
+
+
+def encode_base64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def error_event(
+    code: str,
+    message: str,
+    *,
+    param: str | None = None,
+    event_id: str | None = None,
+    kind: str = "invalid_request_error",
+) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "error": {
+            "type": kind,
+            "code": code,
+            "message": message,
+            "param": param,
+            "event_id": event_id,
+        },
+    }

@@ -1,0 +1,58 @@
+"""Server configuration: defaults, overridable by R1VOICE_* environment variables and CLI flags."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from typing import Any
+
+from engine.model_store import DEFAULT_LLM
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a friendly voice assistant. Answer in one or two short spoken sentences, "
+    "without lists, markdown or emojis."
+)
+
+
+@dataclass
+class Settings:
+    """Everything the server needs to start. Field `x` is read from env `R1VOICE_X`."""
+
+    llm_backend: str = "embedded"  # "embedded" (our engine) or "transformers" (HF generate)
+    llm_model: str = DEFAULT_LLM
+    asr_model: str = "whisper-tiny.en"
+    tts_voice: str = "piper-en_US-joe-medium"
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    max_response_tokens: int = 128
+    temperature: float = 0.0  # greedy by default: the small model answers best that way
+    asr_threads: int = 2
+    # Speech resuming this soon after a VAD turn ended continues that turn (see Session).
+    turn_merge_window_ms: int = 1500
+    warmup: bool = True
+
+    def __post_init__(self) -> None:
+        if self.llm_backend not in ("embedded", "transformers"):
+            raise ValueError(
+                f"llm_backend must be 'embedded' or 'transformers', got {self.llm_backend!r}"
+            )
+        if self.max_response_tokens <= 0:
+            raise ValueError("max_response_tokens must be > 0")
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> Settings:
+        """Defaults, then R1VOICE_* environment variables, then explicit overrides."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = os.environ.get(f"R1VOICE_{f.name.upper()}")
+            if raw is None:
+                continue
+            if f.type in ("bool", bool):
+                values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on")
+            elif f.type in ("int", int):
+                values[f.name] = int(raw)
+            elif f.type in ("float", float):
+                values[f.name] = float(raw)
+            else:
+                values[f.name] = raw
+        values.update(overrides)
+        return cls(**values)
