@@ -1,0 +1,208 @@
+"""AsyncLLM: the engine loop on its own thread, streams and aborts for asyncio callers."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import queue
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import EngineError
+from engine.llm_engine import LLMEngine, Prompt
+from engine.outputs import EngineStats, RequestOutput, StreamDelta
+from engine.sampling_params import SamplingParams
+from engine.sequence import Sequence
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Stream:
+    loop: asyncio.AbstractEventLoop
+    queue: asyncio.Queue[StreamDelta]
+    text_sent: int = 0
+    tokens_sent: int = 0
+
+
+class AsyncLLM:
+    """``AsyncLLM(model, **EngineConfig fields)``: many concurrent ``stream()`` calls.
+
+    Only the engine thread touches the engine: callers send it commands (add, abort,
+    warm up) through a queue, and it pushes deltas back into each caller's event loop.
+    Model steps never run on an event loop thread.
+    """
+
+    def __init__(self, model: str, **kwargs: Any) -> None:
+        self.engine = LLMEngine(model, **kwargs)
+        self.tokenizer = self.engine.tokenizer
+        self.model_path = self.engine.model_path
+        self._commands: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future]]
+        self._commands = queue.SimpleQueue()
+        self._wakeup = threading.Event()
+        self._stop = False
+        self._streams: dict[str, _Stream] = {}
+        self._thread = threading.Thread(target=self._loop, name="r1voice-engine", daemon=True)
+        self._thread.start()
+
+    # ---- public API -----------------------------------------------------------------
+
+    async def stream(
+        self,
+        prompt: Prompt,
+        params: SamplingParams | None = None,
+        request_id: str | None = None,
+        priority: int = 0,
+    ) -> AsyncIterator[StreamDelta]:
+        """Yield the request's text (whole characters) as it is generated.
+
+        Raises InvalidRequestError on bad input before the first delta. Leaving the
+        loop early or being cancelled aborts the request and frees its KV blocks.
+        """
+        loop = asyncio.get_running_loop()
+        rid = request_id if request_id is not None else uuid.uuid4().hex
+        stream = _Stream(loop, asyncio.Queue())
+
+        def add() -> None:
+            self.engine.add_request(prompt, params, rid, priority)
+            self._streams[rid] = stream
+
+        await asyncio.wrap_future(self._call(add))
+        done = False
+        try:
+            while not done:
+                delta = await stream.queue.get()
+                done = delta.finished
+                if delta.finish_reason == "error":
+                    raise EngineError(f"request {rid} failed inside the engine")
+                yield delta
+        finally:
+            if not done:
+                self._call(lambda: self._abort(rid))
+
+    async def generate(
+        self, prompt: Prompt, params: SamplingParams | None = None, **kwargs: Any
+    ) -> RequestOutput:
+        """Run one request to the end (the sum of its stream)."""
+        text, tokens, last = [], [], None
+        async for delta in self.stream(prompt, params, **kwargs):
+            text.append(delta.text)
+            tokens.extend(delta.token_ids)
+            last = delta
+        assert last is not None
+        return RequestOutput(
+            request_id=last.request_id,
+            prompt_token_ids=[],
+            token_ids=tokens,
+            text="".join(text),
+            finished=True,
+            finish_reason=last.finish_reason,
+            num_cached_tokens=last.num_cached_tokens,
+        )
+
+    async def abort(self, request_id: str) -> None:
+        """Stop a request now; when this returns its KV blocks are free."""
+        await asyncio.wrap_future(self._call(lambda: self._abort(request_id)))
+
+    async def warmup(self) -> None:
+        await asyncio.wrap_future(self._call(self.engine.warmup))
+
+    async def free_all(self) -> None:
+        await asyncio.wrap_future(self._call(self._free_all))
+
+    def stats(self) -> EngineStats:
+        return self.engine.stats()
+
+    async def shutdown(self) -> None:
+        """Stop the engine thread (live streams end as aborted)."""
+        await asyncio.to_thread(self.close)
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._call(self._free_all)
+            self._stop = True
+            self._wakeup.set()
+            self._thread.join()
+
+    # ---- engine thread --------------------------------------------------------------
+
+    def _call(self, fn: Callable[[], Any]) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        if self._stop:
+            future.set_exception(EngineError("the engine is shut down"))
+            return future
+        self._commands.put((fn, future))
+        self._wakeup.set()
+        return future
+
+    def _loop(self) -> None:
+        while not self._stop:
+            self._wakeup.clear()
+            self._run_commands()
+            if not self.engine.has_unfinished():
+                self._wakeup.wait()
+                continue
+            try:
+                updated = self.engine.step()
+            except Exception:  # a bug in scheduling: fail what is live, keep serving
+                log.exception("engine step failed")
+                updated = self.engine.scheduler.finish_all("error")
+                for seq in updated:
+                    self.engine._release(seq)
+            for seq in updated:
+                self._publish(seq)
+        self._run_commands()
+
+    def _run_commands(self) -> None:
+        while True:
+            try:
+                fn, future = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+    def _publish(self, seq: Sequence) -> None:
+        stream = self._streams.get(seq.request_id)
+        if stream is None:
+            return
+        text = self.engine.stream_text(seq)
+        tokens = seq.completion_token_ids
+        delta = StreamDelta(
+            request_id=seq.request_id,
+            text=text[stream.text_sent :],
+            token_ids=tokens[stream.tokens_sent :],
+            finished=seq.is_finished,
+            finish_reason=seq.finish_reason,
+            num_prompt_tokens=seq.num_prompt_tokens,
+            num_cached_tokens=seq.num_cached_tokens,
+        )
+        stream.text_sent, stream.tokens_sent = len(text), len(tokens)
+        if seq.is_finished:
+            del self._streams[seq.request_id]
+        if not delta.text and not delta.token_ids and not delta.finished:
+            return
+        try:
+            stream.loop.call_soon_threadsafe(stream.queue.put_nowait, delta)
+        except RuntimeError:  # the caller's event loop is gone: nobody is listening
+            self.engine.abort(seq.request_id)
+            self._streams.pop(seq.request_id, None)
+
+    def _abort(self, request_id: str) -> None:
+        seq = self.engine.abort(request_id)
+        if seq is not None:
+            self._publish(seq)
+
+    def _free_all(self) -> None:
+        live = list(self.engine.requests.values())
+        self.engine.free_all()
+        for seq in live:
+            self._publish(seq)

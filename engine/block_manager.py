@@ -1,0 +1,149 @@
+"""BlockManager: the pool of KV blocks, reference counts and the prefix cache."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from engine.sequence import Sequence
+
+
+@dataclass
+class Block:
+    """One KV block: ``block_size`` token slots in every layer's cache."""
+
+    block_id: int
+    ref_count: int = 0
+    hash: int | None = None  # set once the block is full, computed and registered
+    token_ids: tuple[int, ...] = ()  # the tokens behind ``hash``, to confirm a hit
+
+
+class BlockManager:
+    """Hands out KV blocks to sequences and shares equal prefixes between them.
+
+    A full block is identified by a chained hash, hash(parent hash, its tokens), so a
+    hit on block i implies the whole prefix up to i matches. A block is registered only
+    after its KV has been computed: a sequence in the middle of a chunked prefill never
+    lends half-written blocks. Freed blocks keep their contents and stay findable until
+    the pool needs them (least recently freed first), so unreferenced cached blocks
+    count as free.
+    """
+
+    def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True):
+        self.block_size = block_size
+        self.enable_prefix_caching = enable_prefix_caching
+        self.blocks = [Block(i) for i in range(num_blocks)]
+        self.free_blocks: OrderedDict[int, None] = OrderedDict.fromkeys(range(num_blocks))
+        self.hash_to_block: dict[int, int] = {}
+        self.prefix_cache_queries = 0  # prompt tokens looked up in the prefix cache
+        self.prefix_cache_hits = 0  # of which found there
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+    @property
+    def num_free_blocks(self) -> int:
+        return len(self.free_blocks)
+
+    def blocks_needed(self, num_tokens: int) -> int:
+        return -(-num_tokens // self.block_size)
+
+    def _block_tokens(self, seq: Sequence, i: int) -> tuple[int, ...]:
+        return tuple(seq.token_ids[i * self.block_size : (i + 1) * self.block_size])
+
+    def _take_free(self, block_id: int | None = None) -> int:
+        """Take a specific free block (a cache hit) or the least recently freed one."""
+        if block_id is None:
+            block_id, _ = self.free_blocks.popitem(last=False)
+            block = self.blocks[block_id]
+            if block.hash is not None and self.hash_to_block.get(block.hash) == block_id:
+                del self.hash_to_block[block.hash]  # evicted from the prefix cache
+            block.hash, block.token_ids = None, ()
+        else:
+            del self.free_blocks[block_id]
+        self.blocks[block_id].ref_count = 1
+        return block_id
+
+    def allocate(self, seq: Sequence) -> bool:
+        """Give a waiting sequence blocks for all its tokens, reusing cached prefix blocks.
+
+        Returns False, changing nothing, when the pool cannot hold it now. Sets
+        ``seq.num_computed_tokens`` to the number of tokens found in the cache.
+        """
+        assert not seq.block_table
+        hits: list[int] = []
+        hashes: list[int] = []
+        # Only blocks strictly before the last token can hit: the last token is always
+        # computed (its logits are needed) and must not be written into a shared block.
+        num_candidates = (seq.num_tokens - 1) // self.block_size
+        if self.enable_prefix_caching:
+            parent: int | None = None
+            for i in range(num_candidates):
+                tokens = self._block_tokens(seq, i)
+                h = hash((parent, tokens))
+                block_id = self.hash_to_block.get(h)
+                if block_id is None or self.blocks[block_id].token_ids != tokens:
+                    break
+                hits.append(block_id)
+                hashes.append(h)
+                parent = h
+        num_new = self.blocks_needed(seq.num_tokens) - len(hits)
+        num_hits_free = sum(1 for b in hits if self.blocks[b].ref_count == 0)
+        if self.num_free_blocks - num_hits_free < num_new:
+            return False
+        for block_id in hits:
+            if self.blocks[block_id].ref_count == 0:
+                self._take_free(block_id)
+            else:
+                self.blocks[block_id].ref_count += 1
+        seq.block_table = hits + [self._take_free() for _ in range(num_new)]
+        seq.block_hashes = hashes
+        seq.num_computed_tokens = len(hits) * self.block_size
+        if seq.num_preemptions == 0:  # count each prompt once, not every recompute
+            seq.num_cached_tokens = seq.num_computed_tokens
+            if self.enable_prefix_caching:
+                self.prefix_cache_queries += seq.num_tokens
+                self.prefix_cache_hits += seq.num_computed_tokens
+        return True
+
+    def ensure_slots(self, seq: Sequence, num_tokens: int) -> bool:
+        """Grow the block table to hold ``num_tokens`` tokens; False if the pool is short."""
+        missing = self.blocks_needed(num_tokens) - len(seq.block_table)
+        if missing > self.num_free_blocks:
+            return False
+        seq.block_table.extend(self._take_free() for _ in range(max(missing, 0)))
+        return True
+
+    def cache_computed_blocks(self, seq: Sequence) -> None:
+        """Register the sequence's newly full and computed blocks in the prefix cache."""
+        if not self.enable_prefix_caching:
+            return
+        num_full = seq.num_computed_tokens // self.block_size
+        for i in range(len(seq.block_hashes), num_full):
+            tokens = self._block_tokens(seq, i)
+            h = hash((seq.block_hashes[-1] if seq.block_hashes else None, tokens))
+            seq.block_hashes.append(h)
+            block = self.blocks[seq.block_table[i]]
+            if block.hash is None and h not in self.hash_to_block:
+                block.hash, block.token_ids = h, tokens
+                self.hash_to_block[h] = block.block_id
+
+    def deallocate(self, seq: Sequence) -> None:
+        """Drop the sequence's references; blocks nobody uses become free (still cached)."""
+        # Tail first: the end of a chain is evicted before its prefix.
+        for block_id in reversed(seq.block_table):
+            block = self.blocks[block_id]
+            block.ref_count -= 1
+            assert block.ref_count >= 0, f"block {block_id} freed twice"
+            if block.ref_count == 0:
+                self.free_blocks[block_id] = None
+        seq.block_table = []
+        seq.block_hashes = []
+        seq.num_computed_tokens = 0
+
+    def free_all(self) -> None:
+        """Forget every allocation and the prefix cache: the whole pool is free."""
+        self.blocks = [Block(i) for i in range(self.num_blocks)]
+        self.free_blocks = OrderedDict.fromkeys(range(self.num_blocks))
+        self.hash_to_block.clear()

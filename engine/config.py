@@ -1,0 +1,52 @@
+"""EngineConfig: every knob of the engine in one validated dataclass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.errors import InvalidRequestError
+
+_DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+@dataclass
+class EngineConfig:
+    """How to load the model and how much work to batch.
+
+    ``LLM(model, **fields)`` builds one of these from keyword arguments; a bad value
+    raises InvalidRequestError right away rather than failing later inside a step.
+    """
+
+    model: str
+    dtype: str = "auto"  # "auto": float32 on CPU, bfloat16 on CUDA
+    device: str = "auto"  # "auto": cuda when available, else cpu
+    block_size: int = 16  # tokens per KV block
+    max_num_seqs: int = 64  # sequences in one step
+    max_num_batched_tokens: int = 2048  # tokens (decodes + prefill chunks) in one step
+    max_model_len: int | None = None  # default: the model's max_position_embeddings
+    kv_cache_memory: int | None = None  # bytes for the KV pool; default 512 MiB on CPU
+    gpu_memory_utilization: float = 0.9  # CUDA: fraction of free memory for the KV pool
+    num_kv_blocks: int | None = None  # fixed pool size (tests), overrides the budget
+    enable_prefix_caching: bool = True
+    seed: int = 0  # generator of requests that sample without their own seed
+    num_threads: int | None = None  # torch CPU threads; None leaves torch's default
+
+    def __post_init__(self) -> None:
+        def check(ok: bool, message: str) -> None:
+            if not ok:
+                raise InvalidRequestError(f"EngineConfig: {message}")
+
+        check(self.dtype in _DTYPES, f"dtype must be one of {_DTYPES}, got {self.dtype!r}")
+        check(self.block_size > 0, "block_size must be > 0")
+        check(self.max_num_seqs > 0, "max_num_seqs must be > 0")
+        # Every running sequence decodes one token per step: a smaller budget would
+        # starve the last ones.
+        check(
+            self.max_num_batched_tokens >= self.max_num_seqs,
+            "max_num_batched_tokens must be >= max_num_seqs",
+        )
+        check(self.max_model_len is None or self.max_model_len > 1, "max_model_len must be > 1")
+        check(self.kv_cache_memory is None or self.kv_cache_memory > 0, "kv_cache_memory > 0")
+        check(0.0 < self.gpu_memory_utilization <= 1.0, "gpu_memory_utilization in (0, 1]")
+        check(self.num_kv_blocks is None or self.num_kv_blocks > 0, "num_kv_blocks must be > 0")
+        check(self.num_threads is None or self.num_threads > 0, "num_threads must be > 0")

@@ -1,0 +1,90 @@
+"""PagedAttention: KV written through a slot mapping, read back through block tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass
+class AttentionMetadata:
+    """Where one step's tokens live in the paged cache; built once, shared by all layers.
+
+    Tokens are laid out decodes first (one query each), then each prefill chunk.
+    """
+
+    slot_mapping: torch.Tensor  # [tokens] flat slot (block * block_size + offset) per token
+    num_decode_tokens: int
+    decode_block_tables: torch.Tensor | None  # [decodes, max_blocks], padded with block 0
+    decode_mask: torch.Tensor | None  # [decodes, 1, context] True where a key is visible
+    prefill_query_lens: list[int]  # per prefill chunk
+    prefill_block_tables: list[torch.Tensor]  # per prefill chunk: its blocks
+    prefill_masks: list[torch.Tensor]  # per prefill chunk: [query, context] causal mask
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Grouped-query attention without repeating K/V.
+
+    q [B, T, H, D], k/v [B, C, KVH, D], mask [B, T, C] -> [B, T, H*D]. The query heads
+    that share a KV head are folded into the query length, so each KV head is one
+    matrix-matrix product (a decode becomes [G, D] x [D, C] instead of G vector products).
+    """
+    b, t, h, d = q.shape
+    kvh = k.shape[2]
+    g = h // kvh
+    q = q.view(b, t, kvh, g, d).permute(0, 2, 3, 1, 4).reshape(b, kvh, g * t, d)
+    mask = mask.unsqueeze(1).expand(b, g, t, mask.shape[-1]).reshape(b, 1, g * t, -1)
+    out = F.scaled_dot_product_attention(
+        q, k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask, scale=d**-0.5
+    )
+    return out.view(b, kvh, g, t, d).permute(0, 3, 1, 2, 4).reshape(b, t, h * d)
+
+
+class PagedAttention(nn.Module):
+    """Attention over the paged KV cache of one layer.
+
+    The runner assigns ``k_cache``/``v_cache`` ([num_blocks, block_size, kv_heads,
+    head_dim]) before the first step. Reading gathers each sequence's blocks into a
+    contiguous tensor and runs torch SDPA: simple, exact, and the same code on CPU and
+    CUDA.
+    """
+
+    def __init__(self, num_heads: int, num_kv_heads: int, head_dim: int) -> None:
+        super().__init__()
+        self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
+        self.head_dim = head_dim
+        self.k_cache = torch.empty(0)
+        self.v_cache = torch.empty(0)
+
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, meta: AttentionMetadata
+    ) -> torch.Tensor:
+        """q [T, H, D], k/v [T, KVH, D] for this step's tokens -> [T, H*D]."""
+        kvh, d = self.num_kv_heads, self.head_dim
+        k_flat = self.k_cache.view(-1, kvh, d)
+        v_flat = self.v_cache.view(-1, kvh, d)
+        k_flat.index_copy_(0, meta.slot_mapping, k)
+        v_flat.index_copy_(0, meta.slot_mapping, v)
+        outs = []
+        nd = meta.num_decode_tokens
+        if nd:
+            assert meta.decode_block_tables is not None and meta.decode_mask is not None
+            ctx = meta.decode_mask.shape[-1]
+            keys = self.k_cache[meta.decode_block_tables].view(nd, -1, kvh, d)[:, :ctx]
+            values = self.v_cache[meta.decode_block_tables].view(nd, -1, kvh, d)[:, :ctx]
+            outs.append(attend(q[:nd].unsqueeze(1), keys, values, meta.decode_mask).view(nd, -1))
+        start = nd
+        for qlen, table, mask in zip(
+            meta.prefill_query_lens, meta.prefill_block_tables, meta.prefill_masks, strict=True
+        ):
+            ctx = mask.shape[-1]
+            keys = self.k_cache[table].view(-1, kvh, d)[:ctx]
+            values = self.v_cache[table].view(-1, kvh, d)[:ctx]
+            qs = q[start : start + qlen].unsqueeze(0)
+            outs.append(attend(qs, keys.unsqueeze(0), values.unsqueeze(0), mask[None])[0])
+            start += qlen
+        return outs[0] if len(outs) == 1 else torch.cat(outs)

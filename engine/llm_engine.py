@@ -1,0 +1,274 @@
+"""LLMEngine: requests in, tokens and text out; one step() at a time."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence as Seq
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine.block_manager import BlockManager
+from engine.config import EngineConfig
+from engine.detokenizer import IncrementalDetokenizer
+from engine.errors import InvalidRequestError
+from engine.model_loader import load_model
+from engine.model_runner import ModelRunner
+from engine.model_store import resolve_model
+from engine.outputs import EngineStats, RequestOutput
+from engine.sampling_params import SamplingParams
+from engine.scheduler import Scheduler, SchedulerOutput
+from engine.sequence import Sequence
+
+log = logging.getLogger(__name__)
+
+Prompt = str | list[int]
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def _load_tokenizer(model_dir: Path) -> Any:
+    import transformers
+
+    try:
+        return transformers.AutoTokenizer.from_pretrained(str(model_dir))
+    except Exception:  # a directory without tokenizer files: token-id prompts only
+        log.info("no tokenizer in %s: prompts must be token ids", model_dir)
+        return None
+
+
+def _eos_ids(model_dir: Path, config: Any) -> set[int]:
+    ids: set[int] = set()
+    values = [getattr(config, "eos_token_id", None)]
+    gen = model_dir / "generation_config.json"
+    if gen.is_file():
+        values.append(json.loads(gen.read_text()).get("eos_token_id"))
+    for value in values:
+        ids.update(value if isinstance(value, list) else [] if value is None else [value])
+    return ids
+
+
+class LLMEngine:
+    """The synchronous engine: ``add_request`` then ``step`` until nothing is left.
+
+    ``LLM(model, **config_fields)`` loads the model; ``generate`` is the batch API and
+    ``AsyncLLM`` drives ``step`` from its own thread for streaming.
+    """
+
+    def __init__(self, model: str, **kwargs: Any) -> None:
+        self.config = config = EngineConfig(model=str(model), **kwargs)
+        if config.num_threads:
+            torch.set_num_threads(config.num_threads)
+        self.model_path = resolve_model(config.model)
+        use_cuda = config.device == "cuda" or (
+            config.device == "auto" and torch.cuda.is_available()
+        )
+        device = torch.device("cuda" if use_cuda else config.device.replace("auto", "cpu"))
+        default_dtype = "bfloat16" if device.type == "cuda" else "float32"
+        dtype = _DTYPES[default_dtype if config.dtype == "auto" else config.dtype]
+        self.model = load_model(self.model_path, device, dtype)
+        self.model_config = self.model.config
+        max_pos = int(self.model_config.max_position_embeddings)
+        self.max_model_len = config.max_model_len or max_pos
+        if self.max_model_len > max_pos:
+            raise InvalidRequestError(
+                f"max_model_len {self.max_model_len} > the model's {max_pos} positions"
+            )
+        self.tokenizer = _load_tokenizer(self.model_path)
+        self.model_runner = ModelRunner(config, self.model, self.max_model_len)
+        self.block_manager = BlockManager(
+            self.model_runner.num_blocks, config.block_size, config.enable_prefix_caching
+        )
+        self.scheduler = Scheduler(config, self.block_manager, self.max_model_len)
+        self.scheduler.eos_token_ids = _eos_ids(self.model_path, self.model_config)
+        self.requests: dict[str, Sequence] = {}
+        self.detokenizers: dict[int, IncrementalDetokenizer] = {}
+        self.prompt_tokens = 0
+
+    # ---- requests -------------------------------------------------------------------
+
+    def tokenize(self, prompt: Prompt) -> list[int]:
+        if isinstance(prompt, str):
+            if self.tokenizer is None:
+                raise InvalidRequestError("this model has no tokenizer: pass token ids")
+            return list(self.tokenizer.encode(prompt, add_special_tokens=False))
+        return [int(t) for t in prompt]
+
+    def add_request(
+        self,
+        prompt: Prompt,
+        params: SamplingParams | None = None,
+        request_id: str | None = None,
+        priority: int = 0,
+    ) -> Sequence:
+        """Validate and queue a request; raises InvalidRequestError for bad input."""
+        params = params or SamplingParams()
+        token_ids = self.tokenize(prompt)
+        vocab = int(self.model_config.vocab_size)
+        if not token_ids:
+            raise InvalidRequestError("the prompt is empty")
+        if any(not 0 <= t < vocab for t in token_ids):
+            raise InvalidRequestError(f"prompt token ids must be in [0, {vocab})")
+        if len(token_ids) >= self.max_model_len:
+            raise InvalidRequestError(
+                f"the prompt has {len(token_ids)} tokens; the model context is "
+                f"{self.max_model_len} (prompt + at least one generated token)"
+            )
+        if self.block_manager.blocks_needed(len(token_ids) + 1) > self.block_manager.num_blocks:
+            raise InvalidRequestError("the prompt does not fit in the KV cache")
+        if request_id is not None and request_id in self.requests:
+            raise InvalidRequestError(f"request id {request_id!r} is already in use")
+        seq = Sequence(token_ids, params, request_id, priority)
+        if params.seed is not None:
+            seq.generator = torch.Generator().manual_seed(params.seed)
+        if self.tokenizer is not None:
+            self.detokenizers[seq.seq_id] = IncrementalDetokenizer(
+                self.tokenizer, token_ids, params.skip_special_tokens
+            )
+        self.requests[seq.request_id] = seq
+        self.prompt_tokens += len(token_ids)
+        self.scheduler.add(seq)
+        return seq
+
+    def abort(self, request_id: str) -> Sequence | None:
+        """End a request now and free its KV blocks; None if it is not live."""
+        seq = self.requests.pop(request_id, None)
+        if seq is None:
+            return None
+        self.scheduler.finish(seq, "abort")
+        self.detokenizers.pop(seq.seq_id, None)
+        return seq
+
+    def has_unfinished(self) -> bool:
+        return self.scheduler.has_unfinished()
+
+    # ---- the loop -------------------------------------------------------------------
+
+    def step(self) -> list[Sequence]:
+        """Schedule, run the model, advance sequences. Returns those with news."""
+        batch = self.scheduler.schedule()
+        tokens, failed = self._run(batch)
+        updated = self.scheduler.postprocess(batch, tokens)
+        return self._detokenize(updated) + failed
+
+    def _run(self, batch: SchedulerOutput) -> tuple[list[int | None], list[Sequence]]:
+        if not batch:
+            return [], []
+        try:
+            return self.model_runner.run(batch), []
+        except Exception:  # fail this batch, keep the engine serving the others
+            log.exception("model step failed; failing %d requests", len(batch.seqs))
+            for seq in batch.seqs:
+                self.scheduler.finish(seq, "error")
+                self._release(seq)
+            return [None] * len(batch.seqs), list(batch.seqs)
+
+    def _detokenize(self, seqs: list[Sequence]) -> list[Sequence]:
+        for seq in seqs:
+            detok = self.detokenizers.get(seq.seq_id)
+            if detok is not None:
+                new = detok.add(seq.token_ids[-1])
+                if new:
+                    start = max(0, len(seq.output_text) - self._max_stop_len(seq) + 1)
+                    seq.output_text += new
+                    self._check_stop_strings(seq, start)
+            if seq.is_finished:
+                self._release(seq)
+        return seqs
+
+    @staticmethod
+    def _max_stop_len(seq: Sequence) -> int:
+        return max((len(s) for s in seq.params.stop or []), default=0)
+
+    def _check_stop_strings(self, seq: Sequence, start: int) -> None:
+        for stop in seq.params.stop or []:
+            idx = seq.output_text.find(stop, start)
+            if idx != -1:
+                seq.output_text = seq.output_text[:idx]
+                if not seq.is_finished:
+                    self.scheduler.finish(seq, "stop")
+                return
+
+    def _release(self, seq: Sequence) -> None:
+        self.requests.pop(seq.request_id, None)
+        self.detokenizers.pop(seq.seq_id, None)
+
+    def stream_text(self, seq: Sequence) -> str:
+        """The text that is safe to show: a possible stop string's start is held back."""
+        if seq.is_finished:
+            return seq.output_text
+        return seq.output_text[: len(seq.output_text) - max(0, self._max_stop_len(seq) - 1)]
+
+    # ---- batch API ------------------------------------------------------------------
+
+    def generate(
+        self,
+        prompts: Prompt | Seq[Prompt],
+        params: SamplingParams | Seq[SamplingParams] | None = None,
+    ) -> list[RequestOutput]:
+        """Run prompts (strings or token-id lists) to completion, outputs in order."""
+        single = isinstance(prompts, str) or bool(prompts and isinstance(prompts[0], int))
+        plist: list[Prompt] = [prompts] if single else list(prompts)  # type: ignore[list-item,arg-type]
+        if params is None or isinstance(params, SamplingParams):
+            params = [params or SamplingParams()] * len(plist)
+        seqs: list[Sequence] = []
+        try:
+            for prompt, p in zip(plist, params, strict=True):
+                seqs.append(self.add_request(prompt, p))
+        except Exception:
+            for seq in seqs:
+                self.abort(seq.request_id)
+            raise
+        while any(not s.is_finished for s in seqs):
+            self.step()
+        return [self.output(s) for s in seqs]
+
+    @staticmethod
+    def output(seq: Sequence) -> RequestOutput:
+        return RequestOutput(
+            request_id=seq.request_id,
+            prompt_token_ids=seq.prompt_token_ids,
+            token_ids=seq.completion_token_ids,
+            text=seq.output_text,
+            finished=seq.is_finished,
+            finish_reason=seq.finish_reason,
+            num_cached_tokens=seq.num_cached_tokens,
+        )
+
+    # ---- accounting -----------------------------------------------------------------
+
+    def stats(self) -> EngineStats:
+        bm, sched = self.block_manager, self.scheduler
+        return EngineStats(
+            num_running=len(sched.running),
+            num_waiting=len(sched.waiting),
+            kv_blocks_used=bm.num_blocks - bm.num_free_blocks,
+            kv_blocks_total=bm.num_blocks,
+            kv_blocks_free=bm.num_free_blocks,
+            kv_block_size=bm.block_size,
+            prompt_tokens=self.prompt_tokens,
+            generation_tokens=sched.generation_tokens,
+            prefix_cache_queries=bm.prefix_cache_queries,
+            prefix_cache_hits=bm.prefix_cache_hits,
+            num_preemptions=sched.num_preemptions,
+        )
+
+    def free_all(self) -> None:
+        """Abort every request and empty the KV pool and the prefix cache."""
+        for seq in self.scheduler.finish_all("abort"):
+            self._release(seq)
+        self.block_manager.free_all()
+
+    def warmup(self) -> None:
+        """Run representative prefill and decode shapes once, then forget them."""
+        n = max(2, min(256, self.max_model_len // 2, self.config.max_num_batched_tokens))
+        gen = torch.Generator().manual_seed(0)
+        vocab = int(self.model_config.vocab_size)
+        prompts = [torch.randint(vocab, (n,), generator=gen).tolist()]
+        batch = min(8, self.config.max_num_seqs)
+        prompts += [torch.randint(vocab, (8,), generator=gen).tolist() for _ in range(batch - 1)]
+        self.generate(prompts, SamplingParams(max_tokens=4, temperature=0.0, ignore_eos=True))
+        self.free_all()
+        self.prompt_tokens = self.scheduler.generation_tokens = 0
+        self.block_manager.prefix_cache_queries = self.block_manager.prefix_cache_hits = 0

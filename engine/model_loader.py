@@ -1,0 +1,105 @@
+"""load_model: Hugging Face config + safetensors -> our model, with fused projections."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from engine.errors import ModelLoadError
+from engine.models import MODEL_REGISTRY, LlamaForCausalLM
+
+# Our fused parameter -> the Hugging Face tensors concatenated (along dim 0) into it.
+_FUSED = {
+    "self_attn.qkv_proj": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+    "mlp.gate_up_proj": ("mlp.gate_proj", "mlp.up_proj"),
+}
+
+
+def load_config(model_dir: Path) -> Any:
+    """The transformers config of a model directory, or ModelLoadError."""
+    import transformers
+
+    try:
+        raw = json.loads((model_dir / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"cannot read {model_dir / 'config.json'}: {exc}") from exc
+    model_type = raw.get("model_type")
+    if model_type not in MODEL_REGISTRY:
+        raise ModelLoadError(
+            f"unsupported architecture model_type={model_type!r} in {model_dir}; "
+            f"the engine implements {sorted(MODEL_REGISTRY)}"
+        )
+    try:
+        return transformers.AutoConfig.from_pretrained(str(model_dir))
+    except Exception as exc:  # transformers raises many types for a bad config
+        raise ModelLoadError(f"cannot parse the config of {model_dir}: {exc}") from exc
+
+
+def _open_checkpoint(model_dir: Path) -> dict[str, Any]:
+    """Map every tensor name to an open safetensors handle (memory-mapped, lazy)."""
+    from safetensors import safe_open
+
+    index = model_dir / "model.safetensors.index.json"
+    if index.is_file():
+        weight_map = json.loads(index.read_text())["weight_map"]
+        files = sorted(set(weight_map.values()))
+    else:
+        files = sorted(p.name for p in model_dir.glob("*.safetensors"))
+    if not files:
+        raise ModelLoadError(f"no .safetensors weights in {model_dir}")
+    handles: dict[str, Any] = {}
+    for name in files:
+        try:
+            handle = safe_open(str(model_dir / name), framework="pt", device="cpu")
+        except Exception as exc:  # SafetensorError, OSError: truncated or corrupt file
+            raise ModelLoadError(
+                f"cannot read weights {model_dir / name}: {exc} (truncated or corrupt?)"
+            ) from exc
+        for key in handle.keys():  # noqa: SIM118 - safe_open is not a dict
+            handles[key] = handle
+    return handles
+
+
+def _hf_names(param_name: str) -> list[str]:
+    """The checkpoint tensors behind one of our parameters."""
+    module, _, leaf = param_name.rpartition(".")
+    for fused, parts in _FUSED.items():
+        if module.endswith(fused):
+            prefix = module[: -len(fused)]
+            return [f"model.{prefix}{part}.{leaf}" for part in parts]
+    if param_name.startswith("lm_head."):
+        return [param_name]
+    return [f"model.{param_name}"]
+
+
+def load_model(model_dir: Path, device: torch.device, dtype: torch.dtype) -> LlamaForCausalLM:
+    """Build the model for ``model_dir`` on ``device`` in ``dtype`` and load its weights."""
+    config = load_config(model_dir)
+    with torch.device("meta"):
+        model = MODEL_REGISTRY[config.model_type](config)
+    model.to_empty(device=device).to(dtype)
+    handles = _open_checkpoint(model_dir)
+    params: dict[str, nn.Parameter] = dict(model.named_parameters())
+    for name, param in params.items():
+        sources = _hf_names(name)
+        missing = [s for s in sources if s not in handles]
+        if missing:
+            raise ModelLoadError(f"{model_dir}: checkpoint lacks {missing[0]}")
+        try:
+            tensors = [handles[s].get_tensor(s) for s in sources]
+        except Exception as exc:
+            raise ModelLoadError(f"{model_dir}: cannot read {sources[0]}: {exc}") from exc
+        tensor = tensors[0] if len(tensors) == 1 else torch.cat(tensors, dim=0)
+        if tensor.shape != param.shape:
+            raise ModelLoadError(
+                f"{model_dir}: {sources} has shape {tuple(tensor.shape)}, "
+                f"expected {tuple(param.shape)}"
+            )
+        with torch.no_grad():
+            param.copy_(tensor)
+    model.rotary.build(device, dtype)
+    return model.eval()

@@ -1,0 +1,141 @@
+"""ModelRunner: a scheduled batch -> flat tensors -> model -> sampled tokens."""
+
+from __future__ import annotations
+
+import torch
+
+from engine.config import EngineConfig
+from engine.layers.attention import AttentionMetadata, PagedAttention
+from engine.models import LlamaForCausalLM
+from engine.sampler import Sampler
+from engine.scheduler import SchedulerOutput
+
+DEFAULT_CPU_KV_MEMORY = 512 * 1024**2
+
+
+class ModelRunner:
+    """Owns the model and its paged KV cache on one device."""
+
+    def __init__(self, config: EngineConfig, model: LlamaForCausalLM, max_model_len: int):
+        self.config = config
+        self.model = model
+        self.block_size = config.block_size
+        self.device = model.embed_tokens.weight.device
+        self.dtype = model.embed_tokens.weight.dtype
+        self.sampler = Sampler(config.seed)
+        self.attn_layers = [m for m in model.modules() if isinstance(m, PagedAttention)]
+        self.num_blocks = self._num_blocks(max_model_len)
+        self.allocate_kv_cache()
+
+    def _num_blocks(self, max_model_len: int) -> int:
+        layer = self.attn_layers[0]
+        elem = torch.empty(0, dtype=self.dtype).element_size()
+        per_block = (
+            2 * len(self.attn_layers) * self.block_size * layer.num_kv_heads * layer.head_dim * elem
+        )
+        if self.config.num_kv_blocks is not None:
+            return self.config.num_kv_blocks
+        if self.config.kv_cache_memory is not None:
+            budget = self.config.kv_cache_memory
+        elif self.device.type == "cuda":
+            free, _ = torch.cuda.mem_get_info(self.device)
+            budget = int(free * self.config.gpu_memory_utilization) - 512 * 1024**2
+        else:
+            budget = DEFAULT_CPU_KV_MEMORY
+        # Never more than every sequence at full length could use.
+        cap = self.config.max_num_seqs * (-(-max_model_len // self.block_size)) + 1
+        return max(1, min(budget // per_block, cap))
+
+    def allocate_kv_cache(self) -> None:
+        """One zeroed tensor for the pool; each layer gets its own views of it.
+
+        Zeroed because padded reads touch unused slots: they are masked, but a NaN in
+        them would still poison the attention output.
+        """
+        layer = self.attn_layers[0]
+        shape = (
+            2,
+            len(self.attn_layers),
+            self.num_blocks,
+            self.block_size,
+            layer.num_kv_heads,
+            layer.head_dim,
+        )
+        self.kv_cache = torch.zeros(shape, dtype=self.dtype, device=self.device)
+        for i, attn in enumerate(self.attn_layers):
+            attn.k_cache = self.kv_cache[0, i]
+            attn.v_cache = self.kv_cache[1, i]
+
+    def _tensor(self, data: list[int] | list[list[int]]) -> torch.Tensor:
+        return torch.tensor(data, dtype=torch.long).to(self.device, non_blocking=True)
+
+    def prepare(
+        self, batch: SchedulerOutput
+    ) -> tuple[torch.Tensor, torch.Tensor, AttentionMetadata, list[int], list[int]]:
+        """Flatten the batch (decodes first) into input ids, positions and metadata.
+
+        Returns also the token index of each row to sample and that row's batch index.
+        """
+        bs = self.block_size
+        order = sorted(range(len(batch.seqs)), key=lambda i: batch.num_new_tokens[i] != 1)
+        ids: list[int] = []
+        positions: list[int] = []
+        slots: list[int] = []
+        decode_tables, decode_lens = [], []
+        prefill_lens, prefill_tables, prefill_masks = [], [], []
+        sample_index, sample_rows = [], []
+        for i in order:
+            seq, n = batch.seqs[i], batch.num_new_tokens[i]
+            start, end = seq.num_computed_tokens, seq.num_computed_tokens + n
+            ids.extend(seq.token_ids[start:end])
+            positions.extend(range(start, end))
+            table = seq.block_table
+            slots.extend(table[p // bs] * bs + p % bs for p in range(start, end))
+            if end == seq.num_tokens:  # caught up: this step samples its next token
+                sample_index.append(len(ids) - 1)
+                sample_rows.append(i)
+            num_blocks = -(-end // bs)
+            if n == 1:
+                decode_tables.append(table[:num_blocks])
+                decode_lens.append(end)
+            else:
+                prefill_lens.append(n)
+                prefill_tables.append(self._tensor(table[:num_blocks]))
+                key_pos = torch.arange(end, device=self.device)
+                query_pos = torch.arange(start, end, device=self.device)
+                prefill_masks.append(key_pos[None, :] <= query_pos[:, None])
+        decode_block_tables = decode_mask = None
+        if decode_tables:
+            width = max(len(t) for t in decode_tables)
+            decode_block_tables = self._tensor(
+                [t + [0] * (width - len(t)) for t in decode_tables]
+            ).view(len(decode_tables), width)
+            ctx = max(decode_lens)
+            lens = self._tensor(decode_lens)
+            decode_mask = (torch.arange(ctx, device=self.device)[None, :] < lens[:, None])[
+                :, None, :
+            ]
+        meta = AttentionMetadata(
+            slot_mapping=self._tensor(slots),
+            num_decode_tokens=len(decode_tables),
+            decode_block_tables=decode_block_tables,
+            decode_mask=decode_mask,
+            prefill_query_lens=prefill_lens,
+            prefill_block_tables=prefill_tables,
+            prefill_masks=prefill_masks,
+        )
+        return self._tensor(ids), self._tensor(positions), meta, sample_index, sample_rows
+
+    @torch.inference_mode()
+    def run(self, batch: SchedulerOutput) -> list[int | None]:
+        """One forward pass; the sampled token of each sequence, None mid-prefill."""
+        input_ids, positions, meta, sample_index, sample_rows = self.prepare(batch)
+        hidden = self.model(input_ids, positions, meta)
+        result: list[int | None] = [None] * len(batch.seqs)
+        if sample_rows:
+            logits = self.model.compute_logits(hidden[self._tensor(sample_index)])
+            seqs = [batch.seqs[i] for i in sample_rows]
+            tokens = self.sampler(logits, [s.params for s in seqs], [s.generator for s in seqs])
+            for row, token in zip(sample_rows, tokens, strict=True):
+                result[row] = token
+        return result

@@ -1,0 +1,143 @@
+"""Llama and Qwen2 (= Llama with q/k/v bias), our own forward pass over the paged cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from engine.layers.activation import SiluAndMul
+from engine.layers.attention import AttentionMetadata, PagedAttention
+from engine.layers.linear import make_linear
+from engine.layers.norm import RMSNorm
+from engine.layers.rotary import RotaryEmbedding
+
+
+def rope_settings(config: Any) -> tuple[float, dict[str, Any]]:
+    """(theta, scaling dict) from a transformers 5 ``rope_parameters`` or a 4.x config."""
+    params = dict(getattr(config, "rope_parameters", None) or {})
+    scaling = dict(getattr(config, "rope_scaling", None) or {})
+    merged = {**scaling, **params}
+    theta = merged.get("rope_theta", getattr(config, "rope_theta", 10000.0))
+    return float(theta), merged
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, config: Any, qkv_bias: bool, o_bias: bool) -> None:
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_kv_heads = config.num_key_value_heads
+        self.head_dim = getattr(config, "head_dim", None) or (config.hidden_size // self.num_heads)
+        self.q_size = self.num_heads * self.head_dim
+        self.kv_size = self.num_kv_heads * self.head_dim
+        # q, k and v in one matmul: fewer, larger ops (per-op overhead dominates decode).
+        self.qkv_proj = make_linear(
+            config.hidden_size, self.q_size + 2 * self.kv_size, bias=qkv_bias
+        )
+        self.o_proj = make_linear(self.q_size, config.hidden_size, bias=o_bias)
+        self.attn = PagedAttention(self.num_heads, self.num_kv_heads, self.head_dim)
+
+    def forward(
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, meta: AttentionMetadata
+    ) -> torch.Tensor:
+        t = x.shape[0]
+        qkv = self.qkv_proj(x)
+        # Rotate q and k together: one set of rotary ops per layer instead of two.
+        qk = qkv[:, : self.q_size + self.kv_size].view(t, -1, self.head_dim)
+        qk = RotaryEmbedding.rotate(qk, cos, sin)
+        q, k = qk.split([self.num_heads, self.num_kv_heads], dim=1)
+        v = qkv[:, self.q_size + self.kv_size :].view(t, self.num_kv_heads, self.head_dim)
+        return self.o_proj(self.attn(q, k, v, meta))
+
+
+class LlamaMLP(nn.Module):
+    def __init__(self, config: Any, bias: bool) -> None:
+        super().__init__()
+        self.gate_up_proj = make_linear(config.hidden_size, 2 * config.intermediate_size, bias=bias)
+        self.down_proj = make_linear(config.intermediate_size, config.hidden_size, bias=bias)
+        self.act = SiluAndMul()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(self.act(self.gate_up_proj(x)))
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, config: Any, qkv_bias: bool, o_bias: bool, mlp_bias: bool) -> None:
+        super().__init__()
+        self.self_attn = LlamaAttention(config, qkv_bias, o_bias)
+        self.mlp = LlamaMLP(config, mlp_bias)
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        residual: torch.Tensor | None,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        meta: AttentionMetadata,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        x, residual = self.input_layernorm(x, residual)
+        x = self.self_attn(x, cos, sin, meta)
+        x, residual = self.post_attention_layernorm(x, residual)
+        return self.mlp(x), residual
+
+
+class LlamaForCausalLM(nn.Module):
+    """Decoder-only Llama; Qwen2 is the same graph with q/k/v bias (see Qwen2ForCausalLM).
+
+    ``forward`` takes the flat tokens of a step (all sequences concatenated) and returns
+    their hidden states; ``compute_logits`` runs the LM head only where a token is sampled.
+    """
+
+    def __init__(self, config: Any) -> None:
+        super().__init__()
+        qkv_bias, o_bias, mlp_bias = self.bias_settings(config)
+        self.config = config
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.embed_tokens.weight.requires_grad_(False)
+        self.layers = nn.ModuleList(
+            LlamaDecoderLayer(config, qkv_bias, o_bias, mlp_bias)
+            for _ in range(config.num_hidden_layers)
+        )
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.tie_word_embeddings = bool(getattr(config, "tie_word_embeddings", False))
+        self.lm_head = (
+            None if self.tie_word_embeddings else make_linear(config.hidden_size, config.vocab_size)
+        )
+        head_dim = getattr(config, "head_dim", None) or (
+            config.hidden_size // config.num_attention_heads
+        )
+        theta, scaling = rope_settings(config)
+        self.rotary = RotaryEmbedding(head_dim, config.max_position_embeddings, theta, scaling)
+
+    @staticmethod
+    def bias_settings(config: Any) -> tuple[bool, bool, bool]:
+        """(q/k/v bias, o_proj bias, mlp bias) as Llama reads them from its config."""
+        attention_bias = bool(getattr(config, "attention_bias", False))
+        return attention_bias, attention_bias, bool(getattr(config, "mlp_bias", False))
+
+    def forward(
+        self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata
+    ) -> torch.Tensor:
+        x = self.embed_tokens(input_ids)
+        cos, sin = self.rotary.lookup(positions)
+        residual = None
+        for layer in self.layers:
+            x, residual = layer(x, residual, cos, sin, meta)
+        x, _ = self.norm(x, residual)
+        return x
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        if self.lm_head is None:
+            return torch.nn.functional.linear(hidden, self.embed_tokens.weight)
+        return self.lm_head(hidden)
+
+
+class Qwen2ForCausalLM(LlamaForCausalLM):
+    """Qwen2: q/k/v projections carry a bias, o_proj and the MLP do not."""
+
+    @staticmethod
+    def bias_settings(config: Any) -> tuple[bool, bool, bool]:
+        return True, False, False

@@ -1,0 +1,45 @@
+"""SamplingParams: how one request picks its tokens and when it stops."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.errors import InvalidRequestError
+
+
+@dataclass
+class SamplingParams:
+    """Per-request decoding settings, validated on creation.
+
+    ``temperature == 0`` is greedy decoding. ``top_k <= 0`` and ``top_p == 1`` disable
+    those filters. ``stop`` strings end generation and are not part of the text;
+    ``stop_token_ids`` add to the model's EOS ids (ignored with ``ignore_eos``).
+    ``seed`` makes sampling reproducible whatever else is in the batch.
+    """
+
+    max_tokens: int = 128
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    stop: list[str] | str | None = None
+    stop_token_ids: list[int] = field(default_factory=list)
+    ignore_eos: bool = False
+    seed: int | None = None
+    skip_special_tokens: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stop, str):
+            self.stop = [self.stop]
+        self.stop = [s for s in (self.stop or []) if s]
+        if self.max_tokens <= 0:
+            raise InvalidRequestError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.temperature < 0:
+            raise InvalidRequestError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise InvalidRequestError(f"top_p must be in (0, 1], got {self.top_p}")
+        if any(t < 0 for t in self.stop_token_ids):
+            raise InvalidRequestError("stop_token_ids must be >= 0")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0

@@ -1,0 +1,83 @@
+"""Sequence: one request's tokens, state, KV block table, priority and timings."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from enum import Enum, auto
+
+import torch
+
+from engine.sampling_params import SamplingParams
+
+
+class SequenceStatus(Enum):
+    WAITING = auto()
+    RUNNING = auto()
+    FINISHED = auto()
+
+
+class Sequence:
+    """A request as the scheduler sees it.
+
+    ``num_computed_tokens`` counts tokens whose KV is in the cache; the next step
+    computes ``token_ids[num_computed_tokens:]`` (a chunk of them under the budget).
+    A decode is the case where exactly one token is left to compute.
+    """
+
+    _ids = itertools.count()
+
+    def __init__(
+        self,
+        token_ids: list[int],
+        params: SamplingParams,
+        request_id: str | None = None,
+        priority: int = 0,
+        arrival_time: float | None = None,
+    ) -> None:
+        self.seq_id = next(Sequence._ids)
+        self.request_id = request_id if request_id is not None else f"seq-{self.seq_id}"
+        self.token_ids = list(token_ids)
+        self.num_prompt_tokens = len(token_ids)
+        self.params = params
+        self.priority = priority
+        self.arrival_time = time.monotonic() if arrival_time is None else arrival_time
+        self.status = SequenceStatus.WAITING
+        self.block_table: list[int] = []
+        self.block_hashes: list[int] = []  # chained hashes of the full, computed blocks
+        self.num_computed_tokens = 0
+        self.num_cached_tokens = 0  # prompt tokens served from the prefix cache
+        self.num_preemptions = 0
+        self.finish_reason: str | None = None
+        self.output_text = ""
+        self.first_token_time: float | None = None
+        self.finish_time: float | None = None
+        self.generator: torch.Generator | None = None  # set by the engine for seeded sampling
+
+    def __len__(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def num_completion_tokens(self) -> int:
+        return len(self.token_ids) - self.num_prompt_tokens
+
+    @property
+    def prompt_token_ids(self) -> list[int]:
+        return self.token_ids[: self.num_prompt_tokens]
+
+    @property
+    def completion_token_ids(self) -> list[int]:
+        return self.token_ids[self.num_prompt_tokens :]
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status == SequenceStatus.FINISHED
+
+    def append_token(self, token_id: int) -> None:
+        if self.first_token_time is None:
+            self.first_token_time = time.monotonic()
+        self.token_ids.append(token_id)
