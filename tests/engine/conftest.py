@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tiny_models import TINY_SHAPES, build_tiny
 
 from engine.model_store import bundled_llm_dir, is_complete
+from tests.engine.tiny_models import TINY_SHAPES, build_tiny
 
 
 @pytest.fixture(scope="session")

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 import torch
-from tiny_models import TINY_SHAPES, hf_greedy
 
 from engine import LLM, SamplingParams
+from tests.engine.tiny_models import TINY_SHAPES, hf_greedy
 
 MAX_NEW = 12
 
