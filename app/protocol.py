@@ -186,7 +186,13 @@ def parse_client_event(raw: str | bytes) -> Any:
         return _CLIENT_EVENT.validate_python(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"][1:]) or event_type
+        # Drop pydantic's union-branch labels ("literal[...]", "AudioFormat") from the path.
+        path = [
+            str(p)
+            for p in first["loc"][1:]
+            if isinstance(p, int) or not (set(p) & set("[]'") or p[:1].isupper())
+        ]
+        where = ".".join(path) or event_type
         raise ProtocolError(
             "invalid_value", f"{event_type}: field '{where}': {first['msg']}", param=where
         ) from exc

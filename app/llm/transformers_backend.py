@@ -38,7 +38,7 @@ class TransformersBackend(LLMBackend):
         self.context_length = int(getattr(self.hf_model.config, "max_position_embeddings", 2048))
         self._gpu_lock = threading.Lock()
         self._stops: dict[str, threading.Event] = {}
-        self._counters = {"requests": 0, "prompt_tokens": 0, "generation_tokens": 0}
+        self._counters = {"requests": 0, "prompt_tokens": 0, "text_deltas": 0}
 
     def _prompt_ids(self, messages: list[ChatMessage]) -> Any:
         encoded: Any = self.tokenizer.apply_chat_template(
@@ -120,15 +120,17 @@ class TransformersBackend(LLMBackend):
                 queue.put_nowait(_DONE)
 
         task = asyncio.create_task(produce())
+        # Counted as running until the worker thread really ends, even if our caller is
+        # cancelled again while waiting for it below.
+        task.add_done_callback(lambda _task: self._stops.pop(request_id, None))
         try:
             while (item := await queue.get()) is not _DONE:
                 if item:
-                    self._counters["generation_tokens"] += 1
+                    self._counters["text_deltas"] += 1
                     yield str(item)
         finally:
             stop.set()
-            self._stops.pop(request_id, None)
-            await asyncio.shield(task)
+            await asyncio.shield(task)  # the worker thread has ended when this returns
 
     async def abort(self, request_id: str) -> None:
         stop = self._stops.get(request_id)

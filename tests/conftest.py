@@ -1,0 +1,103 @@
+"""Shared fixtures: real models, a real app with its lifespan, real WebSockets."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import soundfile as sf
+from fastapi.testclient import TestClient
+
+from app.audio import float_to_pcm16, resample
+from app.main import create_app
+from app.settings import Settings
+
+SPEECH_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "speech"
+REALTIME_RATE = 24_000
+
+
+def make_settings(**overrides: Any) -> Settings:
+    """The server configuration tests run with (backend overridable for comparisons)."""
+    backend = os.environ.get("R1VOICE_TEST_LLM_BACKEND", "embedded")
+    return Settings(llm_backend=backend, **overrides)
+
+
+@pytest.fixture(scope="session")
+def app_client() -> Iterator[TestClient]:
+    """One warmed-up server for the whole test session (loading models takes seconds)."""
+    app = create_app(make_settings())
+    with TestClient(app) as client:
+        deadline = time.monotonic() + 300
+        while client.get("/v2/health/ready").status_code != 200:
+            state = app.state.server
+            assert state.load_error is None, state.load_error
+            assert time.monotonic() < deadline, "server did not become ready"
+            time.sleep(0.1)
+        yield client
+
+
+def load_clip(name: str, rate: int = REALTIME_RATE) -> np.ndarray:
+    """A human speech clip from ../shared/data/speech as float32 mono at `rate`."""
+    path = SPEECH_DIR / name
+    if not path.is_file():
+        pytest.skip(f"{path} not present (../shared is missing)")
+    data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+    return resample(data.mean(axis=1), sr, rate)
+
+
+def append_event(samples: np.ndarray) -> str:
+    return json.dumps(
+        {
+            "type": "input_audio_buffer.append",
+            "audio": base64.b64encode(float_to_pcm16(samples)).decode(),
+        }
+    )
+
+
+def stream_audio(
+    ws: Any, samples: np.ndarray, rate: int = REALTIME_RATE, chunk_ms: int = 20
+) -> None:
+    step = rate * chunk_ms // 1000
+    for i in range(0, samples.size, step):
+        ws.send_text(append_event(samples[i : i + step]))
+
+
+def receive_until(
+    ws: Any, stop: Callable[[dict[str, Any]], bool], limit: int = 20_000
+) -> list[dict[str, Any]]:
+    """Collect events until `stop(event)` is true (that event included)."""
+    events = []
+    for _ in range(limit):
+        event = ws.receive_json()
+        events.append(event)
+        if stop(event):
+            return events
+    raise AssertionError(
+        f"no terminating event in {limit} events; last types: {[e['type'] for e in events[-10:]]}"
+    )
+
+
+def is_done(event: dict[str, Any]) -> bool:
+    return event["type"] == "response.done"
+
+
+def audio_seconds(events: list[dict[str, Any]], rate: int = REALTIME_RATE) -> float:
+    total = sum(
+        len(base64.b64decode(e["delta"])) for e in events if e["type"] == "response.audio.delta"
+    )
+    return total / 2 / rate
+
+
+def answer_text(events: list[dict[str, Any]]) -> str:
+    return "".join(
+        e["delta"]
+        for e in events
+        if e["type"] in ("response.audio_transcript.delta", "response.text.delta")
+    )
