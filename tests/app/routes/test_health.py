@@ -7,6 +7,7 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
 
 from app import components as components_module
 from app.main import create_app
@@ -37,9 +38,12 @@ def test_ready_is_503_before_warmup_and_200_after(
         assert client.get("/v2/health/live").status_code == 200
         assert client.get("/v2/health/ready").status_code == 503
         assert client.get("/v2/models/smollm2-135m-instruct/ready").status_code == 503
-        with pytest.raises(Exception):  # noqa: B017 - the socket is refused while warming up
-            with client.websocket_connect("/v1/realtime") as ws:
-                ws.receive_json()
+        with (
+            pytest.raises(WebSocketDisconnect) as refused,
+            client.websocket_connect("/v1/realtime") as ws,
+        ):
+            ws.receive_json()
+        assert refused.value.code == 1013  # try again later
         release.set()
         deadline = time.monotonic() + 60
         while client.get("/v2/health/ready").status_code != 200:
