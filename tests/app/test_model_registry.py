@@ -35,7 +35,7 @@ def test_unprepared_model_says_which_command_fixes_it(
 
 
 def test_unknown_model_lists_known_names() -> None:
-    with pytest.raises(model_registry.ModelError, match="whisper-tiny.en"):
+    with pytest.raises(model_registry.ModelError, match=r"whisper-tiny\.en"):
         model_registry.locate("whisper-huge", "asr")
 
 
