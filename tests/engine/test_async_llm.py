@@ -1,0 +1,152 @@
+"""AsyncLLM: streaming, abort (explicit, by leaving the loop, under random load)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine import AsyncLLM, InvalidRequestError, SamplingParams
+
+LONG = SamplingParams(max_tokens=200, temperature=0.0, ignore_eos=True)
+
+
+@pytest.fixture(scope="module")
+def allm(tiny_llama: Path) -> Iterator[AsyncLLM]:
+    engine = AsyncLLM(str(tiny_llama), block_size=4, num_kv_blocks=40, max_num_seqs=8)
+    yield engine
+    engine.close()
+
+
+def assert_pool_full(allm: AsyncLLM) -> None:
+    stats = allm.stats()
+    assert stats.kv_blocks_free == stats.kv_blocks_total
+    assert stats.num_running == stats.num_waiting == 0
+
+
+def test_stream_matches_generate(allm: AsyncLLM) -> None:
+    params = SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True)
+    expected = allm.engine.generate([[5, 6, 7, 8]], params)[0].token_ids
+
+    async def main() -> list[int]:
+        tokens: list[int] = []
+        async for delta in allm.stream([5, 6, 7, 8], params, request_id="s1"):
+            tokens.extend(delta.token_ids)
+            last = delta
+        assert last.finished and last.finish_reason == "length"
+        return tokens
+
+    assert asyncio.run(main()) == expected
+    assert_pool_full(allm)
+
+
+def test_abort_mid_stream_frees_blocks_at_once(allm: AsyncLLM) -> None:
+    async def main() -> None:
+        seen = 0
+        async for delta in allm.stream([3] * 30, LONG, request_id="victim"):
+            seen += 1
+            if seen == 3:
+                assert allm.stats().kv_blocks_used > 0
+                await allm.abort("victim")
+                assert allm.stats().kv_blocks_used == 0  # freed when abort() returns
+            if delta.finished:
+                assert delta.finish_reason == "abort"
+        assert seen >= 3
+
+    asyncio.run(main())
+    assert_pool_full(allm)
+
+
+def test_leaving_the_loop_aborts(allm: AsyncLLM) -> None:
+    async def main() -> None:
+        gen = allm.stream([4] * 10, LONG)
+        async for _ in gen:
+            break
+        await gen.aclose()  # what the event loop does to an abandoned generator
+        for _ in range(200):
+            if allm.stats().num_running == 0:
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+    assert_pool_full(allm)
+
+
+def test_cancelled_consumer_aborts(allm: AsyncLLM) -> None:
+    async def consume() -> None:
+        async for _ in allm.stream([4] * 10, LONG):
+            pass
+
+    async def main() -> None:
+        task = asyncio.create_task(consume())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(200):
+            if allm.stats().num_running == 0:
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+    assert_pool_full(allm)
+
+
+def test_bad_request_does_not_stop_the_loop(allm: AsyncLLM) -> None:
+    async def main() -> None:
+        good = asyncio.create_task(allm.generate([9, 9, 9], SamplingParams(max_tokens=5)))
+        with pytest.raises(InvalidRequestError):
+            async for _ in allm.stream([1] * 10_000, LONG):
+                pass
+        out = await good
+        assert len(out.token_ids) <= 5 and out.finish_reason in ("length", "stop")
+
+    asyncio.run(main())
+    assert_pool_full(allm)
+
+
+def test_200_random_submit_abort_finish_leave_pool_full(allm: AsyncLLM) -> None:
+    rng = random.Random(0)
+
+    async def one(i: int) -> None:
+        await asyncio.sleep(rng.random() * 0.5)
+        prompt = [rng.randrange(2, 256) for _ in range(rng.randint(1, 40))]
+        params = SamplingParams(
+            max_tokens=rng.randint(1, 20), temperature=rng.choice([0.0, 1.0]), ignore_eos=True
+        )
+        mode = rng.choice(["finish", "abort", "leave"])
+        after = rng.randint(0, 5)
+        n = 0
+        async for delta in allm.stream(prompt, params, request_id=f"r{i}", priority=i % 3):
+            n += 1
+            if mode == "abort" and n > after:
+                await allm.abort(f"r{i}")
+            elif mode == "leave" and n > after:
+                break
+            if delta.finished and mode == "finish":
+                assert delta.finish_reason == "length"
+
+    async def main() -> None:
+        await asyncio.gather(*(one(i) for i in range(200)))
+        for _ in range(300):
+            if allm.stats().num_running + allm.stats().num_waiting == 0:
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+    assert_pool_full(allm)
+
+
+def test_shutdown_stops_thread(tiny_llama: Path) -> None:
+    engine = AsyncLLM(str(tiny_llama))
+
+    async def main() -> None:
+        out = await engine.generate([1, 2, 3], SamplingParams(max_tokens=3))
+        assert len(out.token_ids) <= 3
+        await engine.shutdown()
+
+    asyncio.run(main())
+    assert not engine._thread.is_alive()

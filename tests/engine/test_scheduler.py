@@ -1,0 +1,125 @@
+"""Scheduler: budgets, chunked prefill, waiting instead of failing, preemption, ordering."""
+
+from __future__ import annotations
+
+from engine.block_manager import BlockManager
+from engine.config import EngineConfig
+from engine.sampling_params import SamplingParams
+from engine.scheduler import Scheduler
+from engine.sequence import Sequence, SequenceStatus
+
+
+def make(num_blocks: int = 64, block_size: int = 4, **cfg: int) -> Scheduler:
+    config = EngineConfig(model="unused", block_size=block_size, **cfg)  # type: ignore[arg-type]
+    return Scheduler(config, BlockManager(num_blocks, block_size), max_model_len=1000)
+
+
+def request(n: int, max_tokens: int = 4, priority: int = 0, t: float = 0.0) -> Sequence:
+    return Sequence(list(range(1, n + 1)), SamplingParams(max_tokens=max_tokens), None, priority, t)
+
+
+def run_step(s: Scheduler, token: int = 7) -> list[Sequence]:
+    batch = s.schedule()
+    sampled = [
+        token if seq.num_computed_tokens + n == seq.num_tokens else None
+        for seq, n in zip(batch.seqs, batch.num_new_tokens, strict=True)
+    ]
+    s.postprocess(batch, sampled)
+    return batch.seqs
+
+
+def test_chunked_prefill_respects_token_budget() -> None:
+    s = make(max_num_batched_tokens=8, max_num_seqs=2)
+    a = request(20)
+    s.add(a)
+    chunks = []
+    while a.num_completion_tokens == 0:
+        batch = s.schedule()
+        chunks.append(batch.num_new_tokens[0])
+        s.postprocess(batch, [7 if a.num_computed_tokens + chunks[-1] == 20 else None])
+    assert chunks == [8, 8, 4]
+
+
+def test_decodes_and_prefills_mix_in_one_step() -> None:
+    s = make(max_num_batched_tokens=16, max_num_seqs=4)
+    a = request(5)
+    s.add(a)
+    run_step(s)  # a prefilled, has its first token
+    b = request(30)
+    s.add(b)
+    batch = s.schedule()
+    assert batch.seqs == [a, b]
+    assert batch.num_new_tokens == [1, 15]
+
+
+def test_request_that_does_not_fit_waits() -> None:
+    s = make(num_blocks=4, block_size=4, max_num_batched_tokens=64, max_num_seqs=4)
+    a, b = request(12, max_tokens=2), request(12, max_tokens=2)
+    s.add(a)
+    s.add(b)
+    assert s.schedule().seqs == [a]  # b needs 3 more blocks: only 1 free
+    assert b.status == SequenceStatus.WAITING
+    b_started = False
+    while not a.is_finished:
+        b_started |= b in run_step(s)
+    assert not b_started
+    assert run_step(s) == [b]
+
+
+def test_preemption_by_recompute_under_kv_pressure() -> None:
+    s = make(num_blocks=4, block_size=4, max_num_batched_tokens=64, max_num_seqs=4)
+    a, b = request(7, max_tokens=10, t=0.0), request(7, max_tokens=10, t=1.0)
+    s.add(a)
+    s.add(b)
+    for _ in range(3):
+        run_step(s)
+    # Both grew to 9-10 tokens: 3 blocks each do not fit in 4; b (later) was preempted.
+    assert s.num_preemptions >= 1
+    assert b.status == SequenceStatus.WAITING and b.block_table == []
+    while s.has_unfinished():
+        run_step(s)
+    assert a.num_completion_tokens == 10 and b.num_completion_tokens == 10
+    assert s.block_manager.num_free_blocks == 4
+
+
+def test_waiting_order_priority_then_arrival() -> None:
+    s = make(max_num_batched_tokens=64, max_num_seqs=1)
+    late_urgent = request(3, priority=-1, t=5.0)
+    early = request(3, t=1.0)
+    earlier = request(3, t=0.5)
+    for r in (early, late_urgent, earlier):
+        s.add(r)
+    assert s.waiting == [late_urgent, earlier, early]
+    assert s.schedule().seqs == [late_urgent]
+
+
+def test_max_num_seqs_caps_running() -> None:
+    s = make(max_num_batched_tokens=64, max_num_seqs=2)
+    reqs = [request(3) for _ in range(3)]
+    for r in reqs:
+        s.add(r)
+    assert s.schedule().seqs == reqs[:2]
+
+
+def test_finish_frees_blocks_and_counts_tokens() -> None:
+    s = make(max_num_batched_tokens=64, max_num_seqs=4)
+    a = request(6, max_tokens=3)
+    s.add(a)
+    while s.has_unfinished():
+        run_step(s)
+    assert a.finish_reason == "length" and a.completion_token_ids == [7, 7, 7]
+    assert s.generation_tokens == 3
+    assert s.block_manager.num_free_blocks == 64
+
+
+def test_eos_and_stop_token_ids() -> None:
+    s = make(max_num_batched_tokens=64, max_num_seqs=4)
+    s.eos_token_ids = {7}
+    a = request(4, max_tokens=5)
+    b = Sequence([1, 2], SamplingParams(max_tokens=5, ignore_eos=True, stop_token_ids=[9]))
+    s.add(a)
+    s.add(b)
+    run_step(s, token=7)
+    assert a.finish_reason == "stop" and not b.is_finished
+    run_step(s, token=9)
+    assert b.finish_reason == "stop" and b.completion_token_ids == [7, 9]
