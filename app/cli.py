@@ -13,6 +13,7 @@ from pathlib import Path
 #   run(args: argparse.Namespace) -> dict   (the JSON result)
 BENCHMARKS = {
     "engine": "app.bench.engine",
+    "voice": "app.bench.voice",
 }
 
 

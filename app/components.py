@@ -14,6 +14,7 @@ from app.settings import Settings
 from app.stages.asr import WhisperASR
 from app.stages.tts import PiperTTS
 from app.stages.vad import SileroModel
+from app.stages.voices import VoiceCatalog
 
 log = logging.getLogger("r1voice")
 
@@ -23,7 +24,7 @@ class Components:
     settings: Settings
     vad: SileroModel
     asr: WhisperASR
-    tts: PiperTTS
+    tts: VoiceCatalog
     llm: LLMBackend
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -49,7 +50,9 @@ def load_components(settings: Settings) -> Components:
     )
     tts = timed(
         "tts",
-        lambda: PiperTTS(model_registry.locate(settings.tts_voice, "tts"), name=settings.tts_voice),
+        lambda: VoiceCatalog(
+            PiperTTS(model_registry.locate(settings.tts_voice, "tts"), name=settings.tts_voice)
+        ),
     )
     llm = timed("llm", lambda: create_backend(settings.llm_backend, settings.llm_model))
     return Components(settings=settings, vad=vad, asr=asr, tts=tts, llm=llm, timings=timings)

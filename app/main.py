@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from app import components as components_module
-from app.routes import health, realtime, web
+from app.routes import health, metrics, realtime, web
 from app.settings import Settings
 from app.state import ServerState
 
@@ -26,6 +26,7 @@ async def _load_and_warm(state: ServerState) -> None:
         if state.settings.warmup:
             await asyncio.to_thread(components_module.warm_up, loaded)
         state.components = loaded
+        state.metrics.watch_llm(loaded.llm.stats)
         state.ready_after_s = round(time.monotonic() - state.started_at, 3)
         state.ready = True
         log.info("ready after %.2f s (%s)", state.ready_after_s, loaded.timings)
@@ -54,6 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.server = state
     app.include_router(health.router)
     app.include_router(realtime.router)
+    app.include_router(metrics.router)
     app.include_router(web.router)
     app.mount("/web", StaticFiles(directory=web.WEB_DIR), name="web")
     app.mount("/static", StaticFiles(directory=web.STATIC_DIR, check_dir=False), name="static")

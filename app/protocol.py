@@ -122,6 +122,20 @@ class ItemCreate(_Lenient):
     item: ConversationItem
 
 
+class ItemDelete(_Lenient):
+    type: Literal["conversation.item.delete"]
+    event_id: str | None = None
+    item_id: str
+
+
+class ItemTruncate(_Lenient):
+    type: Literal["conversation.item.truncate"]
+    event_id: str | None = None
+    item_id: str
+    content_index: int = Field(0, ge=0)
+    audio_end_ms: int = Field(ge=0)
+
+
 class ResponseOptions(_Lenient):
     modalities: list[Literal["text", "audio"]] | None = None
     output_modalities: list[Literal["text", "audio"]] | None = None
@@ -149,6 +163,8 @@ ClientEvent = Annotated[
     | AudioCommit
     | AudioClear
     | ItemCreate
+    | ItemDelete
+    | ItemTruncate
     | ResponseCreate
     | ResponseCancel,
     Field(discriminator="type"),
@@ -160,6 +176,8 @@ KNOWN_TYPES = {
     "input_audio_buffer.commit",
     "input_audio_buffer.clear",
     "conversation.item.create",
+    "conversation.item.delete",
+    "conversation.item.truncate",
     "response.create",
     "response.cancel",
 }

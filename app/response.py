@@ -1,8 +1,11 @@
 """One assistant response: LLM text streamed out, cut into clauses, spoken by TTS.
 
 The LLM producer and the TTS consumer run concurrently (a queue of clauses between
-them), so the first clause is being spoken while the model still writes the rest.
-Cancelling the response task aborts the LLM request and stops TTS at once.
+them), so the first clause is spoken while the model still writes the rest. R1
+reasoning (`<think>`) goes out as `r1voice.reasoning.delta` and is never spoken.
+Audio is sent at real-time pace a little ahead of playback (`audio_lead_ms`), so a
+barge-in leaves little queued. Cancelling aborts the LLM request and stops TTS at once;
+after a barge-in only what was played stays in the conversation.
 """
 
 from __future__ import annotations
@@ -10,23 +13,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from app.audio import encode_audio
 from app.llm.base import GenerationParams, LLMBackendError
 from app.protocol import encode_base64, new_id
+from app.reasoning import ThinkSplitter
 from app.stages.tts import ClauseChunker
 
 if TYPE_CHECKING:
-    from app.session import Session, TurnTimes
+    from app.input_turns import CommittedTurn
+    from app.session import Session
 
 AUDIO_CHUNK_MS = 100  # size of each response.audio.delta
+
+
+@dataclass
+class SpokenClause:
+    text: str
+    start_ms: float
+    end_ms: float
 
 
 class Response:
     """Runs and reports one response; `cancel()` is the urgent control path."""
 
-    def __init__(self, session: Session, options: Any, times: TurnTimes | None) -> None:
+    def __init__(self, session: Session, options: Any, turn: CommittedTurn | None) -> None:
         self.session = session
         self.id = new_id("resp")
         self.item_id = new_id("item")
@@ -35,16 +48,17 @@ class Response:
             options and (options.output_modalities or options.modalities)
         ) or cfg.modalities
         self.audio = "audio" in modalities
-        self.instructions = (options and options.instructions) or None
+        self.instructions = (options and options.instructions) or cfg.instructions
         limit = options and (options.max_output_tokens or options.max_response_output_tokens)
+        temperature = options.temperature if options and options.temperature is not None else None
         self.params = GenerationParams(
             max_tokens=cfg.max_output_tokens if limit in (None, "inf") else int(limit),
-            temperature=cfg.temperature
-            if options is None or options.temperature is None
-            else options.temperature,
+            temperature=cfg.temperature if temperature is None else temperature,
         )
-        self.times = times
+        self.turn = turn
         self.text = ""
+        self.reasoning = ""
+        self.clauses: list[SpokenClause] = []
         self.audio_ms = 0.0
         self.status = "in_progress"
         self.first_token_at: float | None = None
@@ -64,13 +78,31 @@ class Response:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
+    def played_ms(self) -> float:
+        """How much of the audio the client has played by now (paced sending)."""
+        if self.first_audio_at is None:
+            return 0.0
+        return min(self.audio_ms, (time.monotonic() - self.first_audio_at) * 1000)
+
+    def text_played(self, audio_end_ms: float) -> str:
+        """The answer's text up to `audio_end_ms` of its audio (whole words)."""
+        spoken = []
+        for clause in self.clauses:
+            if clause.end_ms <= audio_end_ms:
+                spoken.append(clause.text)
+            elif clause.start_ms < audio_end_ms:
+                words = clause.text.split()
+                share = (audio_end_ms - clause.start_ms) / max(clause.end_ms - clause.start_ms, 1)
+                spoken.append(" ".join(words[: int(len(words) * share)]))
+        return " ".join(s for s in spoken if s)
+
     # -- the run ------------------------------------------------------------------------
 
     def _emit(self, event_type: str, **fields: Any) -> None:
         self.session.emit({"type": event_type, "response_id": self.id, **fields})
 
     def _item(self, status: str) -> dict[str, Any]:
-        part: dict[str, Any] = (
+        part = (
             {"type": "audio", "transcript": self.text}
             if self.audio
             else {"type": "text", "text": self.text}
@@ -86,7 +118,7 @@ class Response:
 
     async def _run(self) -> None:
         session = self.session
-        previous = session.items[-1].id if session.items else None
+        previous = session.conversation.last_id
         session.emit(
             {
                 "type": "response.created",
@@ -124,11 +156,24 @@ class Response:
                 await speaker
         except asyncio.CancelledError:
             status, details = "cancelled", {"type": "cancelled", "reason": self._cancel_reason}
+            if self._cancel_reason == "turn_detected" and self.audio:
+                self.text = self.text_played(self.played_ms())  # keep only what was heard
         except LLMBackendError as exc:
             session.report_llm_error(exc)
             status, details = (
                 "failed",
                 {"type": "failed", "error": {"code": exc.code, "message": str(exc)}},
+            )
+        except RuntimeError as exc:  # a TTS voice failed (e.g. espeak-ng missing)
+            session.emit(
+                {
+                    "type": "error",
+                    "error": {"type": "server_error", "code": "tts_failed", "message": str(exc)},
+                }
+            )
+            status, details = (
+                "failed",
+                {"type": "failed", "error": {"code": "tts_failed", "message": str(exc)}},
             )
         finally:
             if speaker is not None and not speaker.done():
@@ -138,39 +183,62 @@ class Response:
             self._finish(status, details)
 
     async def _generate(self, clauses: asyncio.Queue[str | None]) -> None:
-        messages = await self.session.history()
-        if self.instructions:
-            messages[0] = type(messages[0])("system", self.instructions)
+        llm = self.session.components.llm
+        messages = await self.session.conversation.history(self.instructions)
+        splitter = ThinkSplitter(starts_in_reasoning=llm.prompt_opens_reasoning(messages))
         chunker = ClauseChunker()
         delta_type = "response.audio_transcript.delta" if self.audio else "response.text.delta"
-        stream = self.session.components.llm.stream_chat(messages, self.params, self.id)
+        stream = llm.stream_chat(messages, self.params, self.id)
         async with contextlib.aclosing(stream):  # abort the LLM request even if cancelled here
             async for delta in stream:
                 if self.first_token_at is None:
                     self.first_token_at = time.monotonic()
-                self.text += delta
-                self._emit(
-                    delta_type, item_id=self.item_id, output_index=0, content_index=0, delta=delta
-                )
-                for clause in chunker.push(delta):
-                    clauses.put_nowait(clause)
+                for kind, text in splitter.push(delta):
+                    self._route(kind, text, delta_type, chunker, clauses)
+        for kind, text in splitter.flush():
+            self._route(kind, text, delta_type, chunker, clauses)
         for clause in chunker.flush():
             clauses.put_nowait(clause)
         clauses.put_nowait(None)
 
+    def _route(
+        self,
+        kind: str,
+        text: str,
+        delta_type: str,
+        chunker: ClauseChunker,
+        clauses: asyncio.Queue[str | None],
+    ) -> None:
+        if kind == "reasoning":
+            self.reasoning += text
+            self._emit("r1voice.reasoning.delta", item_id=self.item_id, delta=text)
+            return
+        self.text += text
+        self._emit(delta_type, item_id=self.item_id, output_index=0, content_index=0, delta=text)
+        for clause in chunker.push(text):
+            clauses.put_nowait(clause)
+
     async def _speak(self, clauses: asyncio.Queue[str | None]) -> None:
         cfg = self.session.config
         fmt = cfg.output_format
-        tts = self.session.components.tts
+        voices = self.session.components.tts
+        lead_s = self.session.components.settings.audio_lead_ms / 1000
         bytes_per_ms = fmt.rate / 1000 * (2 if fmt.type == "audio/pcm" else 1)
         chunk = int(AUDIO_CHUNK_MS * bytes_per_ms) // 2 * 2
         while (clause := await clauses.get()) is not None:
-            samples = await asyncio.to_thread(tts.synthesize, clause, fmt.rate, cfg.speed)
+            samples = await asyncio.to_thread(
+                voices.synthesize, clause, fmt.rate, cfg.speed, cfg.voice
+            )
             data = encode_audio(samples, fmt.type)
+            start_ms = self.audio_ms
             for offset in range(0, len(data), chunk):
-                piece = data[offset : offset + chunk]
                 if self.first_audio_at is None:
                     self.first_audio_at = time.monotonic()
+                # Real-time pace: never more than `lead` ahead of the client's playback.
+                ahead = self.audio_ms / 1000 - (time.monotonic() - self.first_audio_at)
+                if ahead > lead_s:
+                    await asyncio.sleep(ahead - lead_s)
+                piece = data[offset : offset + chunk]
                 self._emit(
                     "response.audio.delta",
                     item_id=self.item_id,
@@ -179,6 +247,7 @@ class Response:
                     delta=encode_base64(piece),
                 )
                 self.audio_ms += len(piece) / bytes_per_ms
+            self.clauses.append(SpokenClause(clause, start_ms, self.audio_ms))
 
     def _finish(self, status: str, details: dict[str, Any] | None) -> None:
         self.status = status
@@ -195,7 +264,7 @@ class Response:
         item_status = "completed" if status == "completed" else "incomplete"
         self._emit("response.output_item.done", output_index=0, item=self._item(item_status))
         if self.text:
-            self.session.add_assistant_item(self.item_id, self.text)
+            self.session.add_assistant_item(self)
         self.session.emit(
             {
                 "type": "response.done",
@@ -209,24 +278,29 @@ class Response:
                 },
             }
         )
-        self._emit_metrics()
+        self.session.metrics.responses.labels(status=status).inc()
+        self._report_latency()
 
-    def _emit_metrics(self) -> None:
-        """Our extension event: the latency breakdown of this turn (milliseconds)."""
-        t = self.times
-        if t is None or t.speech_stopped is None:
+    def _report_latency(self) -> None:
+        """The latency breakdown of a voice turn: to Prometheus and to the client."""
+        turn = self.turn
+        if turn is None:
             return
-
-        def since(mark: float | None) -> float | None:
-            return None if mark is None else round((mark - t.speech_stopped) * 1000, 1)  # type: ignore[operator]
-
+        stages = {
+            "transcript": turn.transcript_at,
+            "first_token": self.first_token_at,
+            "first_audio": self.first_audio_at,
+        }
+        seconds = {k: None if v is None else v - turn.speech_stopped_at for k, v in stages.items()}
+        self.session.metrics.observe_turn(seconds)
         self.session.emit(
             {
                 "type": "r1voice.turn.metrics",
                 "response_id": self.id,
-                "speech_stopped_to_transcript_ms": since(t.transcript_done),
-                "speech_stopped_to_first_token_ms": since(self.first_token_at),
-                "speech_stopped_to_first_audio_ms": since(self.first_audio_at),
+                **{
+                    f"speech_stopped_to_{k}_ms": None if v is None else round(v * 1000, 1)
+                    for k, v in seconds.items()
+                },
                 "audio_ms": round(self.audio_ms, 1),
                 "status": self.status,
             }

@@ -43,14 +43,24 @@ class SessionConfig:
             transcription_model=settings.asr_model,
         )
 
-    def apply(self, patch: SessionPatch) -> None:
-        """Apply the fields the client set (an explicit null turn_detection disables VAD)."""
+    def apply(self, patch: SessionPatch, voices: list[str]) -> None:
+        """Apply the fields the client set (an explicit null turn_detection disables VAD).
+
+        Everything is checked before anything changes, so a refused update changes nothing.
+        """
         given = patch.model_fields_set
-        if patch.voice is not None and patch.voice != self.voice:
+        if patch.voice is not None and patch.voice not in voices:
             raise ProtocolError(
                 "unsupported_voice",
-                f"voice '{patch.voice}' is not available; available: ['{self.voice}']",
+                f"voice '{patch.voice}' is not available; available: {voices}",
                 param="session.voice",
+            )
+        limit = patch.max_response_output_tokens
+        if isinstance(limit, int) and limit <= 0:
+            raise ProtocolError(
+                "invalid_value",
+                "max_response_output_tokens must be a positive integer or 'inf'",
+                param="session.max_response_output_tokens",
             )
         if patch.input_audio_transcription and patch.input_audio_transcription.model not in (
             None,
@@ -76,15 +86,10 @@ class SessionConfig:
             self.turn_detection = patch.turn_detection
         if patch.temperature is not None:
             self.temperature = patch.temperature
-        if patch.max_response_output_tokens is not None:
-            limit = patch.max_response_output_tokens
+        if limit is not None:
             self.max_output_tokens = 4096 if limit == "inf" else int(limit)
-            if self.max_output_tokens <= 0:
-                raise ProtocolError(
-                    "invalid_value",
-                    "max_response_output_tokens must be a positive integer or 'inf'",
-                    param="session.max_response_output_tokens",
-                )
+        if patch.voice is not None:
+            self.voice = patch.voice
         if patch.speed is not None:
             self.speed = patch.speed
 

@@ -28,6 +28,11 @@ class Settings:
     asr_threads: int = 2
     # Speech resuming this soon after a VAD turn ended continues that turn (see Session).
     turn_merge_window_ms: int = 1500
+    # Speech during an answer must last this long to interrupt it (coughs, echo).
+    barge_in_hold_ms: int = 300
+    # Answer audio is sent at real-time pace, this far ahead of playback, so an
+    # interruption leaves little queued on the client.
+    audio_lead_ms: int = 300
     warmup: bool = True
 
     def __post_init__(self) -> None:

@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import Depends, Request, WebSocket
 
 from app.components import Components
+from app.metrics import Metrics
 from app.settings import Settings
 
 
@@ -21,6 +22,7 @@ class ServerState:
     load_error: str | None = None
     ready_after_s: float | None = None
     active_sessions: int = 0
+    metrics: Metrics = field(default_factory=Metrics)
 
 
 def _state_from_http(request: Request) -> ServerState:

@@ -1,11 +1,242 @@
-"""Engine throughput: embedded engine vs transformers (placeholder until the engine lands)."""
+"""Engine throughput: our engine (1 and N AsyncLLM streams) vs transformers generate, same run.
+
+Same model, dtype, prompts (chat-templated questions), greedy decoding and max_tokens for
+both. transformers runs single streams one after another and N prompts as one static
+batch with left padding; our engine runs single streams and N concurrent streams
+through AsyncLLM. Output tokens count up to and including EOS. Ratios are engine /
+transformers, measured in this run (the machines are shared: absolute numbers drift).
+"""
+
+from __future__ import annotations
 
 import argparse
+import asyncio
+import statistics
+import time
+from typing import Any
+
+QUESTIONS = [
+    "What is the capital of France?",
+    "Write a haiku about the sea.",
+    "Explain photosynthesis in one sentence.",
+    "List three prime numbers.",
+    "Hi! How are you today?",
+    "Give me a tip for sleeping better.",
+    "What is a black hole?",
+    "Translate 'good morning' into Spanish.",
+    "Why is the sky blue?",
+    "Suggest a name for a grey cat.",
+    "How do I boil an egg?",
+    "What does a CPU do?",
+    "Tell me a short joke.",
+    "Summarize the plot of Romeo and Juliet in two sentences.",
+    "What are the three states of matter?",
+    "How many legs does a spider have?",
+]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    pass
+    parser.add_argument("--model", default="smollm2-135m-instruct")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    parser.add_argument("--max-tokens", type=int, default=None, help="default 128 (quick: 48)")
+    parser.add_argument("--streams", type=int, default=32, help="concurrent streams")
+    parser.add_argument("--single", type=int, default=None, help="single-stream prompts (4/2)")
+    parser.add_argument(
+        "--ignore-eos", action="store_true", help="always generate max_tokens (fixed length)"
+    )
+    parser.add_argument("--num-threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--skip-transformers", action="store_true")
 
 
-def run(args: argparse.Namespace) -> dict:
-    raise SystemExit("the engine benchmark is not written yet")
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def _count(tokens: list[int], eos: set[int]) -> int:
+    """Generated tokens up to and including the first EOS."""
+    for i, t in enumerate(tokens):
+        if t in eos:
+            return i + 1
+    return len(tokens)
+
+
+async def _engine_streams(llm: Any, prompts: list[list[int]], params: Any) -> dict[str, Any]:
+    ttft: list[float] = []
+    tpot: list[float] = []
+    tokens: list[list[int]] = []
+
+    async def one(i: int, prompt: list[int]) -> None:
+        start = time.perf_counter()
+        first = None
+        ids: list[int] = []
+        async for delta in llm.stream(prompt, params, request_id=f"bench-{i}-{start}"):
+            if delta.token_ids and first is None:
+                first = time.perf_counter()
+            ids.extend(delta.token_ids)
+        end = time.perf_counter()
+        assert first is not None
+        ttft.append(first - start)
+        if len(ids) > 1:
+            tpot.append((end - first) / (len(ids) - 1))
+        tokens.append(ids)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one(i, p) for i, p in enumerate(prompts)))
+    wall = time.perf_counter() - start
+    n = sum(len(t) for t in tokens)
+    return {
+        "output_tokens": n,
+        "seconds": round(wall, 3),
+        "tokens_per_s": round(n / wall, 2),
+        "ttft_p50_ms": round(1000 * _pct(ttft, 50), 1),
+        "ttft_p99_ms": round(1000 * _pct(ttft, 99), 1),
+        "tpot_p50_ms": round(1000 * _pct(tpot, 50), 1),
+        "tpot_p99_ms": round(1000 * _pct(tpot, 99), 1),
+        "tokens": tokens,
+    }
+
+
+async def _engine_single(llm: Any, prompts: list[list[int]], params: Any) -> dict[str, Any]:
+    runs = [await _engine_streams(llm, [p], params) for p in prompts]
+    n = sum(r["output_tokens"] for r in runs)
+    seconds = sum(r["seconds"] for r in runs)
+    return {
+        "output_tokens": n,
+        "seconds": round(seconds, 3),
+        "tokens_per_s": round(n / seconds, 2),
+        "ttft_p50_ms": statistics.median(r["ttft_p50_ms"] for r in runs),
+        "tpot_p50_ms": statistics.median(r["tpot_p50_ms"] for r in runs),
+        "tokens": [r["tokens"][0] for r in runs],
+    }
+
+
+def _hf_generate(
+    model: Any, tokenizer: Any, prompts: list[list[int]], max_tokens: int, ignore_eos: bool
+) -> tuple[list[list[int]], float]:
+    import torch
+
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    width = max(len(p) for p in prompts)
+    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])  # left padding
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    extra = {"min_new_tokens": max_tokens} if ignore_eos else {}
+    start = time.perf_counter()
+    with torch.inference_mode():
+        out = model.generate(
+            ids,
+            attention_mask=mask,
+            max_new_tokens=max_tokens,
+            do_sample=False,
+            pad_token_id=pad,
+            **extra,
+        )
+    return out[:, width:].tolist(), time.perf_counter() - start
+
+
+def _transformers(
+    args: argparse.Namespace,
+    path: Any,
+    single: list[list[int]],
+    batch: list[list[int]],
+    max_tokens: int,
+    eos: set[int],
+) -> dict[str, Any]:
+    import torch
+    import transformers
+
+    dtype = torch.float32 if args.dtype == "float32" else torch.bfloat16
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(path))
+    _hf_generate(model, tokenizer, single[:1], 4, False)  # warm-up
+    outs, seconds = [], 0.0
+    for p in single:
+        toks, dt = _hf_generate(model, tokenizer, [p], max_tokens, args.ignore_eos)
+        outs.append(toks[0][: _count(toks[0], set() if args.ignore_eos else eos)])
+        seconds += dt
+    n_single = sum(len(t) for t in outs)
+    btoks, bseconds = _hf_generate(model, tokenizer, batch, max_tokens, args.ignore_eos)
+    n_batch = sum(_count(t, set() if args.ignore_eos else eos) for t in btoks)
+    return {
+        "single_stream": {
+            "output_tokens": n_single,
+            "seconds": round(seconds, 3),
+            "tokens_per_s": round(n_single / seconds, 2),
+            "tokens": outs,
+        },
+        "static_batch": {
+            "batch_size": len(batch),
+            "output_tokens": n_batch,
+            "seconds": round(bseconds, 3),
+            "tokens_per_s": round(n_batch / bseconds, 2),
+        },
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    from engine import AsyncLLM, SamplingParams
+
+    if args.num_threads:
+        torch.set_num_threads(args.num_threads)
+    quick = bool(getattr(args, "quick", False))
+    max_tokens = args.max_tokens or (48 if quick else 128)
+    n_single = args.single or (2 if quick else 4)
+    load_start = time.perf_counter()
+    llm = AsyncLLM(args.model, dtype=args.dtype, max_num_seqs=max(args.streams, 8))
+    load_s = time.perf_counter() - load_start
+    tok = llm.tokenizer
+
+    def chat(q: str) -> list[int]:
+        enc = tok.apply_chat_template(
+            [{"role": "user", "content": q}], add_generation_prompt=True, tokenize=True
+        )
+        return list(enc["input_ids"] if hasattr(enc, "keys") else enc)
+
+    batch = [chat(QUESTIONS[i % len(QUESTIONS)]) for i in range(args.streams)]
+    single = batch[:n_single]
+    params = SamplingParams(max_tokens=max_tokens, temperature=0.0, ignore_eos=args.ignore_eos)
+    eos = set(llm.engine.scheduler.eos_token_ids)
+
+    async def engine_part() -> dict[str, Any]:
+        await llm.warmup()
+        one = await _engine_single(llm, single, params)
+        many = await _engine_streams(llm, batch, params)
+        await llm.shutdown()
+        return {"single_stream": one, "concurrent": many}
+
+    engine = asyncio.run(engine_part())
+    result: dict[str, Any] = {
+        "model": args.model,
+        "dtype": args.dtype,
+        "device": "cpu",
+        "threads": torch.get_num_threads(),
+        "max_tokens": max_tokens,
+        "ignore_eos": args.ignore_eos,
+        "streams": args.streams,
+        "single_stream_prompts": n_single,
+        "engine_load_s": round(load_s, 2),
+        "engine": engine,
+    }
+    if not args.skip_transformers:
+        hf = _transformers(args, llm.model_path, single, batch, max_tokens, eos)
+        result["transformers"] = hf
+        result["ratios"] = {
+            "single_stream": round(
+                engine["single_stream"]["tokens_per_s"] / hf["single_stream"]["tokens_per_s"], 2
+            ),
+            "concurrent_vs_static_batch": round(
+                engine["concurrent"]["tokens_per_s"] / hf["static_batch"]["tokens_per_s"], 2
+            ),
+        }
+        if args.dtype == "float32":  # greedy in fp32: the engine must produce the same tokens
+            result["single_stream_same_tokens_as_transformers"] = (
+                engine["single_stream"]["tokens"] == hf["single_stream"]["tokens"]
+            )
+        hf["single_stream"].pop("tokens")
+    engine["single_stream"].pop("tokens")
+    engine["concurrent"].pop("tokens")
+    return result

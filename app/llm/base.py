@@ -64,6 +64,20 @@ class LLMBackend(abc.ABC):
     def warmup(self) -> None:
         """Run a short generation so the first real request is not slow (blocking)."""
 
+    def prompt_opens_reasoning(self, messages: list[ChatMessage]) -> bool:
+        """Whether the chat template already opens a `<think>` block in the prompt (R1-Distill)."""
+        cached = getattr(self, "_opens_reasoning", None)
+        if cached is None:
+            tokenizer = getattr(self, "tokenizer", None)
+            cached = False
+            if tokenizer is not None and getattr(tokenizer, "chat_template", None):
+                prompt = tokenizer.apply_chat_template(
+                    [{"role": "user", "content": "x"}], add_generation_prompt=True, tokenize=False
+                )
+                cached = str(prompt).rstrip().endswith("<think>")
+            self._opens_reasoning = cached
+        return bool(cached)
+
     def stats(self) -> dict[str, Any]:
         """Counters for /metrics."""
         return {}

@@ -8,13 +8,16 @@ import logging
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect, status
 
+from app.dialect import BETA, GA
 from app.session import Session
 from app.state import WsState
 
 log = logging.getLogger("r1voice.realtime")
 router = APIRouter(tags=["realtime"])
 
-# Subprotocols browsers use to pass what other clients put in headers; `realtime` first.
+# Browsers cannot set headers on a WebSocket, so Realtime clients pass them as
+# subprotocols: `realtime`, `openai-insecure-api-key.<key>`, `openai-beta.realtime-v1`.
+# We answer with `realtime` when offered (the server must pick one of the offered).
 KNOWN_SUBPROTOCOL_PREFIXES = (
     "realtime",
     "openai-insecure-api-key.",
@@ -24,9 +27,19 @@ KNOWN_SUBPROTOCOL_PREFIXES = (
 
 
 def _choose_subprotocol(offered: list[str]) -> str | None:
-    for proto in offered:
-        if proto == "realtime":
-            return proto
+    if "realtime" in offered:
+        return "realtime"
+    return next((p for p in offered if p.startswith(KNOWN_SUBPROTOCOL_PREFIXES)), None)
+
+
+def _dialect(websocket: WebSocket) -> str | None:
+    """The dialect the handshake asks for, or None to follow the client's events."""
+    asked = websocket.query_params.get("dialect")
+    if asked in (BETA, GA):
+        return asked
+    beta_header = "realtime=v1" in websocket.headers.get("openai-beta", "")
+    if beta_header or "openai-beta.realtime-v1" in websocket.scope.get("subprotocols", []):
+        return BETA
     return None
 
 
@@ -38,7 +51,7 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
         )
         return
     await websocket.accept(subprotocol=_choose_subprotocol(websocket.scope.get("subprotocols", [])))
-    session = Session(state.components)
+    session = Session(state.components, state.metrics, _dialect(websocket))
     state.active_sessions += 1
 
     async def send_events() -> None:

@@ -43,8 +43,14 @@ class WhisperASR:
         # anyway, and this keeps two sessions from oversubscribing 2 cores.
         self._lock = threading.Lock()
 
-    def transcribe(self, audio_16k: np.ndarray, prompt: str | None = None) -> Transcript:
-        """Transcribe a whole utterance (float32, 16 kHz, mono)."""
+    def transcribe(
+        self, audio_16k: np.ndarray, prompt: str | None = None, prefix: str | None = None
+    ) -> Transcript:
+        """Transcribe a whole utterance (float32, 16 kHz, mono).
+
+        `prefix` forces the start of the transcript (words already agreed on while the
+        user spoke): the decoder does not generate them again.
+        """
         with self._lock:
             segments, info = self.model.transcribe(
                 audio_16k.astype(np.float32),
@@ -53,6 +59,7 @@ class WhisperASR:
                 vad_filter=False,
                 condition_on_previous_text=False,
                 initial_prompt=prompt,
+                prefix=prefix,
                 without_timestamps=True,
             )
             kept = [

@@ -46,7 +46,9 @@ class SileroModel:
 
 @dataclass
 class VADEvent:
-    kind: str  # "speech_started" | "speech_stopped"
+    # "speech_started" | "speech_paused" | "speech_resumed" | "speech_stopped"; a pause is
+    # `early_ms` of silence inside speech: the turn may be ending, so work can start early.
+    kind: str
     sample: int  # position in the session's 16 kHz input stream
 
 
@@ -55,6 +57,7 @@ class VADConfig:
     threshold: float = 0.5
     prefix_padding_ms: int = 300
     silence_duration_ms: int = 500
+    early_ms: int = 200
 
 
 class VADStream:
@@ -74,6 +77,7 @@ class VADStream:
         self._position = 0  # samples consumed into frames
         self.speaking = False
         self._silence_samples = 0
+        self._paused = False
         self.last_probability = 0.0
 
     def reset(self) -> None:
@@ -107,11 +111,19 @@ class VADStream:
             return []
         if prob < max(cfg.threshold - 0.15, 0.01):
             self._silence_samples += FRAME
+            silence_start = frame_start + FRAME - self._silence_samples
             if self._silence_samples * 1000 >= cfg.silence_duration_ms * RATE:
                 self.speaking = False
-                end = frame_start + FRAME - self._silence_samples
                 self._silence_samples = 0
-                return [VADEvent("speech_stopped", end)]
-        else:
+                self._paused = False
+                return [VADEvent("speech_stopped", silence_start)]
+            early = min(cfg.early_ms, cfg.silence_duration_ms)
+            if not self._paused and self._silence_samples * 1000 >= early * RATE:
+                self._paused = True
+                return [VADEvent("speech_paused", silence_start)]
+        elif prob >= cfg.threshold or self._silence_samples == 0:
             self._silence_samples = 0
+            if self._paused:
+                self._paused = False
+                return [VADEvent("speech_resumed", frame_start)]
         return []

@@ -1,0 +1,126 @@
+"""The two dialects of the Realtime protocol: beta (the default) and GA.
+
+Sessions build events with the beta names; `to_ga` rewrites each outgoing event for a
+GA client in one place. A session is GA when the client said so: no `OpenAI-Beta:
+realtime=v1` header/subprotocol and a GA-shaped `session.update` (`session.type`,
+`session.audio`, `output_modalities`), or `?dialect=ga` in the URL.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+BETA, GA = "beta", "ga"
+
+_RENAMED = {
+    "response.audio.delta": "response.output_audio.delta",
+    "response.audio.done": "response.output_audio.done",
+    "response.audio_transcript.delta": "response.output_audio_transcript.delta",
+    "response.audio_transcript.done": "response.output_audio_transcript.done",
+    "response.text.delta": "response.output_text.delta",
+    "response.text.done": "response.output_text.done",
+}
+_PART_TYPES = {"audio": "output_audio", "text": "output_text"}
+
+
+def _ga_item(item: dict[str, Any]) -> dict[str, Any]:
+    if item.get("role") == "assistant":
+        for part in item.get("content", []):
+            part["type"] = _PART_TYPES.get(part["type"], part["type"])
+    return item
+
+
+def to_ga(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """One beta event -> the GA event(s) that say the same."""
+    kind = event["type"]
+    if kind in _RENAMED:
+        return [{**event, "type": _RENAMED[kind]}]
+    if kind in ("response.content_part.added", "response.content_part.done"):
+        event = copy.deepcopy(event)
+        event["part"]["type"] = _PART_TYPES.get(event["part"]["type"], event["part"]["type"])
+        return [event]
+    if kind in ("response.output_item.added", "response.output_item.done"):
+        event = copy.deepcopy(event)
+        _ga_item(event["item"])
+        return [event]
+    if kind == "response.done":
+        event = copy.deepcopy(event)
+        for item in event["response"].get("output", []):
+            _ga_item(item)
+        return [event]
+    if kind == "conversation.item.created":
+        item = _ga_item(copy.deepcopy(event["item"]))
+        added = {**event, "type": "conversation.item.added", "item": item}
+        if item.get("status") != "completed":
+            return [added]
+        done = {**added, "type": "conversation.item.done", "event_id": event["event_id"] + "_done"}
+        return [added, done]
+    return [event]
+
+
+def ga_session_patch(session: dict[str, Any]) -> dict[str, Any]:
+    """Flatten a GA `session` object into the beta field names we validate."""
+    flat = {k: v for k, v in session.items() if k not in ("audio", "type", "max_output_tokens")}
+    if "max_output_tokens" in session:
+        flat["max_response_output_tokens"] = session["max_output_tokens"]
+    audio = session.get("audio") or {}
+    if not isinstance(audio, dict):
+        return {**flat, "audio": audio}  # let validation name the bad field
+    source = {
+        **(audio.get("input") or {}),
+        **{f"out_{k}": v for k, v in (audio.get("output") or {}).items()},
+    }
+    mapping = {
+        "format": "input_audio_format",
+        "transcription": "input_audio_transcription",
+        "turn_detection": "turn_detection",
+        "out_format": "output_audio_format",
+        "out_voice": "voice",
+        "out_speed": "speed",
+    }
+    for src, dst in mapping.items():
+        if src in source:
+            flat[dst] = source[src]
+    return flat
+
+
+def looks_ga(session: dict[str, Any]) -> bool:
+    return session.get("type") == "realtime" or "audio" in session or "output_modalities" in session
+
+
+def session_to_ga(beta: dict[str, Any]) -> dict[str, Any]:
+    """Our beta-shaped session object -> the GA shape."""
+
+    def fmt(value: Any) -> Any:
+        names = {
+            "pcm16": ("audio/pcm", 24000),
+            "g711_ulaw": ("audio/pcmu", 8000),
+            "g711_alaw": ("audio/pcma", 8000),
+        }
+        if isinstance(value, str):
+            kind, rate = names[value]
+            return {"type": kind, "rate": rate}
+        return value
+
+    return {
+        "type": "realtime",
+        "object": "realtime.session",
+        "id": beta["id"],
+        "model": beta["model"],
+        "output_modalities": beta["modalities"],
+        "instructions": beta["instructions"],
+        "max_output_tokens": beta["max_response_output_tokens"],
+        "audio": {
+            "input": {
+                "format": fmt(beta["input_audio_format"]),
+                "transcription": beta["input_audio_transcription"],
+                "turn_detection": beta["turn_detection"],
+            },
+            "output": {
+                "format": fmt(beta["output_audio_format"]),
+                "voice": beta["voice"],
+                "speed": beta["speed"],
+            },
+        },
+    }
