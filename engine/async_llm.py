@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import queue
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +58,7 @@ class AsyncLLM:
         params: SamplingParams | None = None,
         request_id: str | None = None,
         priority: int = 0,
-    ) -> AsyncIterator[StreamDelta]:
+    ) -> AsyncGenerator[StreamDelta, None]:
         """Yield the request's text (whole characters) as it is generated.
 
         Raises InvalidRequestError on bad input before the first delta. Leaving the
@@ -82,7 +83,11 @@ class AsyncLLM:
                 yield delta
         finally:
             if not done:
-                self._call(lambda: self._abort(rid))
+                future = self._call(lambda: self._abort(rid))
+                # Wait for the blocks to be freed when we can; an abandoned generator
+                # finalized outside its loop just leaves the abort queued.
+                with contextlib.suppress(Exception):
+                    await asyncio.wrap_future(future)
 
     async def generate(
         self, prompt: Prompt, params: SamplingParams | None = None, **kwargs: Any
@@ -109,7 +114,12 @@ class AsyncLLM:
         await asyncio.wrap_future(self._call(lambda: self._abort(request_id)))
 
     async def warmup(self) -> None:
+        """Run representative prefill and decode shapes once (on the engine thread)."""
         await asyncio.wrap_future(self._call(self.engine.warmup))
+
+    def warmup_sync(self) -> None:
+        """``warmup`` for callers outside an event loop; blocks until done."""
+        self._call(self.engine.warmup).result()
 
     async def free_all(self) -> None:
         await asyncio.wrap_future(self._call(self._free_all))
