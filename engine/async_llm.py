@@ -30,6 +30,11 @@ class _Stream:
     tokens_sent: int = 0
 
 
+def _deliver(items: list[tuple[_Stream, StreamDelta]]) -> None:
+    for stream, delta in items:
+        stream.queue.put_nowait(delta)
+
+
 class AsyncLLM:
     """``AsyncLLM(model, **EngineConfig fields)``: many concurrent ``stream()`` calls.
 
@@ -163,8 +168,7 @@ class AsyncLLM:
                 updated = self.engine.scheduler.finish_all("error")
                 for seq in updated:
                     self.engine._release(seq)
-            for seq in updated:
-                self._publish(seq)
+            self._publish(updated)
         self._run_commands()
 
     def _run_commands(self) -> None:
@@ -180,39 +184,43 @@ class AsyncLLM:
             except BaseException as exc:
                 future.set_exception(exc)
 
-    def _publish(self, seq: Sequence) -> None:
-        stream = self._streams.get(seq.request_id)
-        if stream is None:
-            return
-        text = self.engine.stream_text(seq)
-        tokens = seq.completion_token_ids
-        delta = StreamDelta(
-            request_id=seq.request_id,
-            text=text[stream.text_sent :],
-            token_ids=tokens[stream.tokens_sent :],
-            finished=seq.is_finished,
-            finish_reason=seq.finish_reason,
-            num_prompt_tokens=seq.num_prompt_tokens,
-            num_cached_tokens=seq.num_cached_tokens,
-        )
-        stream.text_sent, stream.tokens_sent = len(text), len(tokens)
-        if seq.is_finished:
-            del self._streams[seq.request_id]
-        if not delta.text and not delta.token_ids and not delta.finished:
-            return
-        try:
-            stream.loop.call_soon_threadsafe(stream.queue.put_nowait, delta)
-        except RuntimeError:  # the caller's event loop is gone: nobody is listening
-            self.engine.abort(seq.request_id)
-            self._streams.pop(seq.request_id, None)
+    def _publish(self, seqs: list[Sequence]) -> None:
+        """Send each sequence's news to its stream: one wake-up per event loop per step."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Stream, StreamDelta]]] = {}
+        for seq in seqs:
+            stream = self._streams.get(seq.request_id)
+            if stream is None:
+                continue
+            text = self.engine.stream_text(seq)
+            num_tokens = seq.num_completion_tokens
+            delta = StreamDelta(
+                request_id=seq.request_id,
+                text=text[stream.text_sent :],
+                token_ids=seq.token_ids[seq.num_tokens - num_tokens + stream.tokens_sent :],
+                finished=seq.is_finished,
+                finish_reason=seq.finish_reason,
+                num_prompt_tokens=seq.num_prompt_tokens,
+                num_cached_tokens=seq.num_cached_tokens,
+            )
+            stream.text_sent, stream.tokens_sent = len(text), num_tokens
+            if seq.is_finished:
+                del self._streams[seq.request_id]
+            if delta.text or delta.token_ids or delta.finished:
+                by_loop.setdefault(stream.loop, []).append((stream, delta))
+        for loop, items in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_deliver, items)
+            except RuntimeError:  # the caller's event loop is gone: nobody is listening
+                for _, delta in items:
+                    self.engine.abort(delta.request_id)
+                    self._streams.pop(delta.request_id, None)
 
     def _abort(self, request_id: str) -> None:
         seq = self.engine.abort(request_id)
         if seq is not None:
-            self._publish(seq)
+            self._publish([seq])
 
     def _free_all(self) -> None:
         live = list(self.engine.requests.values())
         self.engine.free_all()
-        for seq in live:
-            self._publish(seq)
+        self._publish(live)

@@ -136,43 +136,48 @@ def _hf_generate(
     return out[:, width:].tolist(), time.perf_counter() - start
 
 
-def _transformers(
-    args: argparse.Namespace,
-    path: Any,
-    single: list[list[int]],
-    batch: list[list[int]],
-    max_tokens: int,
-    eos: set[int],
-) -> dict[str, Any]:
-    import torch
-    import transformers
+class _Transformers:
+    """The baseline: transformers ``generate`` on the same model, dtype and prompts."""
 
-    dtype = torch.float32 if args.dtype == "float32" else torch.bfloat16
-    model = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype).eval()
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(path))
-    _hf_generate(model, tokenizer, single[:1], 4, False)  # warm-up
-    outs, seconds = [], 0.0
-    for p in single:
-        toks, dt = _hf_generate(model, tokenizer, [p], max_tokens, args.ignore_eos)
-        outs.append(toks[0][: _count(toks[0], set() if args.ignore_eos else eos)])
-        seconds += dt
-    n_single = sum(len(t) for t in outs)
-    btoks, bseconds = _hf_generate(model, tokenizer, batch, max_tokens, args.ignore_eos)
-    n_batch = sum(_count(t, set() if args.ignore_eos else eos) for t in btoks)
-    return {
-        "single_stream": {
-            "output_tokens": n_single,
+    def __init__(self, path: Any, dtype_name: str, ignore_eos: bool, eos: set[int]) -> None:
+        import torch
+        import transformers
+
+        dtype = torch.float32 if dtype_name == "float32" else torch.bfloat16
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
+        self.model.eval()
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(path))
+        self.ignore_eos = ignore_eos
+        self.eos = set() if ignore_eos else eos
+
+    def warmup(self, prompt: list[int]) -> None:
+        _hf_generate(self.model, self.tokenizer, [prompt], 4, False)
+
+    def single(self, prompts: list[list[int]], max_tokens: int) -> dict[str, Any]:
+        outs, seconds = [], 0.0
+        for p in prompts:
+            toks, dt = _hf_generate(self.model, self.tokenizer, [p], max_tokens, self.ignore_eos)
+            outs.append(toks[0][: _count(toks[0], self.eos)])
+            seconds += dt
+        n = sum(len(t) for t in outs)
+        return {
+            "output_tokens": n,
             "seconds": round(seconds, 3),
-            "tokens_per_s": round(n_single / seconds, 2),
+            "tokens_per_s": round(n / seconds, 2),
             "tokens": outs,
-        },
-        "static_batch": {
-            "batch_size": len(batch),
-            "output_tokens": n_batch,
-            "seconds": round(bseconds, 3),
-            "tokens_per_s": round(n_batch / bseconds, 2),
-        },
-    }
+        }
+
+    def static_batch(self, prompts: list[list[int]], max_tokens: int) -> dict[str, Any]:
+        toks, seconds = _hf_generate(
+            self.model, self.tokenizer, prompts, max_tokens, self.ignore_eos
+        )
+        n = sum(_count(t, self.eos) for t in toks)
+        return {
+            "batch_size": len(prompts),
+            "output_tokens": n,
+            "seconds": round(seconds, 3),
+            "tokens_per_s": round(n / seconds, 2),
+        }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -201,14 +206,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     params = SamplingParams(max_tokens=max_tokens, temperature=0.0, ignore_eos=args.ignore_eos)
     eos = set(llm.engine.scheduler.eos_token_ids)
 
-    async def engine_part() -> dict[str, Any]:
-        await llm.warmup()
-        one = await _engine_single(llm, single, params)
-        many = await _engine_streams(llm, batch, params)
-        await llm.shutdown()
-        return {"single_stream": one, "concurrent": many}
-
-    engine = asyncio.run(engine_part())
+    hf = None
+    if not args.skip_transformers:
+        hf = _Transformers(llm.model_path, args.dtype, args.ignore_eos, eos)
+        hf.warmup(single[0])
+    asyncio.run(llm.warmup())
+    # Engine and transformers alternate, so a change in machine load hits both sides.
+    engine: dict[str, Any] = {"single_stream": asyncio.run(_engine_single(llm, single, params))}
+    baseline: dict[str, Any] = {}
+    if hf is not None:
+        baseline["single_stream"] = hf.single(single, max_tokens)
+    engine["concurrent"] = asyncio.run(_engine_streams(llm, batch, params))
+    if hf is not None:
+        baseline["static_batch"] = hf.static_batch(batch, max_tokens)
+    llm.close()
     result: dict[str, Any] = {
         "model": args.model,
         "dtype": args.dtype,
@@ -221,22 +232,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "engine_load_s": round(load_s, 2),
         "engine": engine,
     }
-    if not args.skip_transformers:
-        hf = _transformers(args, llm.model_path, single, batch, max_tokens, eos)
-        result["transformers"] = hf
+    if hf is not None:
+        result["transformers"] = baseline
         result["ratios"] = {
             "single_stream": round(
-                engine["single_stream"]["tokens_per_s"] / hf["single_stream"]["tokens_per_s"], 2
+                engine["single_stream"]["tokens_per_s"] / baseline["single_stream"]["tokens_per_s"],
+                2,
             ),
             "concurrent_vs_static_batch": round(
-                engine["concurrent"]["tokens_per_s"] / hf["static_batch"]["tokens_per_s"], 2
+                engine["concurrent"]["tokens_per_s"] / baseline["static_batch"]["tokens_per_s"],
+                2,
             ),
         }
         if args.dtype == "float32":  # greedy in fp32: the engine must produce the same tokens
             result["single_stream_same_tokens_as_transformers"] = (
-                engine["single_stream"]["tokens"] == hf["single_stream"]["tokens"]
+                engine["single_stream"]["tokens"] == baseline["single_stream"]["tokens"]
             )
-        hf["single_stream"].pop("tokens")
+        baseline["single_stream"].pop("tokens")
     engine["single_stream"].pop("tokens")
     engine["concurrent"].pop("tokens")
     return result
