@@ -56,6 +56,7 @@ class CommittedTurn:
     task: asyncio.Task[None] | None = None
     response: Response | None = None
     vad: bool = True
+    transcriber: TurnTranscriber | None = None
 
 
 @dataclass
@@ -178,14 +179,7 @@ class InputTurns:
     async def _confirm(self, turn: SpeechTurn) -> None:
         """Speech that counts: continue the last turn or interrupt the answer, announce it."""
         turn.confirmed = True
-        last = self.last
-        if last is not None and last.vad and turn.start - last.end_sample <= self.merge_window:
-            await self._reopen(last)
-            turn.carry = (last.audio, last.end_sample)
-        td = self.session.config.turn_detection
-        response = self.session.response
-        if td is not None and td.interrupt_response and response is not None and not response.done:
-            await response.cancel("turn_detected")
+        # Announce first: clients stop playback on speech_started, before anything else.
         self.session.emit(
             {
                 "type": "input_audio_buffer.speech_started",
@@ -193,6 +187,18 @@ class InputTurns:
                 "item_id": turn.item_id,
             }
         )
+        last = self.last
+        if last is not None and last.vad and turn.start - last.end_sample <= self.merge_window:
+            await self._reopen(last)
+            turn.carry = (last.audio, last.end_sample)
+            if last.transcriber is not None:  # the words agreed so far still stand
+                turn.transcriber.agreement = last.transcriber.agreement
+        td = self.session.config.turn_detection
+        response = self.session.response
+        if td is not None and td.interrupt_response and response is not None and not response.done:
+            await response.cancel("turn_detected")
+        if turn.transcriber.agreement.confirmed:  # the new item restates the inherited words
+            turn.transcriber.on_delta(turn.transcriber.agreement.text)
         turn.transcriber.start(lambda: self._turn_audio(turn, self.buffer.end))
 
     async def _reopen(self, last: CommittedTurn) -> None:
@@ -294,7 +300,9 @@ class InputTurns:
                 },
             }
         )
-        committed = CommittedTurn(item, audio, end, time.monotonic(), vad=vad)
+        committed = CommittedTurn(
+            item, audio, end, time.monotonic(), vad=vad, transcriber=transcriber
+        )
         committed.task = asyncio.create_task(self._transcribe(committed, transcriber, auto_respond))
         self._track(committed.task)
         self.last = committed

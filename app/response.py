@@ -230,7 +230,10 @@ class Response:
                 voices.synthesize, clause, fmt.rate, cfg.speed, cfg.voice
             )
             data = encode_audio(samples, fmt.type)
-            start_ms = self.audio_ms
+            # Recorded before sending, so a barge-in mid-clause knows what it covered.
+            self.clauses.append(
+                SpokenClause(clause, self.audio_ms, self.audio_ms + len(data) / bytes_per_ms)
+            )
             for offset in range(0, len(data), chunk):
                 if self.first_audio_at is None:
                     self.first_audio_at = time.monotonic()
@@ -247,7 +250,6 @@ class Response:
                     delta=encode_base64(piece),
                 )
                 self.audio_ms += len(piece) / bytes_per_ms
-            self.clauses.append(SpokenClause(clause, start_ms, self.audio_ms))
 
     def _finish(self, status: str, details: dict[str, Any] | None) -> None:
         self.status = status

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request, WebSocket
 
@@ -22,6 +22,7 @@ class ServerState:
     load_error: str | None = None
     ready_after_s: float | None = None
     active_sessions: int = 0
+    sessions: dict[str, Any] = field(default_factory=dict)  # id -> Session, for inspection
     metrics: Metrics = field(default_factory=Metrics)
 
 

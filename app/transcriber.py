@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 from collections.abc import Callable
 
@@ -21,8 +22,14 @@ import numpy as np
 from app.audio import PIPELINE_RATE
 from app.stages.asr import WhisperASR
 
+log = logging.getLogger("r1voice.asr")
 PARTIAL_INTERVAL_S = 1.0
 MIN_PARTIAL_AUDIO_S = 1.0
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("partial transcription failed", exc_info=task.exception())
 
 
 def _norm(word: str) -> str:
@@ -69,6 +76,7 @@ class TurnTranscriber:
 
     def start(self, get_audio: Callable[[], np.ndarray]) -> None:
         self._partials = asyncio.create_task(self._partial_loop(get_audio))
+        self._partials.add_done_callback(_log_failure)
 
     async def _partial_loop(self, get_audio: Callable[[], np.ndarray]) -> None:
         done_at = 0

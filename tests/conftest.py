@@ -101,3 +101,50 @@ def answer_text(events: list[dict[str, Any]]) -> str:
         for e in events
         if e["type"] in ("response.audio_transcript.delta", "response.text.delta")
     )
+
+
+@pytest.fixture(scope="session")
+def shared_components(app_client: TestClient) -> Any:
+    return app_client.app.state.server.components  # type: ignore[attr-defined]
+
+
+def app_with(components: Any, **setting_overrides: Any) -> Any:
+    """An app that reuses already-loaded components (optionally with parts replaced)."""
+    settings = make_settings(warmup=False, **setting_overrides)
+    app = create_app(settings)
+    app.state.server.ready = True
+    app.state.server.components = components
+    app.state.server.metrics.watch_llm(components.llm.stats)
+    return app
+
+
+def client_with(components: Any, **setting_overrides: Any) -> TestClient:
+    """A TestClient over an app sharing the loaded models. Not entered as a context
+    manager on purpose: its lifespan would load the models again."""
+    return TestClient(app_with(components, **setting_overrides))
+
+
+@pytest.fixture(scope="session")
+def live_server(shared_components: Any) -> Iterator[str]:
+    """A real uvicorn server on a free loopback port (for clients that need a real socket)."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    app = app_with(shared_components)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    )
+    thread = threading.Thread(target=server.run, daemon=True, name="uvicorn-test")
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)

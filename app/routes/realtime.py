@@ -53,6 +53,7 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
     await websocket.accept(subprotocol=_choose_subprotocol(websocket.scope.get("subprotocols", [])))
     session = Session(state.components, state.metrics, _dialect(websocket))
     state.active_sessions += 1
+    state.sessions[session.id] = session
 
     async def send_events() -> None:
         while (event := await session.outbox.get()) is not None:
@@ -75,6 +76,7 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
         pass
     finally:
         state.active_sessions -= 1
+        state.sessions.pop(session.id, None)
         await session.close()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(sender, timeout=5)
