@@ -38,13 +38,14 @@ CHUNK_MS = 20
 TTS_VOICE = "piper-en_US-joe-medium"
 SPEECH_DIR_PARTS = ("..", "shared", "data", "speech")  # relative to the repository root
 
-# Human recordings and what was said. multilingual.mp3 is cut at 11.2 s, in the pause
-# after "use," (before it switches to German 30 s later); the reader skips the
-# parenthesis `(the "Software")` of the MIT licence text.
-HUMAN_CLIPS = {
+# Human recordings (file, cut at seconds, what was said). jfk.flac is cut at 10.35 s,
+# after "country" (the rest is crowd noise, which would delay the end of speech).
+# multilingual.mp3 is cut at 11.2 s, in the pause after "use," (it switches to German
+# 30 s later); the reader skips the parenthesis `(the "Software")` of the MIT licence.
+HUMAN_CLIPS: dict[str, tuple[str, float, str]] = {
     "jfk": (
         "jfk.flac",
-        None,
+        10.35,
         "And so my fellow Americans, ask not what your country can do for you, "
         "ask what you can do for your country.",
     ),
@@ -71,6 +72,7 @@ LONG_ANSWER_INSTRUCTIONS = (
 INTERRUPTION = "Wait, stop please. Tell me something else."
 
 AUDIO_DELTAS = ("response.audio.delta", "response.output_audio.delta")
+ANSWER_DONE = ("response.audio_transcript.done", "response.output_audio_transcript.done")
 TRANSCRIPT_DONE = "conversation.item.input_audio_transcription.completed"
 
 
@@ -271,8 +273,7 @@ def _prepare_clips(human: list[str]) -> dict[str, _Clip]:
         else:
             data, rate = sf.read(str(path), dtype="float32", always_2d=True)
             samples = resample(data.mean(axis=1), rate, WIRE_RATE)
-        if cut_s is not None:
-            samples = samples[: int(cut_s * WIRE_RATE)]
+        samples = samples[: int(cut_s * WIRE_RATE)]
         clips[name] = _Clip(name, "human", text, trim_silence(samples, WIRE_RATE))
     tts = PiperTTS(model_registry.locate(TTS_VOICE, "tts"), name=TTS_VOICE)
     for i, text in enumerate([*QUESTIONS, INTERRUPTION]):
@@ -438,6 +439,7 @@ class _Conn:
         self.closed = False
         self.mic_max_lag_ms = 0.0
         self.session: dict[str, Any] = {}
+        self.mic_error: str | None = None
         self._new = asyncio.Event()
         self._speech: list[tuple[bytes, asyncio.Future[tuple[float, float]]]] = []
         self._tasks: list[asyncio.Task[None]] = []
@@ -484,13 +486,27 @@ class _Conn:
 
         try:
             async for message in self.ws:
-                self.log.append((time.monotonic(), json.loads(message)))
+                t = time.monotonic()
+                event = json.loads(message)
+                if event.get("type") in AUDIO_DELTAS:  # keep the log small: size, not audio
+                    event["delta"] = len(event.get("delta") or "")
+                self.log.append((t, event))
                 self._new.set()
         finally:
             self.closed = True
             self._new.set()
 
     async def _microphone(self) -> None:
+        try:
+            await self._microphone_loop()
+        except Exception as exc:  # the connection is gone: nobody waits forever on say()
+            self.mic_error = f"{type(exc).__name__}: {exc}"
+            for _, done in self._speech:
+                if not done.done():
+                    done.set_exception(ConnectionError(f"the microphone stopped: {self.mic_error}"))
+            self._speech.clear()
+
+    async def _microphone_loop(self) -> None:
         import asyncio
         import base64
         import json
@@ -541,6 +557,8 @@ class _Conn:
         """Queue speech on the microphone; returns when (first chunk, last chunk) were sent."""
         import asyncio
 
+        if self.mic_error is not None:
+            raise ConnectionError(f"the microphone stopped: {self.mic_error}")
         done: asyncio.Future[tuple[float, float]] = asyncio.get_running_loop().create_future()
         self._speech.append((pcm, done))
         return await done
@@ -583,7 +601,11 @@ def _ms(t: float | None, since: float | None) -> float | None:
 async def _voice_turn(conn: _Conn, clip: _Clip, timeout: float) -> dict[str, Any]:
     """Say the clip, keep the microphone on (silence), wait for the answer and its metrics."""
     start = len(conn.log)
-    turn: dict[str, Any] = {"clip": clip.name, "kind": clip.kind, "speech_s": clip.duration_s}
+    turn: dict[str, Any] = {
+        "clip": clip.name,
+        "kind": clip.kind,
+        "speech_s": round(clip.duration_s, 2),
+    }
     _, last_sent = await conn.say(clip.pcm)
     turn["speech_end"] = last_sent
     try:
@@ -643,7 +665,7 @@ async def _voice_turn(conn: _Conn, clip: _Clip, timeout: float) -> dict[str, Any
                 (
                     e.get("transcript")
                     for _, e in events
-                    if e["type"] == "response.audio_transcript.done" and e.get("response_id") == rid
+                    if e["type"] in ANSWER_DONE and e.get("response_id") == rid
                 ),
                 None,
             ),
@@ -668,18 +690,27 @@ async def _session(
 ) -> dict[str, Any]:
     import asyncio
 
+    import websockets
+
     await asyncio.sleep(delay)
-    conn = await _Conn.open(url)
-    turns = []
+    try:
+        conn = await _Conn.open(url)
+    except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
+        return {"turns": [], "error": f"cannot connect: {exc!r}", "mic_max_lag_ms": 0.0}
+    turns: list[dict[str, Any]] = []
+    error = None
     try:
         await asyncio.sleep(0.5)  # the microphone is on before anyone speaks
         for clip in clips:
             turn = await _voice_turn(conn, clip, timeout)
             turns.append(turn)
             await _pause_after(turn.pop("speech_end"), merge_window_s)
+    except (ConnectionError, OSError, websockets.exceptions.WebSocketException) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        _log(f"  a session ended early: {error}")
     finally:
         await conn.close()
-    return {"turns": turns, "mic_max_lag_ms": round(conn.mic_max_lag_ms, 1)}
+    return {"turns": turns, "error": error, "mic_max_lag_ms": round(conn.mic_max_lag_ms, 1)}
 
 
 async def _barge_in_trial(
@@ -729,14 +760,16 @@ async def _barge_in_trial(
         return trial
     events = conn.events(i_created, i_done)
     deltas = [t for t, e in events if e["type"] in AUDIO_DELTAS and e.get("response_id") == rid]
-    started = next(
-        (
-            t
-            for t, e in events
-            if e["type"] == "input_audio_buffer.speech_started" and t >= first_sent
-        ),
-        None,
-    )
+    # The server announces speech_started once the speech has passed its barge-in hold,
+    # right after it cancelled the answer (so after that answer's response.done).
+    try:
+        _, started, _ = await conn.wait_for(
+            lambda t, e: e["type"] == "input_audio_buffer.speech_started" and t >= first_sent,
+            i_created,
+            5.0,
+        )
+    except TimeoutError:
+        started = None
     status = done["response"]["status"]
     trial.update(
         {
@@ -744,6 +777,10 @@ async def _barge_in_trial(
             "status_details": done["response"].get("status_details"),
             "audio_deltas_before_interruption": sum(1 for t in deltas if t < first_sent),
             "audio_deltas_after_interruption": sum(1 for t in deltas if t >= first_sent),
+            # A client flushes playback on speech_started: audio after it is played by nobody.
+            "audio_deltas_after_speech_started": None
+            if started is None
+            else sum(1 for t in deltas if t > started),
             "to_speech_started_ms": _ms(started, first_sent),
             "to_last_audio_delta_ms": _ms(deltas[-1], first_sent) if deltas else None,
             "to_response_done_ms": _ms(t_done, first_sent),
@@ -756,20 +793,22 @@ async def _barge_in_trial(
         trial["measured"] = True  # the cancel itself (response.done) is still measured
     else:
         trial["measured"] = True
-    # The interruption is a turn of its own: let its answer finish before the next trial.
+    # The interruption is a turn of its own; its answer is not measured: cancel it, so
+    # the next trial starts on a quiet session.
     try:
         i2, _, c2 = await conn.wait_for(
             lambda t, e: e["type"] == "response.created" and t > last_sent, i_done, timeout
         )
-        await conn.wait_for(
-            lambda t, e: (
-                e["type"] == "response.done" and e["response"]["id"] == c2["response"]["id"]
-            ),
-            i2,
-            timeout,
-        )
+        rid2 = c2["response"]["id"]
+
+        def is_done(t: float, e: dict[str, Any]) -> bool:
+            return e["type"] == "response.done" and e["response"]["id"] == rid2
+
+        if not any(is_done(t, e) for t, e in conn.events(i2)):
+            await conn.send({"type": "response.cancel"})
+        await conn.wait_for(is_done, i2, timeout)
     except TimeoutError:
-        trial["note"] = "the interruption got no complete answer"
+        trial["note"] = "the interruption got no answer to cancel"
     await _pause_after(last_sent, merge_window_s)
     return trial
 
@@ -783,14 +822,16 @@ async def _run_clients(
     merge_window_s = metadata["turn_merge_window_ms"] / 1000
     human = [clips[n] for n in plan.human_clips]
     questions = [clips[f"q{i + 1}"] for i in range(len(QUESTIONS))]
-    inputs = [*human, *questions]
+    # One session starts with the human clips; concurrent sessions start with questions
+    # (shorter), and the human clips come later in the rotation.
+    single, concurrent = [*human, *questions], [*questions, *human]
     rng = random.Random(plan.seed)
     levels: dict[str, Any] = {}
     all_turns: list[dict[str, Any]] = []
     for n_sessions in plan.levels:
         n_turns = plan.turns if n_sessions == 1 else plan.turns_concurrent
-        # Session k says inputs k, k+1, ...: every session starts differently, human
-        # clips are among them.
+        # Session k says inputs k, k+1, ...: every session starts differently.
+        inputs = single if n_sessions == 1 else concurrent
         scripts = [
             [inputs[(k + j) % len(inputs)] for j in range(n_turns)] for k in range(n_sessions)
         ]
@@ -830,6 +871,9 @@ async def _run_clients(
             "to_last_audio_delta_ms": summarize(t["to_last_audio_delta_ms"] for t in measured),
             "to_response_done_ms": summarize(t["to_response_done_ms"] for t in measured),
             "to_speech_started_ms": summarize(t["to_speech_started_ms"] for t in measured),
+            "audio_deltas_after_speech_started": sum(
+                t.get("audio_deltas_after_speech_started") or 0 for t in measured
+            ),
             "target_ms": TARGETS_MS["barge_in"],
             "details": trials,
         }
@@ -873,6 +917,7 @@ def _level_summary(
             t["speech_end_to_speech_stopped_event_ms"] for t in ok
         ),
         "mic_max_lag_ms": max(s["mic_max_lag_ms"] for s in sessions),
+        "session_errors": [s["error"] for s in sessions if s["error"]],
         "details": turns,
     }
 
@@ -960,6 +1005,8 @@ def _metadata(
         "turn_detection": session.get("turn_detection"),
         "silence_window_ms": (session.get("turn_detection") or {}).get("silence_duration_ms"),
         "turn_merge_window_ms": settings.turn_merge_window_ms,
+        "barge_in_hold_ms": getattr(settings, "barge_in_hold_ms", None),
+        "audio_lead_ms": getattr(settings, "audio_lead_ms", None),
         "input_audio_format": session.get("input_audio_format"),
         "output_audio_format": session.get("output_audio_format"),
         "client_audio": {"rate_hz": WIRE_RATE, "chunk_ms": CHUNK_MS, "pace": "real time"},
@@ -987,6 +1034,9 @@ def _metadata(
             "the moment its VAD reported speech_stopped.",
             "barge-in times run from the send of the interruption's first chunk and include "
             "the server's minimum speech duration before it interrupts.",
+            "the server sends answer audio at real-time pace (audio_lead_ms ahead of "
+            "playback), so a turn's response.done comes about the answer's duration after its "
+            "first audio.",
         ],
     }
 
