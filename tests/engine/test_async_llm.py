@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import AsyncLLM, InvalidRequestError, SamplingParams
+from engine import AsyncLLM, EngineError, InvalidRequestError, SamplingParams
 
 LONG = SamplingParams(max_tokens=200, temperature=0.0, ignore_eos=True)
 
@@ -144,3 +144,28 @@ def test_shutdown_stops_thread(tiny_llama: Path) -> None:
 
     asyncio.run(main())
     assert not engine._thread.is_alive()
+
+
+def test_failed_step_fails_its_requests_only(
+    allm: AsyncLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_run = allm.engine.model_runner.run
+    calls = {"n": 0}
+
+    def flaky(batch):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("simulated kernel failure")
+        return real_run(batch)
+
+    monkeypatch.setattr(allm.engine.model_runner, "run", flaky)
+
+    async def main() -> None:
+        with pytest.raises(EngineError):
+            async for _ in allm.stream([1, 2, 3], LONG):
+                pass
+        out = await allm.generate([4, 5, 6], SamplingParams(max_tokens=4, ignore_eos=True))
+        assert len(out.token_ids) == 4
+
+    asyncio.run(main())
+    assert_pool_full(allm)

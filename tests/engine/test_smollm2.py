@@ -81,3 +81,29 @@ def test_incremental_detokenizer_never_splits_characters(llm: LLM) -> None:
     deltas = [detok.add(t) for t in ids]
     assert all("\ufffd" not in d for d in deltas)
     assert "".join(deltas) == text
+
+
+def test_stream_holds_back_stop_strings_and_whole_characters(smollm2_dir: Path) -> None:
+    import asyncio
+
+    from engine import AsyncLLM
+
+    allm = AsyncLLM("smollm2-135m-instruct")
+    prompt = chat(allm.tokenizer, QUESTIONS[0])
+
+    async def main() -> tuple[list[str], str | None]:
+        deltas, reason = [], None
+        params = SamplingParams(max_tokens=MAX_NEW, temperature=0.0, stop=["Paris"])
+        async for delta in allm.stream(prompt, params):
+            deltas.append(delta.text)
+            reason = delta.finish_reason
+        return deltas, reason
+
+    try:
+        deltas, reason = asyncio.run(main())
+    finally:
+        allm.close()
+    assert reason == "stop"
+    text = "".join(deltas)
+    assert text == "The capital of France is "
+    assert all("\ufffd" not in d for d in deltas)
