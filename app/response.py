@@ -66,6 +66,7 @@ class Response:
         self.done = False
         self._task: asyncio.Task[None] | None = None
         self._cancel_reason = "client_cancelled"
+        self.muted = False
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
@@ -73,6 +74,7 @@ class Response:
     async def cancel(self, reason: str = "client_cancelled") -> None:
         """Stop generating and speaking; `response.done` reports status `cancelled`."""
         self._cancel_reason = reason
+        self.muted = True  # from now on no more audio leaves, even before the task unwinds
         if self._task is not None and not self._task.done():
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -241,6 +243,8 @@ class Response:
                 ahead = self.audio_ms / 1000 - (time.monotonic() - self.first_audio_at)
                 if ahead > lead_s:
                     await asyncio.sleep(ahead - lead_s)
+                if self.muted:
+                    return
                 piece = data[offset : offset + chunk]
                 self._emit(
                     "response.audio.delta",

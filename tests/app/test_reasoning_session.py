@@ -1,0 +1,90 @@
+"""R1 reasoning over a whole session: a scripted LLM backend emitting `<think>x</think>y`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import pytest
+
+from app.llm.base import ChatMessage, GenerationParams, LLMBackend
+from tests.conftest import audio_seconds, client_with, is_done, receive_until
+
+
+class ScriptedLLM(LLMBackend):
+    """Replays fixed deltas; stands in for an R1 model (none is bundled)."""
+
+    name = "scripted"
+    model = "scripted-r1"
+
+    def __init__(self, deltas: list[str], opens_reasoning: bool = False) -> None:
+        self.deltas = deltas
+        self._opens_reasoning = opens_reasoning
+        self.prompts: list[list[ChatMessage]] = []
+
+    async def stream_chat(
+        self, messages: list[ChatMessage], params: GenerationParams, request_id: str
+    ) -> AsyncGenerator[str, None]:
+        self.prompts.append(messages)
+        for delta in self.deltas:
+            yield delta
+
+    async def abort(self, request_id: str) -> None:
+        return None
+
+    def warmup(self) -> None:
+        return None
+
+
+def _turn(components: Any, llm: ScriptedLLM) -> list[dict[str, Any]]:
+    client = client_with(dataclasses.replace(components, llm=llm))
+    with client.websocket_connect("/v1/realtime") as ws:
+        ws.receive_json()
+        item = {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "What is 2+2?"}],
+        }
+        ws.send_text(json.dumps({"type": "conversation.item.create", "item": item}))
+        ws.receive_json()
+        ws.send_text(json.dumps({"type": "response.create"}))
+        events = receive_until(ws, is_done)
+        # the next turn's prompt shows what the conversation kept of the answer
+        ws.send_text(json.dumps({"type": "response.create", "response": {"modalities": ["text"]}}))
+        events += receive_until(ws, is_done)
+    return events
+
+
+@pytest.mark.parametrize(
+    ("deltas", "opens"),
+    [
+        (["<thi", "nk>two plus", " two is four</th", "ink>\n\n", "It is four."], False),
+        (
+            ["\ntwo plus two is four\n</think>", "\n\nIt is four."],
+            True,
+        ),  # R1-Distill template opens it
+    ],
+)
+def test_reasoning_is_shown_not_spoken(
+    shared_components: Any, deltas: list[str], opens: bool
+) -> None:
+    llm = ScriptedLLM(deltas, opens)
+    events = _turn(shared_components, llm)
+    first = events[: [e["type"] for e in events].index("response.done") + 1]
+    reasoning = "".join(e["delta"] for e in first if e["type"] == "r1voice.reasoning.delta")
+    spoken = "".join(e["delta"] for e in first if e["type"] == "response.audio_transcript.delta")
+    assert reasoning.strip() == "two plus two is four"
+    assert spoken == "It is four."
+    assert "think" not in json.dumps([e for e in first if e["type"] != "r1voice.reasoning.delta"])
+    assert audio_seconds(first) > 0.3  # "It is four." was spoken
+    assert llm.prompts[1][-1] == ChatMessage("assistant", "It is four.")
+
+
+def test_no_think_block_is_all_content(shared_components: Any) -> None:
+    events = _turn(shared_components, ScriptedLLM(["It is ", "four."]))
+    assert not [e for e in events if e["type"] == "r1voice.reasoning.delta"]
+    assert "".join(
+        e["delta"] for e in events if e["type"] == "response.audio_transcript.delta"
+    ).startswith("It is four.")
