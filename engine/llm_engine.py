@@ -12,11 +12,11 @@ import torch
 
 from engine.block_manager import BlockManager
 from engine.config import EngineConfig
-from engine.detokenizer import IncrementalDetokenizer
 from engine.errors import InvalidRequestError
 from engine.model_loader import load_model
 from engine.model_runner import ModelRunner
 from engine.model_store import resolve_model
+from engine.output_processor import OutputProcessor
 from engine.outputs import EngineStats, RequestOutput
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler, SchedulerOutput
@@ -83,7 +83,7 @@ class LLMEngine:
         self.scheduler = Scheduler(config, self.block_manager, self.max_model_len)
         self.scheduler.eos_token_ids = _eos_ids(self.model_path, self.model_config)
         self.requests: dict[str, Sequence] = {}
-        self.detokenizers: dict[int, IncrementalDetokenizer] = {}
+        self.output_processor = OutputProcessor(self.tokenizer, self.scheduler)
         self.prompt_tokens = 0
 
     # ---- requests -------------------------------------------------------------------
@@ -122,10 +122,7 @@ class LLMEngine:
         seq = Sequence(token_ids, params, request_id, priority)
         if params.seed is not None:
             seq.generator = torch.Generator().manual_seed(params.seed)
-        if self.tokenizer is not None:
-            self.detokenizers[seq.seq_id] = IncrementalDetokenizer(
-                self.tokenizer, token_ids, params.skip_special_tokens
-            )
+        self.output_processor.add(seq)
         self.requests[seq.request_id] = seq
         self.prompt_tokens += len(token_ids)
         self.scheduler.add(seq)
@@ -133,11 +130,11 @@ class LLMEngine:
 
     def abort(self, request_id: str) -> Sequence | None:
         """End a request now and free its KV blocks; None if it is not live."""
-        seq = self.requests.pop(request_id, None)
+        seq = self.requests.get(request_id)
         if seq is None:
             return None
         self.scheduler.finish(seq, "abort")
-        self.detokenizers.pop(seq.seq_id, None)
+        self._release(seq)
         return seq
 
     def has_unfinished(self) -> bool:
@@ -150,7 +147,11 @@ class LLMEngine:
         batch = self.scheduler.schedule()
         tokens, failed = self._run(batch)
         updated = self.scheduler.postprocess(batch, tokens)
-        return self._detokenize(updated) + failed
+        self.output_processor.process(updated)
+        for seq in updated:
+            if seq.is_finished:
+                self._release(seq)
+        return updated + failed
 
     def _run(self, batch: SchedulerOutput) -> tuple[list[int | None], list[Sequence]]:
         if not batch:
@@ -164,41 +165,13 @@ class LLMEngine:
                 self._release(seq)
             return [None] * len(batch.seqs), list(batch.seqs)
 
-    def _detokenize(self, seqs: list[Sequence]) -> list[Sequence]:
-        for seq in seqs:
-            detok = self.detokenizers.get(seq.seq_id)
-            if detok is not None:
-                new = detok.add(seq.token_ids[-1])
-                if new:
-                    start = max(0, len(seq.output_text) - self._max_stop_len(seq) + 1)
-                    seq.output_text += new
-                    self._check_stop_strings(seq, start)
-            if seq.is_finished:
-                self._release(seq)
-        return seqs
-
-    @staticmethod
-    def _max_stop_len(seq: Sequence) -> int:
-        return max((len(s) for s in seq.params.stop or []), default=0)
-
-    def _check_stop_strings(self, seq: Sequence, start: int) -> None:
-        for stop in seq.params.stop or []:
-            idx = seq.output_text.find(stop, start)
-            if idx != -1:
-                seq.output_text = seq.output_text[:idx]
-                if not seq.is_finished:
-                    self.scheduler.finish(seq, "stop")
-                return
-
     def _release(self, seq: Sequence) -> None:
         self.requests.pop(seq.request_id, None)
-        self.detokenizers.pop(seq.seq_id, None)
+        self.output_processor.release(seq)
 
     def stream_text(self, seq: Sequence) -> str:
-        """The text that is safe to show: a possible stop string's start is held back."""
-        if seq.is_finished:
-            return seq.output_text
-        return seq.output_text[: len(seq.output_text) - max(0, self._max_stop_len(seq) - 1)]
+        """The text that is safe to stream: a possible stop string's start is held back."""
+        return self.output_processor.stream_text(seq)
 
     # ---- batch API ------------------------------------------------------------------
 

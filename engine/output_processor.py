@@ -1,0 +1,63 @@
+"""OutputProcessor: new tokens -> text, stop strings, and the text safe to stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.detokenizer import IncrementalDetokenizer
+from engine.scheduler import Scheduler
+from engine.sequence import Sequence
+
+
+class OutputProcessor:
+    """Keeps each live sequence's detokenizer and ends sequences on a stop string.
+
+    The stop string is cut from the text (it is not part of the answer). While a
+    sequence runs, the last ``len(longest stop) - 1`` characters are held back from
+    streams, since they may be the start of a stop string.
+    """
+
+    def __init__(self, tokenizer: Any, scheduler: Scheduler) -> None:
+        self.tokenizer = tokenizer
+        self.scheduler = scheduler
+        self.detokenizers: dict[int, IncrementalDetokenizer] = {}
+
+    def add(self, seq: Sequence) -> None:
+        if self.tokenizer is not None:
+            self.detokenizers[seq.seq_id] = IncrementalDetokenizer(
+                self.tokenizer, seq.prompt_token_ids, seq.params.skip_special_tokens
+            )
+
+    def release(self, seq: Sequence) -> None:
+        self.detokenizers.pop(seq.seq_id, None)
+
+    def process(self, seqs: list[Sequence]) -> None:
+        """Detokenize each sequence's newest token; finish those that hit a stop string."""
+        for seq in seqs:
+            detok = self.detokenizers.get(seq.seq_id)
+            if detok is None:
+                continue
+            new = detok.add(seq.token_ids[-1])
+            if new:
+                start = max(0, len(seq.output_text) - self.max_stop_len(seq) + 1)
+                seq.output_text += new
+                self._check_stop_strings(seq, start)
+
+    @staticmethod
+    def max_stop_len(seq: Sequence) -> int:
+        return max((len(s) for s in seq.params.stop or []), default=0)
+
+    def _check_stop_strings(self, seq: Sequence, start: int) -> None:
+        for stop in seq.params.stop or []:
+            idx = seq.output_text.find(stop, start)
+            if idx != -1:
+                seq.output_text = seq.output_text[:idx]
+                if not seq.is_finished:
+                    self.scheduler.finish(seq, "stop")
+                return
+
+    def stream_text(self, seq: Sequence) -> str:
+        """The text that is safe to show now."""
+        if seq.is_finished:
+            return seq.output_text
+        return seq.output_text[: len(seq.output_text) - max(0, self.max_stop_len(seq) - 1)]
