@@ -42,6 +42,7 @@ class SpeechTurn:
     transcriber: TurnTranscriber
     confirmed: bool = False  # past the barge-in hold, announced with speech_started
     carry: tuple[np.ndarray, int] | None = None  # a continued turn: (earlier audio, its end)
+    held: Response | None = None  # answer started on the early transcript, not yet heard
 
 
 @dataclass
@@ -57,6 +58,7 @@ class CommittedTurn:
     response: Response | None = None
     vad: bool = True
     transcriber: TurnTranscriber | None = None
+    held: Response | None = None
 
 
 @dataclass
@@ -157,11 +159,31 @@ class InputTurns:
         elif turn is None:
             return
         elif event.kind == "speech_paused" and turn.confirmed:
-            turn.transcriber.speculate(self._turn_audio(turn, event.sample), event.sample)
+            early = turn.transcriber.speculate(self._turn_audio(turn, event.sample), event.sample)
+            early.add_done_callback(lambda task: self._answer_early(turn, task))
         elif event.kind == "speech_resumed":
             turn.transcriber.resume()
+            await self._drop_held(turn)
         elif event.kind == "speech_stopped":
             await self._on_stopped(turn, event.sample)
+
+    def _answer_early(self, turn: SpeechTurn, early: asyncio.Task[str]) -> None:
+        """Start a held answer on the early transcript while the silence window runs."""
+        td = self.session.config.turn_detection
+        if early.cancelled() or early.exception() is not None or self.turn is not turn:
+            return
+        text = early.result().strip()
+        if (
+            not (td and td.create_response and text and turn.transcriber.paused)
+            or self.session.responding
+        ):
+            return
+        turn.held = self.session.start_response(None, None, held_user_text=text)
+
+    async def _drop_held(self, turn: SpeechTurn) -> None:
+        if turn.held is not None:
+            held, turn.held = turn.held, None
+            await held.discard()
 
     def _delta_sender(self, item_id: str):  # type: ignore[no-untyped-def]
         def send(delta: str) -> None:
@@ -205,6 +227,8 @@ class InputTurns:
         self.last = None
         if last.task is not None:
             last.task.cancel()
+        if last.held is not None:
+            await last.held.discard()
         if last.response is not None and not last.response.done:
             await last.response.cancel("turn_detected")
         for removed in self.session.conversation.delete_from(last.item):
@@ -229,7 +253,15 @@ class InputTurns:
         self.buffer.drop_before(sample)
         td = self.session.config.turn_detection
         auto = td.create_response if td else False
-        self._commit(audio, turn.item_id, turn.transcriber, sample, auto_respond=auto, vad=True)
+        self._commit(
+            audio,
+            turn.item_id,
+            turn.transcriber,
+            sample,
+            auto_respond=auto,
+            vad=True,
+            held=turn.held,
+        )
 
     def _turn_audio(self, turn: SpeechTurn, end: int) -> np.ndarray:
         if turn.carry is not None:
@@ -276,6 +308,7 @@ class InputTurns:
         *,
         auto_respond: bool,
         vad: bool,
+        held: Response | None = None,
     ) -> None:
         item = Item(id=item_id, role="user", audio=True)
         previous = self.session.conversation.add(item)
@@ -301,7 +334,7 @@ class InputTurns:
             }
         )
         committed = CommittedTurn(
-            item, audio, end, time.monotonic(), vad=vad, transcriber=transcriber
+            item, audio, end, time.monotonic(), vad=vad, transcriber=transcriber, held=held
         )
         committed.task = asyncio.create_task(self._transcribe(committed, transcriber, auto_respond))
         self._track(committed.task)
@@ -343,6 +376,13 @@ class InputTurns:
                 "transcript": item.text,
             }
         )
+        held, turn.held = turn.held, None
+        if held is not None and not held.done and held.held_user_text == item.text.strip():
+            held.release(turn)  # the early answer was to exactly this: let it be heard
+            turn.response = held
+            return
+        if held is not None:
+            await held.discard()
         # Nothing intelligible was said (silence, a cough): do not answer it.
         if auto_respond and item.text.strip():
             with contextlib.suppress(ProtocolError):

@@ -56,8 +56,8 @@ class Metrics:
 
     def observe_turn(self, stage_seconds: dict[str, float | None]) -> None:
         for stage, seconds in stage_seconds.items():
-            if seconds is not None:
-                self.turn_latency.labels(stage=stage).observe(seconds)
+            if seconds is not None:  # negative when the answer started early (speculation)
+                self.turn_latency.labels(stage=stage).observe(max(seconds, 0.0))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from app.audio import encode_audio
-from app.llm.base import GenerationParams, LLMBackendError
+from app.llm.base import ChatMessage, GenerationParams, LLMBackendError
 from app.protocol import encode_base64, new_id
 from app.reasoning import ThinkSplitter
 from app.stages.tts import ClauseChunker
@@ -39,8 +39,22 @@ class SpokenClause:
 class Response:
     """Runs and reports one response; `cancel()` is the urgent control path."""
 
-    def __init__(self, session: Session, options: Any, turn: CommittedTurn | None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        options: Any,
+        turn: CommittedTurn | None,
+        held_user_text: str | None = None,
+    ) -> None:
         self.session = session
+        # A speculative response (started during the silence window on the early
+        # transcript) buffers its events until `release()`; nothing is heard before.
+        self.held_user_text = held_user_text
+        self._held: list[dict[str, Any]] | None = [] if held_user_text is not None else None
+        self._released = asyncio.Event()
+        if held_user_text is None:
+            self._released.set()
+        self.discarded = False
         self.id = new_id("resp")
         self.item_id = new_id("item")
         cfg = session.config
@@ -101,7 +115,28 @@ class Response:
     # -- the run ------------------------------------------------------------------------
 
     def _emit(self, event_type: str, **fields: Any) -> None:
-        self.session.emit({"type": event_type, "response_id": self.id, **fields})
+        self._out({"type": event_type, "response_id": self.id, **fields})
+
+    def _out(self, event: dict[str, Any]) -> None:
+        if self._held is not None:
+            self._held.append(event)
+        else:
+            self.session.emit(event)
+
+    def release(self, turn: CommittedTurn) -> None:
+        """The turn really ended: send what a held (speculative) response has so far."""
+        held, self._held = self._held or [], None
+        self.turn = turn
+        for event in held:
+            if event["type"] == "conversation.item.created":
+                event["previous_item_id"] = turn.item.id
+            self.session.emit(event)
+        self._released.set()
+
+    async def discard(self) -> None:
+        """Speech resumed: drop a held response without the client ever seeing it."""
+        self.discarded = True
+        await self.cancel("discarded")
 
     def _item(self, status: str) -> dict[str, Any]:
         part = (
@@ -121,7 +156,7 @@ class Response:
     async def _run(self) -> None:
         session = self.session
         previous = session.conversation.last_id
-        session.emit(
+        self._out(
             {
                 "type": "response.created",
                 "response": {
@@ -133,7 +168,7 @@ class Response:
             }
         )
         self._emit("response.output_item.added", output_index=0, item=self._item("in_progress"))
-        session.emit(
+        self._out(
             {
                 "type": "conversation.item.created",
                 "previous_item_id": previous,
@@ -167,7 +202,7 @@ class Response:
                 {"type": "failed", "error": {"code": exc.code, "message": str(exc)}},
             )
         except RuntimeError as exc:  # a TTS voice failed (e.g. espeak-ng missing)
-            session.emit(
+            self._out(
                 {
                     "type": "error",
                     "error": {"type": "server_error", "code": "tts_failed", "message": str(exc)},
@@ -187,6 +222,8 @@ class Response:
     async def _generate(self, clauses: asyncio.Queue[str | None]) -> None:
         llm = self.session.components.llm
         messages = await self.session.conversation.history(self.instructions)
+        if self.held_user_text is not None:
+            messages.append(ChatMessage("user", self.held_user_text))
         splitter = ThinkSplitter(starts_in_reasoning=llm.prompt_opens_reasoning(messages))
         chunker = ClauseChunker()
         delta_type = "response.audio_transcript.delta" if self.audio else "response.text.delta"
@@ -269,9 +306,11 @@ class Response:
         self._emit("response.content_part.done", part=part, **common)
         item_status = "completed" if status == "completed" else "incomplete"
         self._emit("response.output_item.done", output_index=0, item=self._item(item_status))
+        if self.discarded or self._held is not None:  # never heard: leaves no trace
+            return
         if self.text:
             self.session.add_assistant_item(self)
-        self.session.emit(
+        self._out(
             {
                 "type": "response.done",
                 "response": {
@@ -299,7 +338,7 @@ class Response:
         }
         seconds = {k: None if v is None else v - turn.speech_stopped_at for k, v in stages.items()}
         self.session.metrics.observe_turn(seconds)
-        self.session.emit(
+        self._out(
             {
                 "type": "r1voice.turn.metrics",
                 "response_id": self.id,

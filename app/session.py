@@ -204,14 +204,16 @@ class Session:
 
     # -- responses ----------------------------------------------------------------------
 
-    def start_response(self, options: Any, turn: Any = None) -> Response:
+    def start_response(
+        self, options: Any, turn: Any = None, held_user_text: str | None = None
+    ) -> Response:
         if self.response is not None and not self.response.done:
             raise ProtocolError(
                 "conversation_already_has_active_response",
                 f"response {self.response.id} is still in progress; cancel it first or wait "
                 "for response.done",
             )
-        self.response = Response(self, options, turn)
+        self.response = Response(self, options, turn, held_user_text)
         self.responses[self.response.item_id] = self.response
         while len(self.responses) > 64:  # only recent answers can be truncated
             self.responses.pop(next(iter(self.responses)))

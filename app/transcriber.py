@@ -100,11 +100,13 @@ class TurnTranscriber:
     def _transcribe(self, audio: np.ndarray) -> str:
         return self.asr.transcribe(audio, prefix=self.agreement.text or None).text
 
-    def speculate(self, audio: np.ndarray, end_sample: int) -> None:
+    def speculate(self, audio: np.ndarray, end_sample: int) -> asyncio.Task[str]:
         """Silence started at `end_sample`: begin the final pass now, in case it lasts."""
         self.paused = True
         self.drop_speculation()
-        self._early = (end_sample, asyncio.create_task(asyncio.to_thread(self._transcribe, audio)))
+        task = asyncio.create_task(asyncio.to_thread(self._transcribe, audio))
+        self._early = (end_sample, task)
+        return task
 
     def resume(self) -> None:
         self.paused = False
