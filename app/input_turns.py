@@ -179,6 +179,7 @@ class InputTurns:
         ):
             return
         turn.held = self.session.start_response(None, None, held_user_text=text)
+        log.debug("answering early (held) on %r", text)
 
     async def _drop_held(self, turn: SpeechTurn) -> None:
         if turn.held is not None:

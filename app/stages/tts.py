@@ -44,8 +44,10 @@ class PiperTTS:
         return resample(audio, self.sample_rate, out_rate)
 
 
-# A clause ends at . ! ? ; : , or a dash/newline, followed by whitespace.
-_BOUNDARY = re.compile(r"[.!?;:,\n](?=\s)|\s[-–—](?=\s)")
+# A clause ends at . ! ? ; : , or a dash/newline, followed by whitespace, or, at the end
+# of what the LLM has written so far, at . ! ? right after a letter ("France." ends a
+# sentence now; "3." may still become "3.50", so it waits for the next token).
+_BOUNDARY = re.compile(r"[.!?;:,\n](?=\s)|\s[-–—](?=\s)|(?<=[^\W\d_])[.!?]+$")
 
 
 class ClauseChunker:

@@ -41,3 +41,10 @@ def test_short_first_clause_waits_for_ten_characters() -> None:
 def test_numbers_and_abbreviations_are_not_cut_inside() -> None:
     pieces = _chunk("It costs 3.50 dollars, roughly.")
     assert pieces == ["It costs 3.50 dollars,", "roughly."]
+
+
+def test_sentence_end_at_end_of_stream_is_spoken_at_once() -> None:
+    chunker = ClauseChunker()
+    assert chunker.push("The capital of France is Paris.") == ["The capital of France is Paris."]
+    assert chunker.push(" It costs 3.") == []  # a number may go on ("3.50")
+    assert chunker.push("50 euros") == []
