@@ -10,7 +10,6 @@ import torch
 from torch import nn
 
 from engine.errors import ModelLoadError
-from engine.layers.linear import to_column_major, use_column_major
 from engine.models import MODEL_REGISTRY, LlamaForCausalLM
 
 # Our fused parameter -> the Hugging Face tensors concatenated (along dim 0) into it.
@@ -102,9 +101,6 @@ def load_model(model_dir: Path, device: torch.device, dtype: torch.dtype) -> Lla
             )
         with torch.no_grad():
             param.copy_(tensor)
-    if use_column_major(device, dtype):
-        for name, param in params.items():
-            if param.dim() == 2 and name.startswith("layers."):
-                param.data = to_column_major(param.data)
+    model.prepare()
     model.rotary.build(device, dtype)
     return model.eval()

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import logging
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+log = logging.getLogger(__name__)
+
 
 class Linear(nn.Module):
-    """y = x W^T + b with W stored [out_features, in_features], as in Hugging Face."""
+    """y = x W^T + b with W stored [out_features, in_features], as in Hugging Face.
+
+    After the weights are loaded, ``prepare`` may repack W for the device: on CPU in
+    float32 into oneDNN's blocked layout (``packed``), which runs a batch-32 decode GEMM
+    ~2-3x faster than the plain layout with weights streaming from memory (measured on
+    SmolLM2's shapes, 2 cores). The plain weight is then released to save memory.
+    """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = False) -> None:
         super().__init__()
@@ -16,27 +26,45 @@ class Linear(nn.Module):
         self.out_features = out_features
         self.weight = nn.Parameter(torch.empty(out_features, in_features), requires_grad=False)
         self.bias = nn.Parameter(torch.empty(out_features), requires_grad=False) if bias else None
+        self.packed: torch.Tensor | None = None
+
+    def prepare(self, release: bool = True) -> None:
+        """Pick the fastest layout for the weight's device and dtype (call once, loaded)."""
+        w = self.weight.data
+        if w.device.type != "cpu" or w.dtype != torch.float32:
+            return  # bf16/fp16 and CUDA kernels take the row-major layout best
+        if _onednn_available():
+            self.packed = torch.ops.mkldnn._reorder_linear_weight(w, None)
+            if release:
+                self.weight.data = torch.empty(0, dtype=w.dtype)
+        else:  # x @ W^T with W^T contiguous takes a faster GEMV path
+            self.weight.data = w.t().contiguous().t()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.packed is not None:
+            return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
         return F.linear(x, self.weight, self.bias)
 
 
-def make_linear(in_features: int, out_features: int, bias: bool = False) -> nn.Module:
+def make_linear(in_features: int, out_features: int, bias: bool = False) -> Linear:
     """Build a projection. The loader fills ``weight``/``bias``; a quantized variant
     only has to accept the same state and return the same shapes."""
     return Linear(in_features, out_features, bias)
 
 
-def use_column_major(device: torch.device, dtype: torch.dtype) -> bool:
-    """Whether projection weights should be stored column-major (W^T contiguous).
-
-    On CPU in float32, ``x @ W^T`` with W^T contiguous takes a faster GEMV path: a
-    single-stream decode step is ~30% faster (measured on SmolLM2, 2 cores); batched
-    steps are about unchanged. bfloat16 kernels prefer the row-major layout.
-    """
-    return device.type == "cpu" and dtype == torch.float32
+_ONEDNN: bool | None = None
 
 
-def to_column_major(weight: torch.Tensor) -> torch.Tensor:
-    """The same [out, in] matrix stored column-major: only the memory layout changes."""
-    return weight.t().contiguous().t()
+def _onednn_available() -> bool:
+    """Whether oneDNN's packed linear works here (checked once, on a tiny matrix)."""
+    global _ONEDNN
+    if _ONEDNN is None:
+        try:
+            w, x = torch.randn(8, 4), torch.randn(2, 4)
+            packed = torch.ops.mkldnn._reorder_linear_weight(w, None)
+            y = torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
+            _ONEDNN = bool(torch.allclose(y, x @ w.t(), atol=1e-5))
+        except Exception:  # not built with oneDNN, or the private op changed
+            log.info("oneDNN packed linear unavailable: using plain CPU matmuls")
+            _ONEDNN = False
+    return _ONEDNN

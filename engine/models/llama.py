@@ -9,7 +9,7 @@ from torch import nn
 
 from engine.layers.activation import SiluAndMul
 from engine.layers.attention import AttentionMetadata, PagedAttention
-from engine.layers.linear import make_linear
+from engine.layers.linear import Linear, make_linear
 from engine.layers.norm import RMSNorm
 from engine.layers.rotary import RotaryEmbedding
 
@@ -109,6 +109,7 @@ class LlamaForCausalLM(nn.Module):
         head_dim = getattr(config, "head_dim", None) or (
             config.hidden_size // config.num_attention_heads
         )
+        self.tied_head: Linear | None = None
         theta, scaling = rope_settings(config)
         self.rotary = RotaryEmbedding(head_dim, config.max_position_embeddings, theta, scaling)
 
@@ -129,10 +130,24 @@ class LlamaForCausalLM(nn.Module):
         x, _ = self.norm(x, residual)
         return x
 
-    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+    def prepare(self) -> None:
+        """After loading: let every projection pick its fastest weight layout."""
+        for module in self.modules():
+            if isinstance(module, Linear):
+                module.prepare()
         if self.lm_head is None:
-            return torch.nn.functional.linear(hidden, self.embed_tokens.weight)
-        return self.lm_head(hidden)
+            # Tied: the LM head may keep its own packed copy; the embedding stays as is.
+            head = make_linear(self.config.hidden_size, self.config.vocab_size)
+            head.weight = nn.Parameter(self.embed_tokens.weight.data, requires_grad=False)
+            head.prepare(release=False)
+            self.tied_head = head if head.packed is not None else None
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        if self.lm_head is not None:
+            return self.lm_head(hidden)
+        if self.tied_head is not None:
+            return self.tied_head(hidden)
+        return torch.nn.functional.linear(hidden, self.embed_tokens.weight)
 
 
 class Qwen2ForCausalLM(LlamaForCausalLM):

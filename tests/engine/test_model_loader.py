@@ -28,10 +28,11 @@ def test_fused_projections_hold_the_checkpoint_weights(tiny_llama: Path) -> None
     model = load_model(tiny_llama, torch.device("cpu"), torch.float32)
     state = load_file(str(tiny_llama / "model.safetensors"))
     layer = model.layers[1]
+    x = torch.randn(3, 64)
     qkv = torch.cat([state[f"model.layers.1.self_attn.{p}_proj.weight"] for p in "qkv"])
-    assert torch.equal(layer.self_attn.qkv_proj.weight, qkv)
+    torch.testing.assert_close(layer.self_attn.qkv_proj(x), x @ qkv.t())
     gate_up = torch.cat([state[f"model.layers.1.mlp.{p}_proj.weight"] for p in ("gate", "up")])
-    assert torch.equal(layer.mlp.gate_up_proj.weight, gate_up)
+    torch.testing.assert_close(layer.mlp.gate_up_proj(x), x @ gate_up.t())
 
 
 def test_bfloat16_runs_and_mostly_agrees(tiny_llama: Path) -> None:
