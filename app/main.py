@@ -8,11 +8,13 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from app import components as components_module
-from app.routes import health, metrics, realtime, web
+from app.routes import health, metrics, openai_api, realtime, web
 from app.settings import Settings
 from app.state import ServerState
 
@@ -56,6 +58,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(realtime.router)
     app.include_router(metrics.router)
+    app.include_router(openai_api.router)
+
+    @app.exception_handler(openai_api.OpenAIError)
+    async def openai_error(request: Request, exc: openai_api.OpenAIError) -> JSONResponse:
+        return JSONResponse(exc.detail, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"] if p != "body")
+        message = f"{where}: {first['msg']}" if where else str(first["msg"])
+        return JSONResponse(
+            {
+                "error": {
+                    "message": message,
+                    "type": "invalid_request_error",
+                    "param": where or None,
+                    "code": "invalid_value",
+                }
+            },
+            status_code=400,
+        )
+
     app.include_router(web.router)
     app.mount("/web", StaticFiles(directory=web.WEB_DIR), name="web")
     app.mount("/static", StaticFiles(directory=web.STATIC_DIR, check_dir=False), name="static")

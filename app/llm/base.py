@@ -25,6 +25,8 @@ class GenerationParams:
     top_p: float = 1.0
     seed: int | None = None
     priority: int | None = None  # lower runs first; None: the backend's default
+    top_k: int = 0
+    stop: tuple[str, ...] = ()
 
 
 class LLMBackendError(Exception):
@@ -77,6 +79,26 @@ class LLMBackend(abc.ABC):
                 cached = str(prompt).rstrip().endswith("<think>")
             self._opens_reasoning = cached
         return bool(cached)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens in `text` (for usage reports)."""
+        tokenizer = getattr(self, "tokenizer", None)
+        return (
+            len(tokenizer.encode(text, add_special_tokens=False))
+            if tokenizer
+            else len(text.split())
+        )
+
+    def prompt_tokens(self, messages: list[ChatMessage]) -> int:
+        tokenizer = getattr(self, "tokenizer", None)
+        if tokenizer is None:
+            return sum(self.count_tokens(m.content) for m in messages)
+        ids: Any = tokenizer.apply_chat_template(
+            [{"role": m.role, "content": m.content} for m in messages],
+            add_generation_prompt=True,
+            tokenize=True,
+        )
+        return len(ids["input_ids"] if hasattr(ids, "keys") else ids)
 
     def stats(self) -> dict[str, Any]:
         """Counters for /metrics."""

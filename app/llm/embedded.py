@@ -53,6 +53,8 @@ class EmbeddedBackend(LLMBackend):
                 max_tokens=params.max_tokens,
                 temperature=params.temperature,
                 top_p=params.top_p,
+                top_k=params.top_k,
+                stop=list(params.stop) or None,
                 seed=params.seed,
             )
             stream = self.llm.stream(
