@@ -55,10 +55,12 @@ function onEvent(ev) {
   switch (ev.type) {
     case "session.created": $("status").textContent = "connected"; $("talk").disabled = false; break;
     case "input_audio_buffer.speech_started":
-      player && player.port.postMessage("flush");
+      player && player.port.postMessage("flush");  // barge-in: stop what is playing now
       bubble(ev.item_id, "user partial", "…"); break;
-    case "conversation.item.input_audio_transcription.delta":
-      bubble(ev.item_id, "user partial").textContent += ev.delta; break;
+    case "conversation.item.input_audio_transcription.delta": {
+      const el = bubble(ev.item_id, "user partial");
+      el.textContent = (el.textContent === "…" ? "" : el.textContent) + ev.delta; break;
+    }
     case "conversation.item.input_audio_transcription.completed": {
       const el = bubble(ev.item_id, "user", ev.transcript || "(nothing heard)");
       el.className = "msg user"; break;
@@ -69,6 +71,20 @@ function onEvent(ev) {
     case "response.audio_transcript.delta": case "response.text.delta":
     case "response.output_audio_transcript.delta": case "response.output_text.delta":
       bubble(ev.item_id, "assistant").textContent += ev.delta; break;
+    case "r1voice.reasoning.delta": {
+      let el = bubbles[ev.item_id + ":reasoning"];
+      if (!el) {
+        el = document.createElement("details");
+        el.className = "msg reasoning";
+        el.innerHTML = "<summary>reasoning</summary><div></div>";
+        log.insertBefore(el, bubble(ev.item_id, "assistant"));
+        bubbles[ev.item_id + ":reasoning"] = el;
+      }
+      el.querySelector("div").textContent += ev.delta; break;
+    }
+    case "conversation.item.deleted":
+      if (bubbles[ev.item_id]) { bubbles[ev.item_id].remove(); delete bubbles[ev.item_id]; }
+      break;
     case "response.audio.delta": case "response.output_audio.delta":
       player && player.port.postMessage(floatFromB64(ev.delta)); break;
     case "response.done":
