@@ -65,6 +65,13 @@ class BlockManager:
         self.blocks[block_id].ref_count = 1
         return block_id
 
+    def uncached_first_block(self, seq: Sequence) -> int | None:
+        """Hash of the sequence's first block if it could be shared but is not cached yet."""
+        if not self.enable_prefix_caching or seq.num_tokens - 1 < self.block_size:
+            return None
+        h = hash((None, self._block_tokens(seq, 0)))
+        return None if h in self.hash_to_block else h
+
     def allocate(self, seq: Sequence) -> bool:
         """Give a waiting sequence blocks for all its tokens, reusing cached prefix blocks.
 

@@ -73,6 +73,14 @@ class Scheduler:
                 out.num_new_tokens.append(n)
                 budget -= n
                 i += 1
+        # First blocks computed in this step: a request that starts with the same block
+        # (a shared system prompt) waits one step and then reuses that KV.
+        first_blocks = {
+            h
+            for seq in out.seqs
+            if seq.num_computed_tokens < self.config.block_size
+            and (h := self.block_manager.uncached_first_block(seq)) is not None
+        }
         while (
             not out.num_preempted
             and self.waiting
@@ -80,6 +88,9 @@ class Scheduler:
             and len(self.running) < self.config.max_num_seqs
         ):
             seq = self.waiting[0]
+            first = self.block_manager.uncached_first_block(seq)
+            if first is not None and first in first_blocks:
+                break
             if not self.block_manager.allocate(seq):
                 break
             self.waiting.pop(0)
@@ -89,6 +100,8 @@ class Scheduler:
             out.seqs.append(seq)
             out.num_new_tokens.append(n)
             budget -= n
+            if first is not None:
+                first_blocks.add(first)
         return out
 
     def _preempt(self, seq: Sequence) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from engine.block_manager import BlockManager
 from engine.config import EngineConfig
 from engine.sampling_params import SamplingParams
@@ -14,8 +16,14 @@ def make(num_blocks: int = 64, block_size: int = 4, **cfg: int) -> Scheduler:
     return Scheduler(config, BlockManager(num_blocks, block_size), max_model_len=1000)
 
 
+_starts = itertools.count(1)
+
+
 def request(n: int, max_tokens: int = 4, priority: int = 0, t: float = 0.0) -> Sequence:
-    return Sequence(list(range(1, n + 1)), SamplingParams(max_tokens=max_tokens), None, priority, t)
+    """A request with a prompt of n tokens that shares no block with any other request."""
+    start = next(_starts) * 1000
+    tokens = list(range(start, start + n))
+    return Sequence(tokens, SamplingParams(max_tokens=max_tokens), None, priority, t)
 
 
 def run_step(s: Scheduler, token: int = 7) -> list[Sequence]:
@@ -123,3 +131,16 @@ def test_eos_and_stop_token_ids() -> None:
     assert a.finish_reason == "stop" and not b.is_finished
     run_step(s, token=9)
     assert b.finish_reason == "stop" and b.completion_token_ids == [7, 9]
+
+
+def test_shared_first_block_is_computed_once() -> None:
+    s = make(block_size=4, max_num_batched_tokens=64, max_num_seqs=4)
+    system = [7, 7, 7, 7, 8, 8, 8, 8]
+    a = Sequence([*system, 1, 2], SamplingParams(max_tokens=2))
+    b = Sequence([*system, 3], SamplingParams(max_tokens=2))
+    s.add(a)
+    s.add(b)
+    assert run_step(s) == [a]  # b waits: its first blocks are being computed by a
+    batch = s.schedule()
+    assert batch.seqs == [a, b]
+    assert b.num_computed_tokens == 8 and batch.num_new_tokens == [1, 1]
