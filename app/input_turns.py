@@ -22,7 +22,7 @@ import numpy as np
 from app.audio import PIPELINE_RATE, StreamResampler, decode_audio
 from app.conversation import Item
 from app.protocol import ProtocolError, decode_base64, new_id
-from app.stages.vad import VADConfig, VADEvent, VADStream
+from app.stages.vad import FRAME, VADConfig, VADEvent, VADStream
 from app.transcriber import TurnTranscriber
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("r1voice.session")
 MIN_COMMIT_MS = 100
+MAX_BUFFER_S = 15 * 60  # without VAD, a client must commit at least this often
 
 
 @dataclass
@@ -128,6 +129,12 @@ class InputTurns:
                 param="audio",
             )
         samples = self._resampler.process(decode_audio(data, fmt.type))
+        if self.buffer.size + samples.size > MAX_BUFFER_S * PIPELINE_RATE:
+            raise ProtocolError(
+                "input_audio_buffer_full",
+                f"the input audio buffer holds {MAX_BUFFER_S // 60} minutes already; "
+                "commit or clear it (or turn on server_vad)",
+            )
         self.buffer.append(samples)
         if self.session.config.turn_detection is None or samples.size == 0:
             return
@@ -141,6 +148,12 @@ class InputTurns:
             and self.buffer.end - turn.start >= self.hold
         ):
             await self._confirm(turn)
+        if self.turn is None:  # between turns keep only what a new or continued turn can use
+            td = self.session.config.turn_detection
+            padding = (td.prefix_padding_ms if td else 0) * PIPELINE_RATE // 1000
+            keep = self.merge_window + padding + FRAME
+            if self.buffer.size > 2 * keep:
+                self.buffer.drop_before(self.buffer.end - keep)
 
     async def _on_vad(self, event: VADEvent) -> None:
         turn = self.turn

@@ -290,3 +290,32 @@ def test_g711_ulaw_in_and_out(app_client: TestClient, shared_components: Any) ->
         base64.b64decode(e["delta"]) for e in events if e["type"] == "response.audio.delta"
     )
     assert len(audio) / 8000 >= 0.5  # one byte per sample at 8 kHz
+
+
+def test_silence_between_turns_does_not_pile_up(app_client: TestClient) -> None:
+    """A session left open on a silent microphone keeps only a couple of seconds."""
+    state = app_client.app.state.server  # type: ignore[attr-defined]
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        session_id = ws.receive_json()["session"]["id"]
+        stream_audio(ws, np.zeros(REALTIME_RATE * 30, dtype=np.float32), chunk_ms=200)
+        ws.send_text(json.dumps({"type": "sync.please"}))  # events are handled in order
+        assert ws.receive_json()["error"]["code"] == "unknown_event_type"
+        buffered_s = state.sessions[session_id].input.buffer.size / 16_000
+    assert 0 < buffered_s < 5
+
+
+def test_without_vad_the_buffer_is_bounded(
+    app_client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app import input_turns
+
+    monkeypatch.setattr(input_turns, "MAX_BUFFER_S", 2)
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        ws.receive_json()
+        ws.send_text(json.dumps({"type": "session.update", "session": {"turn_detection": None}}))
+        ws.receive_json()
+        stream_audio(ws, np.zeros(REALTIME_RATE * 5 // 2, dtype=np.float32), chunk_ms=500)
+        error = receive_until(ws, lambda e: e["type"] == "error")[-1]
+        assert error["error"]["code"] == "input_audio_buffer_full"
+        ws.send_text(json.dumps({"type": "input_audio_buffer.clear"}))
+        assert ws.receive_json()["type"] == "input_audio_buffer.cleared"
