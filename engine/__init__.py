@@ -1,4 +1,21 @@
-"""r1voice's LLM engine: paged KV cache, continuous batching, streaming."""
+"""r1voice's LLM engine: paged KV cache, continuous batching, streaming.
+
+    from engine import LLM, AsyncLLM, SamplingParams
+
+    llm = LLM("smollm2-135m-instruct", max_num_seqs=32)  # EngineConfig fields as keywords
+    outs = llm.generate(prompts, SamplingParams(max_tokens=64, temperature=0.0))
+    outs[0].token_ids, outs[0].text
+
+    allm = AsyncLLM("path/to/hf-dir")  # the engine loop runs on its own thread
+    async for delta in allm.stream(prompt, params, request_id="r1", priority=0):
+        delta.text  # whole characters; delta.token_ids, delta.finished, delta.finish_reason
+    await allm.abort("r1")  # frees the request's KV blocks before it returns
+
+Files, one concept each: config (EngineConfig), sampling_params, sequence,
+block_manager (paged KV pool + prefix cache), scheduler, model_runner, sampler,
+detokenizer, output_processor, llm_engine (step), llm, async_llm; models/ and layers/
+hold our own Llama/Qwen2 forward pass.
+"""
 
 from engine.async_llm import AsyncLLM
 from engine.config import EngineConfig

@@ -5,6 +5,7 @@ both. transformers runs single streams one after another and N prompts as one st
 batch with left padding; our engine runs single streams and N concurrent streams
 through AsyncLLM. Output tokens count up to and including EOS. Ratios are engine /
 transformers, measured in this run (the machines are shared: absolute numbers drift).
+The engine's prefix cache is on (the default) but emptied before each measurement.
 """
 
 from __future__ import annotations
@@ -222,6 +223,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # single streams are short: the best of a few rounds is reported, all rounds listed.
     rounds: dict[str, list[dict[str, Any]]] = {"engine": [], "transformers": []}
     for _ in range(args.rounds or (2 if quick else 3)):
+        asyncio.run(llm.free_all())  # cold prefix cache: transformers has none
         rounds["engine"].append(asyncio.run(_engine_single(llm, single, params)))
         if hf is not None:
             rounds["transformers"].append(hf.single(single, max_tokens))
@@ -229,6 +231,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     baseline: dict[str, Any] = {}
     if hf is not None:
         baseline["single_stream"] = _best(rounds["transformers"])
+    asyncio.run(llm.free_all())
     engine["concurrent"] = asyncio.run(_engine_streams(llm, batch, params))
     if hf is not None:
         baseline["static_batch"] = hf.static_batch(batch, max_tokens)
