@@ -80,6 +80,11 @@ class LLMEngine:
         self.block_manager = BlockManager(
             self.model_runner.num_blocks, config.block_size, config.enable_prefix_caching
         )
+        # A sequence can never outgrow the whole pool: it ends there ("length") rather
+        # than being preempted and waiting forever for room that cannot exist.
+        self.max_model_len = min(
+            self.max_model_len, self.model_runner.num_blocks * config.block_size
+        )
         self.scheduler = Scheduler(config, self.block_manager, self.max_model_len)
         self.scheduler.eos_token_ids = _eos_ids(self.model_path, self.model_config)
         self.requests: dict[str, Sequence] = {}
@@ -115,8 +120,6 @@ class LLMEngine:
                 f"the prompt has {len(token_ids)} tokens; the model context is "
                 f"{self.max_model_len} (prompt + at least one generated token)"
             )
-        if self.block_manager.blocks_needed(len(token_ids) + 1) > self.block_manager.num_blocks:
-            raise InvalidRequestError("the prompt does not fit in the KV cache")
         if request_id is not None and request_id in self.requests:
             raise InvalidRequestError(f"request id {request_id!r} is already in use")
         seq = Sequence(token_ids, params, request_id, priority)

@@ -90,3 +90,14 @@ def test_max_model_len_caps_generation(tiny_llama: Path) -> None:
     small = LLM(str(tiny_llama), max_model_len=12)
     out = small.generate([prompt(8, 1)], SamplingParams(max_tokens=50, ignore_eos=True))[0]
     assert len(out.token_ids) == 4 and out.finish_reason == "length"
+
+
+def test_sequence_longer_than_the_pool_ends_instead_of_hanging(tiny_llama: Path) -> None:
+    small = LLM(str(tiny_llama), block_size=4, num_kv_blocks=4, max_num_seqs=2)
+    assert small.max_model_len == 16
+    outs = small.generate(
+        [prompt(10, 1), prompt(10, 2)], SamplingParams(max_tokens=50, ignore_eos=True)
+    )
+    assert [len(o.token_ids) for o in outs] == [6, 6]
+    assert all(o.finish_reason == "length" for o in outs)
+    assert small.stats().kv_blocks_free == 4
