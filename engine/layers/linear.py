@@ -15,9 +15,9 @@ class Linear(nn.Module):
     """y = x W^T + b with W stored [out_features, in_features], as in Hugging Face.
 
     After the weights are loaded, ``prepare`` may repack W for the device: on CPU in
-    float32 into oneDNN's blocked layout (``packed``), which runs a batch-32 decode GEMM
-    ~2-3x faster than the plain layout with weights streaming from memory (measured on
-    SmolLM2's shapes, 2 cores). The plain weight is then released to save memory.
+    float32 or bfloat16 into oneDNN's blocked layout (``packed``). Measured on SmolLM2
+    (2 cores), fp32 decode steps run ~1.3x (1 sequence) to ~1.5x (32) faster than with
+    the plain layout, bf16 ~1.5x and ~1.25x. The plain weight is then released.
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = False) -> None:
@@ -31,13 +31,13 @@ class Linear(nn.Module):
     def prepare(self, release: bool = True) -> None:
         """Pick the fastest layout for the weight's device and dtype (call once, loaded)."""
         w = self.weight.data
-        if w.device.type != "cpu" or w.dtype != torch.float32:
-            return  # bf16/fp16 and CUDA kernels take the row-major layout best
+        if w.device.type != "cpu" or w.dtype not in (torch.float32, torch.bfloat16):
+            return  # CUDA (and fp16) kernels take the row-major layout as it is
         if _onednn_available():
             self.packed = torch.ops.mkldnn._reorder_linear_weight(w, None)
             if release:
                 self.weight.data = torch.empty(0, dtype=w.dtype)
-        else:  # x @ W^T with W^T contiguous takes a faster GEMV path
+        elif w.dtype == torch.float32:  # x @ W^T with W^T contiguous: faster GEMV path
             self.weight.data = w.t().contiguous().t()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
