@@ -77,6 +77,8 @@ class SessionPatch(_Lenient):
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_response_output_tokens: int | Literal["inf"] | None = None
     speed: float | None = Field(default=None, ge=0.25, le=4.0)
+    # r1voice extension: scheduling priority of this session's answers (lower runs first).
+    priority: int | None = Field(default=None, ge=-100, le=1000)
 
 
 class SessionUpdate(_Lenient):

@@ -68,6 +68,7 @@ class Response:
         self.params = GenerationParams(
             max_tokens=cfg.max_output_tokens if limit in (None, "inf") else int(limit),
             temperature=cfg.temperature if temperature is None else temperature,
+            priority=cfg.priority,
         )
         self.turn = turn
         self.text = ""

@@ -32,6 +32,7 @@ class SessionConfig:
     turn_detection: TurnDetection | None = field(default_factory=lambda: TurnDetection())
     transcription_model: str = "whisper-tiny.en"
     speed: float = 1.0
+    priority: int = -1  # voice answers go ahead of bulk HTTP text (engine default >= 0)
 
     @classmethod
     def default(cls, settings: Settings) -> SessionConfig:
@@ -92,6 +93,8 @@ class SessionConfig:
             self.voice = patch.voice
         if patch.speed is not None:
             self.speed = patch.speed
+        if patch.priority is not None:
+            self.priority = patch.priority
 
     def to_wire(self, session_id: str) -> dict[str, Any]:
         return {
@@ -108,4 +111,5 @@ class SessionConfig:
             "temperature": self.temperature,
             "max_response_output_tokens": self.max_output_tokens,
             "speed": self.speed,
+            "priority": self.priority,
         }
