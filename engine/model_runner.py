@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from engine.config import EngineConfig
-from engine.layers.attention import AttentionMetadata, PagedAttention
+from engine.layers.attention import AttentionMetadata, PagedAttention, sdpa_mask
 from engine.models import LlamaForCausalLM
 from engine.sampler import Sampler
 from engine.scheduler import SchedulerOutput
@@ -24,6 +24,7 @@ class ModelRunner:
         self.dtype = model.embed_tokens.weight.dtype
         self.sampler = Sampler(config.seed)
         self.attn_layers = [m for m in model.modules() if isinstance(m, PagedAttention)]
+        self.groups = self.attn_layers[0].num_heads // self.attn_layers[0].num_kv_heads
         self.num_blocks = self._num_blocks(max_model_len)
         self.allocate_kv_cache()
 
@@ -103,7 +104,8 @@ class ModelRunner:
                 prefill_tables.append(self._tensor(table[:num_blocks]))
                 key_pos = torch.arange(end, device=self.device)
                 query_pos = torch.arange(start, end, device=self.device)
-                prefill_masks.append(key_pos[None, :] <= query_pos[:, None])
+                visible = key_pos[None, None, :] <= query_pos[None, :, None]
+                prefill_masks.append(sdpa_mask(visible, self.groups, self.dtype))
         decode_block_tables = decode_mask = None
         if decode_tables:
             width = max(len(t) for t in decode_tables)
@@ -112,9 +114,8 @@ class ModelRunner:
             ).view(len(decode_tables), width)
             ctx = max(decode_lens)
             lens = self._tensor(decode_lens)
-            decode_mask = (torch.arange(ctx, device=self.device)[None, :] < lens[:, None])[
-                :, None, :
-            ]
+            visible = torch.arange(ctx, device=self.device)[None, None, :] < lens[:, None, None]
+            decode_mask = sdpa_mask(visible, self.groups, self.dtype)
         meta = AttentionMetadata(
             slot_mapping=self._tensor(slots),
             num_decode_tokens=len(decode_tables),

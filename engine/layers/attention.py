@@ -19,16 +19,27 @@ class AttentionMetadata:
     slot_mapping: torch.Tensor  # [tokens] flat slot (block * block_size + offset) per token
     num_decode_tokens: int
     decode_block_tables: torch.Tensor | None  # [decodes, max_blocks], padded with block 0
-    decode_mask: torch.Tensor | None  # [decodes, 1, context] True where a key is visible
+    decode_mask: torch.Tensor | None  # sdpa_mask of [decodes, 1, context]
     prefill_query_lens: list[int]  # per prefill chunk
     prefill_block_tables: list[torch.Tensor]  # per prefill chunk: its blocks
-    prefill_masks: list[torch.Tensor]  # per prefill chunk: [query, context] causal mask
+    prefill_masks: list[torch.Tensor]  # per prefill chunk: sdpa_mask of its causal mask
+
+
+def sdpa_mask(visible: torch.Tensor, groups: int, dtype: torch.dtype) -> torch.Tensor:
+    """Turn visible [B, T, C] (True: query t sees key c) into the additive mask ``attend``
+    takes, once per step rather than in every layer: 0 where visible, -inf elsewhere,
+    with rows laid out as the folded queries (group-major), [B, 1, G*T or 1, C]."""
+    b, t, c = visible.shape
+    if t > 1:  # a decode's rows are equal for every group: broadcast instead
+        visible = visible.unsqueeze(1).expand(b, groups, t, c).reshape(b, groups * t, c)
+    mask = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
+    return mask.masked_fill_(~visible, float("-inf")).unsqueeze(1)
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Grouped-query attention without repeating K/V.
 
-    q [B, T, H, D], k/v [B, C, KVH, D], mask [B, T, C] -> [B, T, H*D]. The query heads
+    q [B, T, H, D], k/v [B, C, KVH, D], mask from ``sdpa_mask`` -> [B, T, H*D]. The query heads
     that share a KV head are folded into the query length, so each KV head is one
     matrix-matrix product (a decode becomes [G, D] x [D, C] instead of G vector products).
     """
@@ -36,7 +47,6 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
     kvh = k.shape[2]
     g = h // kvh
     q = q.view(b, t, kvh, g, d).permute(0, 2, 3, 1, 4).reshape(b, kvh, g * t, d)
-    mask = mask.unsqueeze(1).expand(b, g, t, mask.shape[-1]).reshape(b, 1, g * t, -1)
     out = F.scaled_dot_product_attention(
         q, k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask, scale=d**-0.5
     )
@@ -87,6 +97,6 @@ class PagedAttention(nn.Module):
             keys = self.k_cache.index_select(0, table).view(-1, kvh, d)[:ctx]
             values = self.v_cache.index_select(0, table).view(-1, kvh, d)[:ctx]
             qs = q[start : start + qlen].unsqueeze(0)
-            outs.append(attend(qs, keys.unsqueeze(0), values.unsqueeze(0), mask[None])[0])
+            outs.append(attend(qs, keys.unsqueeze(0), values.unsqueeze(0), mask)[0])
             start += qlen
         return outs[0] if len(outs) == 1 else torch.cat(outs)
