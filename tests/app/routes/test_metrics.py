@@ -1,0 +1,40 @@
+"""Prometheus: per-turn latency histograms, responses, sessions, engine counters."""
+
+from __future__ import annotations
+
+import numpy as np
+from fastapi.testclient import TestClient
+
+from tests.conftest import REALTIME_RATE, is_done, receive_until, stream_audio
+
+
+def _sample(text: str, name: str) -> float:
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name) and not line.startswith("#"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def test_voice_turn_is_measured(app_client: TestClient) -> None:
+    before = app_client.get("/metrics").text
+    tts = app_client.app.state.server.components.tts  # type: ignore[attr-defined]
+    speech = tts.synthesize("What is the capital of France?", REALTIME_RATE)
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        ws.receive_json()
+        stream_audio(ws, np.concatenate([speech, np.zeros(REALTIME_RATE, np.float32)]))
+        events = receive_until(ws, lambda e: e["type"] == "r1voice.turn.metrics")
+    assert any(is_done(e) for e in events)
+    metrics = events[-1]
+    assert (
+        metrics["speech_stopped_to_first_audio_ms"] >= metrics["speech_stopped_to_first_token_ms"]
+    )
+    after = app_client.get("/metrics")
+    assert after.headers["content-type"].startswith("text/plain")
+    text = after.text
+    for stage in ("transcript", "first_token", "first_audio"):
+        name = f'r1voice_turn_latency_seconds_count{{stage="{stage}"}}'
+        assert _sample(text, name) == _sample(before, name) + 1
+    assert _sample(text, 'r1voice_responses_total{status="completed"}') >= 1
+    assert _sample(text, "r1voice_ready") == 1
+    assert "r1voice_llm_num_running" in text
