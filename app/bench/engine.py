@@ -259,6 +259,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 engine["concurrent"]["tokens_per_s"] / baseline["static_batch"]["tokens_per_s"],
                 2,
             ),
+            # transformers serving requests one at a time (what its backend in app/ does)
+            "concurrent_vs_sequential": round(
+                engine["concurrent"]["tokens_per_s"] / baseline["single_stream"]["tokens_per_s"],
+                2,
+            ),
         }
         if args.dtype == "float32":  # greedy in fp32: the engine must produce the same tokens
             result["single_stream_same_tokens_as_transformers"] = (
