@@ -74,7 +74,7 @@ def _count(tokens: list[int], eos: set[int]) -> int:
 async def _engine_streams(llm: Any, prompts: list[list[int]], params: Any) -> dict[str, Any]:
     ttft: list[float] = []
     tpot: list[float] = []
-    tokens: list[list[int]] = []
+    tokens: list[list[int]] = [[] for _ in prompts]
 
     async def one(i: int, prompt: list[int]) -> None:
         start = time.perf_counter()
@@ -89,7 +89,7 @@ async def _engine_streams(llm: Any, prompts: list[list[int]], params: Any) -> di
         ttft.append(first - start)
         if len(ids) > 1:
             tpot.append((end - first) / (len(ids) - 1))
-        tokens.append(ids)
+        tokens[i] = ids
 
     start = time.perf_counter()
     await asyncio.gather(*(one(i, p) for i, p in enumerate(prompts)))
