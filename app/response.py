@@ -13,27 +13,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from app.audio import encode_audio
 from app.llm.base import ChatMessage, GenerationParams, LLMBackendError
 from app.protocol import encode_base64, new_id
 from app.reasoning import ThinkSplitter
+from app.speaker import Speaker
 from app.stages.tts import ClauseChunker
 
 if TYPE_CHECKING:
     from app.input_turns import CommittedTurn
     from app.session import Session
-
-AUDIO_CHUNK_MS = 100  # size of each response.audio.delta
-
-
-@dataclass
-class SpokenClause:
-    text: str
-    start_ms: float
-    end_ms: float
 
 
 class Response:
@@ -73,15 +63,23 @@ class Response:
         self.turn = turn
         self.text = ""
         self.reasoning = ""
-        self.clauses: list[SpokenClause] = []
-        self.audio_ms = 0.0
         self.status = "in_progress"
         self.first_token_at: float | None = None
-        self.first_audio_at: float | None = None
         self.done = False
         self._task: asyncio.Task[None] | None = None
         self._cancel_reason = "client_cancelled"
-        self.muted = False
+        self.speaker = (
+            Speaker(
+                session.components.tts,
+                cfg.voice,
+                cfg.speed,
+                cfg.output_format,
+                session.components.settings.audio_lead_ms,
+                self._send_audio,
+            )
+            if self.audio
+            else None
+        )
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
@@ -89,29 +87,23 @@ class Response:
     async def cancel(self, reason: str = "client_cancelled") -> None:
         """Stop generating and speaking; `response.done` reports status `cancelled`."""
         self._cancel_reason = reason
-        self.muted = True  # from now on no more audio leaves, even before the task unwinds
+        if self.speaker is not None:  # no more audio leaves, even before the task unwinds
+            self.speaker.muted = True
         if self._task is not None and not self._task.done():
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    def played_ms(self) -> float:
-        """How much of the audio the client has played by now (paced sending)."""
-        if self.first_audio_at is None:
-            return 0.0
-        return min(self.audio_ms, (time.monotonic() - self.first_audio_at) * 1000)
+    @property
+    def audio_ms(self) -> float:
+        return self.speaker.audio_ms if self.speaker else 0.0
+
+    @property
+    def first_audio_at(self) -> float | None:
+        return self.speaker.first_audio_at if self.speaker else None
 
     def text_played(self, audio_end_ms: float) -> str:
-        """The answer's text up to `audio_end_ms` of its audio (whole words)."""
-        spoken = []
-        for clause in self.clauses:
-            if clause.end_ms <= audio_end_ms:
-                spoken.append(clause.text)
-            elif clause.start_ms < audio_end_ms:
-                words = clause.text.split()
-                share = (audio_end_ms - clause.start_ms) / max(clause.end_ms - clause.start_ms, 1)
-                spoken.append(" ".join(words[: int(len(words) * share)]))
-        return " ".join(s for s in spoken if s)
+        return self.speaker.text_played(audio_end_ms) if self.speaker else self.text
 
     # -- the run ------------------------------------------------------------------------
 
@@ -185,7 +177,9 @@ class Response:
             part=part,
         )
         clauses: asyncio.Queue[str | None] = asyncio.Queue()
-        speaker = asyncio.create_task(self._speak(clauses)) if self.audio else None
+        speaker = (
+            asyncio.create_task(self.speaker.run(clauses, self._released)) if self.speaker else None
+        )
         status: str = "completed"
         details: dict[str, Any] | None = None
         try:
@@ -194,8 +188,8 @@ class Response:
                 await speaker
         except asyncio.CancelledError:
             status, details = "cancelled", {"type": "cancelled", "reason": self._cancel_reason}
-            if self._cancel_reason == "turn_detected" and self.audio:
-                self.text = self.text_played(self.played_ms())  # keep only what was heard
+            if self._cancel_reason == "turn_detected" and self.speaker is not None:
+                self.text = self.speaker.text_played(self.speaker.played_ms())  # what was heard
         except LLMBackendError as exc:
             session.report_llm_error(exc)
             status, details = (
@@ -258,40 +252,14 @@ class Response:
         for clause in chunker.push(text):
             clauses.put_nowait(clause)
 
-    async def _speak(self, clauses: asyncio.Queue[str | None]) -> None:
-        cfg = self.session.config
-        fmt = cfg.output_format
-        voices = self.session.components.tts
-        lead_s = self.session.components.settings.audio_lead_ms / 1000
-        bytes_per_ms = fmt.rate / 1000 * (2 if fmt.type == "audio/pcm" else 1)
-        chunk = int(AUDIO_CHUNK_MS * bytes_per_ms) // 2 * 2
-        while (clause := await clauses.get()) is not None:
-            samples = await asyncio.to_thread(
-                voices.synthesize, clause, fmt.rate, cfg.speed, cfg.voice
-            )
-            data = encode_audio(samples, fmt.type)
-            # Recorded before sending, so a barge-in mid-clause knows what it covered.
-            self.clauses.append(
-                SpokenClause(clause, self.audio_ms, self.audio_ms + len(data) / bytes_per_ms)
-            )
-            for offset in range(0, len(data), chunk):
-                if self.first_audio_at is None:
-                    self.first_audio_at = time.monotonic()
-                # Real-time pace: never more than `lead` ahead of the client's playback.
-                ahead = self.audio_ms / 1000 - (time.monotonic() - self.first_audio_at)
-                if ahead > lead_s:
-                    await asyncio.sleep(ahead - lead_s)
-                if self.muted:
-                    return
-                piece = data[offset : offset + chunk]
-                self._emit(
-                    "response.audio.delta",
-                    item_id=self.item_id,
-                    output_index=0,
-                    content_index=0,
-                    delta=encode_base64(piece),
-                )
-                self.audio_ms += len(piece) / bytes_per_ms
+    def _send_audio(self, piece: bytes) -> None:
+        self._emit(
+            "response.audio.delta",
+            item_id=self.item_id,
+            output_index=0,
+            content_index=0,
+            delta=encode_base64(piece),
+        )
 
     def _finish(self, status: str, details: dict[str, Any] | None) -> None:
         self.status = status
