@@ -6,6 +6,8 @@ Inside the server audio is float32 mono in [-1, 1]; input is resampled once to 1
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import soxr
 
@@ -100,3 +102,31 @@ def encode_audio(samples: np.ndarray, fmt_type: str) -> bytes:
         return float_to_pcm16(samples)
     ints = (np.clip(samples, -1.0, 1.0) * 32767.0).astype(np.int32) + 32768
     return _G711_ENCODE[fmt_type][ints].tobytes()
+
+
+@dataclass
+class AudioBuffer:
+    """Uncommitted input audio at 16 kHz, addressed by stream position."""
+
+    chunks: list[np.ndarray] = field(default_factory=list)
+    start: int = 0  # stream position of the first buffered sample
+    size: int = 0
+
+    @property
+    def end(self) -> int:
+        return self.start + self.size
+
+    def append(self, samples: np.ndarray) -> None:
+        self.chunks.append(samples)
+        self.size += samples.size
+
+    def view(self, lo: int, hi: int) -> np.ndarray:
+        buf = np.concatenate(self.chunks) if len(self.chunks) != 1 else self.chunks[0]
+        self.chunks = [buf] if buf.size else []
+        a, b = max(lo - self.start, 0), max(min(hi - self.start, self.size), 0)
+        return buf[a:b] if b > a else np.zeros(0, np.float32)
+
+    def drop_before(self, position: int) -> None:
+        rest = self.view(position, self.end).copy()
+        self.start = max(position, self.start)
+        self.chunks, self.size = ([rest] if rest.size else []), rest.size

@@ -14,12 +14,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from app.audio import PIPELINE_RATE, StreamResampler, decode_audio
+from app.audio import PIPELINE_RATE, AudioBuffer, StreamResampler, decode_audio
 from app.conversation import Item
 from app.protocol import ProtocolError, decode_base64, new_id
 from app.stages.vad import FRAME, VADConfig, VADEvent, VADStream
@@ -60,34 +60,6 @@ class CommittedTurn:
     vad: bool = True
     transcriber: TurnTranscriber | None = None
     held: Response | None = None
-
-
-@dataclass
-class AudioBuffer:
-    """Uncommitted input audio at 16 kHz, addressed by stream position."""
-
-    chunks: list[np.ndarray] = field(default_factory=list)
-    start: int = 0  # stream position of the first buffered sample
-    size: int = 0
-
-    @property
-    def end(self) -> int:
-        return self.start + self.size
-
-    def append(self, samples: np.ndarray) -> None:
-        self.chunks.append(samples)
-        self.size += samples.size
-
-    def view(self, lo: int, hi: int) -> np.ndarray:
-        buf = np.concatenate(self.chunks) if len(self.chunks) != 1 else self.chunks[0]
-        self.chunks = [buf] if buf.size else []
-        a, b = max(lo - self.start, 0), max(min(hi - self.start, self.size), 0)
-        return buf[a:b] if b > a else np.zeros(0, np.float32)
-
-    def drop_before(self, position: int) -> None:
-        rest = self.view(position, self.end).copy()
-        self.start = max(position, self.start)
-        self.chunks, self.size = ([rest] if rest.size else []), rest.size
 
 
 class InputTurns:
