@@ -92,6 +92,16 @@ class Session:
             await self._dispatch(event)
         except ProtocolError as exc:
             self.emit_error(exc, event_id)
+        except Exception as exc:  # a bug of ours must not end the conversation
+            log.exception("failed to handle a client event")
+            self.emit(
+                error_event(
+                    "server_error",
+                    f"the server failed to handle this event ({type(exc).__name__}); the session goes on",
+                    event_id=event_id,
+                    kind="server_error",
+                )
+            )
 
     def _normalize(self, raw: str | bytes) -> str | bytes:
         """GA `session.update` -> the flat shape we validate (and switch to GA)."""
