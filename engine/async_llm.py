@@ -51,6 +51,7 @@ class AsyncLLM:
         self._commands = queue.SimpleQueue()
         self._wakeup = threading.Event()
         self._stop = False
+        self._stepped_empty = False
         self._streams: dict[str, _Stream] = {}
         self._thread = threading.Thread(target=self._loop, name="r1voice-engine", daemon=True)
         self._thread.start()
@@ -62,19 +63,25 @@ class AsyncLLM:
         prompt: Prompt,
         params: SamplingParams | None = None,
         request_id: str | None = None,
-        priority: int = 0,
+        priority: int | None = None,
+        cache_salt: str | None = None,
     ) -> AsyncGenerator[StreamDelta, None]:
         """Yield the request's text (whole characters) as it is generated.
 
-        Raises InvalidRequestError on bad input before the first delta. Leaving the
+        ``priority``: lower runs first, None for the engine's default (short prompts
+        first); ``cache_salt``: prefix-cache namespace (see LLMEngine.add_request).
+        Raises InvalidRequestError on bad input and EngineBusyError when the waiting
+        queue is full, before the first delta and with nothing queued. Leaving the
         loop early or being cancelled aborts the request and frees its KV blocks.
         """
         loop = asyncio.get_running_loop()
         rid = request_id if request_id is not None else uuid.uuid4().hex
         stream = _Stream(loop, asyncio.Queue())
+        if not isinstance(prompt, str):  # refuse at once when the queue is already full
+            self.engine.check_capacity(len(prompt))
 
         def add() -> None:
-            self.engine.add_request(prompt, params, rid, priority)
+            self.engine.add_request(prompt, params, rid, priority, cache_salt)
             self._streams[rid] = stream
 
         await asyncio.wrap_future(self._call(add))
@@ -161,8 +168,15 @@ class AsyncLLM:
             if not self.engine.has_unfinished():
                 self._wakeup.wait()
                 continue
+            if self._stepped_empty:
+                # Requests wait but nothing could be scheduled (a static batch filling
+                # up): sleep a little instead of spinning, wake up on new commands.
+                self._wakeup.wait(0.002)
+                self._wakeup.clear()
+                self._run_commands()
             try:
                 updated = self.engine.step()
+                self._stepped_empty = self.engine.last_batch_size == 0
             except Exception:  # a bug in scheduling: fail what is live, keep serving
                 log.exception("engine step failed")
                 updated = self.engine.scheduler.finish_all("error")

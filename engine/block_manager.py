@@ -16,6 +16,7 @@ class Block:
     ref_count: int = 0
     hash: int | None = None  # set once the block is full, computed and registered
     token_ids: tuple[int, ...] = ()  # the tokens behind ``hash``, to confirm a hit
+    parent: object = None  # the parent hash (the salt for a first block), likewise
 
 
 class BlockManager:
@@ -26,7 +27,8 @@ class BlockManager:
     after its KV has been computed: a sequence in the middle of a chunked prefill never
     lends half-written blocks. Freed blocks keep their contents and stay findable until
     the pool needs them (least recently freed first), so unreferenced cached blocks
-    count as free.
+    count as free. A request's ``cache_salt`` roots its chain (it is the first block's
+    parent), so requests with different salts (tenants) never share a block.
     """
 
     def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True):
@@ -37,6 +39,7 @@ class BlockManager:
         self.hash_to_block: dict[int, int] = {}
         self.prefix_cache_queries = 0  # prompt tokens looked up in the prefix cache
         self.prefix_cache_hits = 0  # of which found there
+        self.peak_blocks_used = 0
 
     @property
     def num_blocks(self) -> int:
@@ -59,45 +62,59 @@ class BlockManager:
             block = self.blocks[block_id]
             if block.hash is not None and self.hash_to_block.get(block.hash) == block_id:
                 del self.hash_to_block[block.hash]  # evicted from the prefix cache
-            block.hash, block.token_ids = None, ()
+            block.hash, block.token_ids, block.parent = None, (), None
         else:
             del self.free_blocks[block_id]
         self.blocks[block_id].ref_count = 1
+        self.peak_blocks_used = max(self.peak_blocks_used, self.num_blocks - self.num_free_blocks)
         return block_id
+
+    def _cached_prefix(self, seq: Sequence) -> tuple[list[int], list[int]]:
+        """The leading blocks of the sequence found in the cache: (block ids, hashes)."""
+        hits: list[int] = []
+        hashes: list[int] = []
+        if not self.enable_prefix_caching:
+            return hits, hashes
+        # Only blocks strictly before the last token can hit: the last token is always
+        # computed (its logits are needed) and must not be written into a shared block.
+        parent: object = seq.cache_salt
+        for i in range((seq.num_tokens - 1) // self.block_size):
+            tokens = self._block_tokens(seq, i)
+            h = hash((parent, tokens))
+            block_id = self.hash_to_block.get(h)
+            if block_id is None:
+                break
+            block = self.blocks[block_id]
+            if block.token_ids != tokens or block.parent != parent:
+                break  # a hash collision: not the same prefix
+            hits.append(block_id)
+            hashes.append(h)
+            parent = h
+        return hits, hashes
+
+    def num_cached_tokens(self, seq: Sequence) -> int:
+        """Tokens of the sequence's prefix that the cache holds now (allocates nothing)."""
+        return len(self._cached_prefix(seq)[0]) * self.block_size
 
     def uncached_first_block(self, seq: Sequence) -> int | None:
         """Hash of the sequence's first block if it could be shared but is not cached yet."""
         if not self.enable_prefix_caching or seq.num_tokens - 1 < self.block_size:
             return None
-        h = hash((None, self._block_tokens(seq, 0)))
+        h = hash((seq.cache_salt, self._block_tokens(seq, 0)))
         return None if h in self.hash_to_block else h
 
-    def allocate(self, seq: Sequence) -> bool:
+    def allocate(self, seq: Sequence, reserve: int = 0) -> bool:
         """Give a waiting sequence blocks for all its tokens, reusing cached prefix blocks.
 
-        Returns False, changing nothing, when the pool cannot hold it now. Sets
-        ``seq.num_computed_tokens`` to the number of tokens found in the cache.
+        Returns False, changing nothing, when the pool cannot hold it now while keeping
+        ``reserve`` blocks free. Sets ``seq.num_computed_tokens`` to the number of tokens
+        found in the cache.
         """
         assert not seq.block_table
-        hits: list[int] = []
-        hashes: list[int] = []
-        # Only blocks strictly before the last token can hit: the last token is always
-        # computed (its logits are needed) and must not be written into a shared block.
-        num_candidates = (seq.num_tokens - 1) // self.block_size
-        if self.enable_prefix_caching:
-            parent: int | None = None
-            for i in range(num_candidates):
-                tokens = self._block_tokens(seq, i)
-                h = hash((parent, tokens))
-                block_id = self.hash_to_block.get(h)
-                if block_id is None or self.blocks[block_id].token_ids != tokens:
-                    break
-                hits.append(block_id)
-                hashes.append(h)
-                parent = h
+        hits, hashes = self._cached_prefix(seq)
         num_new = self.blocks_needed(seq.num_tokens) - len(hits)
         num_hits_free = sum(1 for b in hits if self.blocks[b].ref_count == 0)
-        if self.num_free_blocks - num_hits_free < num_new:
+        if self.num_free_blocks - num_hits_free - num_new < reserve:
             return False
         for block_id in hits:
             if self.blocks[block_id].ref_count == 0:
@@ -129,11 +146,12 @@ class BlockManager:
         num_full = seq.num_computed_tokens // self.block_size
         for i in range(len(seq.block_hashes), num_full):
             tokens = self._block_tokens(seq, i)
-            h = hash((seq.block_hashes[-1] if seq.block_hashes else None, tokens))
+            parent = seq.block_hashes[-1] if seq.block_hashes else seq.cache_salt
+            h = hash((parent, tokens))
             seq.block_hashes.append(h)
             block = self.blocks[seq.block_table[i]]
             if block.hash is None and h not in self.hash_to_block:
-                block.hash, block.token_ids = h, tokens
+                block.hash, block.token_ids, block.parent = h, tokens, parent
                 self.hash_to_block[h] = block.block_id
 
     def deallocate(self, seq: Sequence) -> None:

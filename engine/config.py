@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from engine.errors import InvalidRequestError
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
+_POLICIES = ("static", "fcfs", "priority")
 
 
 @dataclass
@@ -28,6 +29,19 @@ class EngineConfig:
     gpu_memory_utilization: float = 0.9  # CUDA: fraction of free memory for the KV pool
     num_kv_blocks: int | None = None  # fixed pool size (tests), overrides the budget
     enable_prefix_caching: bool = True
+    # Scheduling (see Scheduler): "static" fills a batch (max_num_seqs or
+    # static_batch_timeout_s) and runs it to the end; "fcfs" is continuous batching in
+    # arrival order; "priority" adds short-first default priorities, aging, a reserve
+    # for high-priority work and preemption of lower-priority sequences.
+    scheduling_policy: str = "priority"
+    priority_aging_s: float = 1.0  # seconds of waiting worth one priority level
+    high_priority_max: int = 0  # priority <= this: may use the reserve and preempt
+    preemption_reserve: float = 0.2  # share of step tokens and KV pool kept for them
+    static_batch_timeout_s: float = 0.25  # "static": the longest a partial batch waits
+    # Backpressure: a request that would overfill the waiting queue is refused at once
+    # (EngineBusyError) instead of queueing into a wait that cannot end well.
+    max_waiting_tokens: int = 65536  # prompt tokens waiting to be admitted
+    max_waiting_requests: int = 512
     seed: int = 0  # generator of requests that sample without their own seed
     num_threads: int | None = None  # torch CPU threads; None leaves torch's default
 
@@ -49,4 +63,13 @@ class EngineConfig:
         check(self.kv_cache_memory is None or self.kv_cache_memory > 0, "kv_cache_memory > 0")
         check(0.0 < self.gpu_memory_utilization <= 1.0, "gpu_memory_utilization in (0, 1]")
         check(self.num_kv_blocks is None or self.num_kv_blocks > 0, "num_kv_blocks must be > 0")
+        check(
+            self.scheduling_policy in _POLICIES,
+            f"scheduling_policy must be one of {_POLICIES}, got {self.scheduling_policy!r}",
+        )
+        check(self.priority_aging_s > 0, "priority_aging_s must be > 0")
+        check(0.0 <= self.preemption_reserve < 1.0, "preemption_reserve in [0, 1)")
+        check(self.static_batch_timeout_s >= 0, "static_batch_timeout_s must be >= 0")
+        check(self.max_waiting_tokens > 0, "max_waiting_tokens must be > 0")
+        check(self.max_waiting_requests > 0, "max_waiting_requests must be > 0")
         check(self.num_threads is None or self.num_threads > 0, "num_threads must be > 0")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Sequence as Seq
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import torch
 
 from engine.block_manager import BlockManager
 from engine.config import EngineConfig
-from engine.errors import InvalidRequestError
+from engine.errors import EngineBusyError, InvalidRequestError
 from engine.model_loader import load_model
 from engine.model_runner import ModelRunner
 from engine.model_store import resolve_model
@@ -90,6 +91,25 @@ class LLMEngine:
         self.requests: dict[str, Sequence] = {}
         self.output_processor = OutputProcessor(self.tokenizer, self.scheduler)
         self.prompt_tokens = 0
+        self.num_refused = 0  # requests refused by backpressure (EngineBusyError)
+        self.last_batch_size = 0
+        self._tokens_per_s = 0.0  # moving average of tokens computed per second of step
+        self._reset_clock()
+
+    def _reset_clock(self) -> None:
+        self._clock_start = self._mark_time = time.monotonic()
+        self._state = "idle"
+        self._state_time = {"busy": 0.0, "stalled": 0.0, "idle": 0.0}
+
+    def _mark(self, state: str) -> None:
+        """Close the current wall-time interval, charge it to its state, start ``state``.
+
+        busy: a batch runs; stalled: requests wait but nothing is scheduled (a static
+        batch filling up, or no room); idle: nothing to do at all.
+        """
+        now = time.monotonic()
+        self._state_time[self._state] += now - self._mark_time
+        self._state, self._mark_time = state, now
 
     # ---- requests -------------------------------------------------------------------
 
@@ -105,9 +125,18 @@ class LLMEngine:
         prompt: Prompt,
         params: SamplingParams | None = None,
         request_id: str | None = None,
-        priority: int = 0,
+        priority: int | None = None,
+        cache_salt: str | None = None,
+        backpressure: bool = True,
     ) -> Sequence:
-        """Validate and queue a request; raises InvalidRequestError for bad input."""
+        """Validate and queue a request; raises InvalidRequestError for bad input.
+
+        ``priority``: lower runs first; None takes the default (short prompts first,
+        see Scheduler). ``cache_salt``: requests share prefix-cache blocks only with
+        requests of the same salt (None: the common namespace). Raises EngineBusyError,
+        queueing nothing, when the request would overfill the waiting queue (unless
+        ``backpressure`` is False: the batch API ``generate`` queues all its prompts).
+        """
         params = params or SamplingParams()
         token_ids = self.tokenize(prompt)
         vocab = int(self.model_config.vocab_size)
@@ -122,14 +151,38 @@ class LLMEngine:
             )
         if request_id is not None and request_id in self.requests:
             raise InvalidRequestError(f"request id {request_id!r} is already in use")
-        seq = Sequence(token_ids, params, request_id, priority)
+        if backpressure:
+            self.check_capacity(len(token_ids))
+        seq = Sequence(token_ids, params, request_id, priority, cache_salt=cache_salt)
         if params.seed is not None:
             seq.generator = torch.Generator().manual_seed(params.seed)
         self.output_processor.add(seq)
         self.requests[seq.request_id] = seq
         self.prompt_tokens += len(token_ids)
         self.scheduler.add(seq)
+        if self._state == "idle":
+            self._mark("stalled")
         return seq
+
+    def check_capacity(self, num_tokens: int) -> None:
+        """Raise EngineBusyError if a prompt of ``num_tokens`` would overfill the queue.
+
+        An empty queue accepts any (valid) prompt. ``retry_after_s`` estimates when the
+        excess will have been admitted, from the measured tokens per second.
+        """
+        sched, config = self.scheduler, self.config
+        excess = sched.waiting_tokens + num_tokens - config.max_waiting_tokens
+        if not sched.waiting or (excess <= 0 and len(sched.waiting) < config.max_waiting_requests):
+            return
+        self.num_refused += 1
+        excess = max(excess, sched.waiting_tokens // len(sched.waiting), 1)
+        rate = self._tokens_per_s or 1000.0
+        retry = min(60.0, max(0.1, excess / rate))
+        raise EngineBusyError(
+            f"the engine's waiting queue is full ({len(sched.waiting)} requests, "
+            f"{sched.waiting_tokens} tokens waiting); retry in {retry:.1f} s",
+            retry_after_s=retry,
+        )
 
     def abort(self, request_id: str) -> Sequence | None:
         """End a request now and free its KV blocks; None if it is not live."""
@@ -148,12 +201,22 @@ class LLMEngine:
     def step(self) -> list[Sequence]:
         """Schedule, run the model, advance sequences. Returns those with news."""
         batch = self.scheduler.schedule()
+        self._mark("busy" if batch else "stalled" if self.has_unfinished() else "idle")
+        start = time.monotonic()
         tokens, failed = self._run(batch)
         updated = self.scheduler.postprocess(batch, tokens)
         self.output_processor.process(updated)
         for seq in updated:
             if seq.is_finished:
                 self._release(seq)
+        self.last_batch_size = len(batch.seqs)
+        if batch:
+            rate = sum(batch.num_new_tokens) / max(time.monotonic() - start, 1e-6)
+            self._tokens_per_s = (
+                rate if not self._tokens_per_s else 0.8 * self._tokens_per_s + 0.2 * rate
+            )
+        if not self.has_unfinished():
+            self._mark("idle")
         return updated + failed
 
     def _run(self, batch: SchedulerOutput) -> tuple[list[int | None], list[Sequence]]:
@@ -191,7 +254,7 @@ class LLMEngine:
         seqs: list[Sequence] = []
         try:
             for prompt, p in zip(plist, params, strict=True):
-                seqs.append(self.add_request(prompt, p))
+                seqs.append(self.add_request(prompt, p, backpressure=False))
         except Exception:
             for seq in seqs:
                 self.abort(seq.request_id)
@@ -216,6 +279,8 @@ class LLMEngine:
 
     def stats(self) -> EngineStats:
         bm, sched = self.block_manager, self.scheduler
+        self._mark(self._state)
+        wall = max(time.monotonic() - self._clock_start, 1e-9)
         return EngineStats(
             num_running=len(sched.running),
             num_waiting=len(sched.waiting),
@@ -228,7 +293,24 @@ class LLMEngine:
             prefix_cache_queries=bm.prefix_cache_queries,
             prefix_cache_hits=bm.prefix_cache_hits,
             num_preemptions=sched.num_preemptions,
+            num_refused=self.num_refused,
+            waiting_tokens=sched.waiting_tokens,
+            busy_share=self._state_time["busy"] / wall,
+            idle_waiting_share=self._state_time["stalled"] / wall,
+            idle_empty_share=self._state_time["idle"] / wall,
+            peak_kv_blocks_used=bm.peak_blocks_used,
         )
+
+    def reset_stats(self) -> None:
+        """Zero the counters and the wall-time shares (the prefix cache stays)."""
+        self.prompt_tokens = self.num_refused = 0
+        self.scheduler.generation_tokens = self.scheduler.num_preemptions = 0
+        bm = self.block_manager
+        bm.prefix_cache_queries = bm.prefix_cache_hits = 0
+        bm.peak_blocks_used = bm.num_blocks - bm.num_free_blocks
+        self._reset_clock()
+        if self.has_unfinished():
+            self._state = "stalled"
 
     def free_all(self) -> None:
         """Abort every request and empty the KV pool and the prefix cache."""
@@ -246,5 +328,4 @@ class LLMEngine:
         prompts += [torch.randint(vocab, (8,), generator=gen).tolist() for _ in range(batch - 1)]
         self.generate(prompts, SamplingParams(max_tokens=4, temperature=0.0, ignore_eos=True))
         self.free_all()
-        self.prompt_tokens = self.scheduler.generation_tokens = 0
-        self.block_manager.prefix_cache_queries = self.block_manager.prefix_cache_hits = 0
+        self.reset_stats()

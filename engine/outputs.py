@@ -54,6 +54,12 @@ class EngineStats:
     prefix_cache_queries: int
     prefix_cache_hits: int
     num_preemptions: int
+    num_refused: int = 0  # requests refused by backpressure
+    waiting_tokens: int = 0
+    busy_share: float = 0.0  # of wall time: a batch was running
+    idle_waiting_share: float = 0.0  # requests waited but nothing was scheduled
+    idle_empty_share: float = 0.0  # nothing to do at all
+    peak_kv_blocks_used: int = 0
 
     def asdict(self) -> dict[str, Any]:
         return asdict(self)

@@ -28,51 +28,103 @@ class Scheduler:
 
     Each step: running sequences first (decodes, and prefills cut short by the budget
     last step), then waiting ones in queue order while tokens, sequence slots and KV
-    blocks last. A waiting request that does not fit simply waits. When a running
-    sequence needs a block and the pool is empty, the last one in queue order is
-    preempted: its blocks are freed and it goes back to waiting, to be recomputed.
+    blocks last; the first that does not fit stops admission (no overtaking, so the
+    order below is a promise). When a running sequence needs a block and the pool is
+    empty, the last running one in queue order is preempted: its blocks are freed
+    (their prefix hashes stay cached, so resuming re-hits them) and it waits again.
+
+    Policies (``EngineConfig.scheduling_policy``):
+
+    - ``fcfs``: continuous batching in arrival order.
+    - ``static``: the baseline. Nothing is admitted while a batch runs; a new batch
+      starts when ``max_num_seqs`` requests wait or the oldest has waited
+      ``static_batch_timeout_s``.
+    - ``priority``: queue order is the key ``priority + arrival_time / priority_aging_s``
+      (lower first). A request that names no priority gets ``prompt_tokens // 128``,
+      so short prompts go first. The arrival term is the aging: a request R with
+      priority p is overtaken only by requests of priority p' that arrive less than
+      ``priority_aging_s * (p - p')`` seconds after it; everything arriving later
+      queues behind R. So R is admitted within ``priority_aging_s * (p - p_min)``
+      seconds (p_min: the lowest priority in use; 0 for default priorities, so a
+      2000-token prompt, p = 15, waits for at most 15 s of newcomers) plus the time to
+      serve what was queued ahead of it then, which backpressure bounds to
+      ``max_waiting_tokens`` prompt tokens and ``max_waiting_requests`` requests.
+      High-priority requests (priority <= ``high_priority_max``) own a reserve: other
+      work may use only ``1 - preemption_reserve`` of each step's tokens and of the
+      KV pool. When the reserve is not enough for the high-priority requests at the
+      head of the queue, running sequences queued after them are preempted at the
+      next step (lowest priority first) instead of making them wait for those to end.
     """
 
     def __init__(self, config: EngineConfig, block_manager: BlockManager, max_model_len: int):
         self.config = config
         self.block_manager = block_manager
         self.max_model_len = max_model_len
+        self.policy = config.scheduling_policy
         self.waiting: list[Sequence] = []  # kept sorted by order_key
         self.running: list[Sequence] = []  # kept sorted by order_key
+        self.waiting_tokens = 0  # prompt tokens (and recomputed tokens) waiting
         self.eos_token_ids: set[int] = set()
         self.prompt_tokens = 0
         self.generation_tokens = 0
         self.num_preemptions = 0
+        reserve = config.preemption_reserve if self.policy == "priority" else 0.0
+        self.reserve_blocks = int(block_manager.num_blocks * reserve)
+        self.reserve_tokens = int(config.max_num_batched_tokens * reserve)
 
-    @staticmethod
-    def order_key(seq: Sequence) -> tuple[int, float, int]:
-        """The one place that orders requests: priority (lower first), then FCFS."""
-        return (seq.priority, seq.arrival_time, seq.seq_id)
+    def order_key(self, seq: Sequence) -> tuple[float, int]:
+        """The one place that orders requests (lower first); see the class docstring."""
+        if self.policy == "priority":
+            return (seq.priority + seq.arrival_time / self.config.priority_aging_s, seq.seq_id)
+        return (seq.arrival_time, seq.seq_id)
+
+    def is_high(self, seq: Sequence) -> bool:
+        """May this sequence use the reserve and preempt? (the priority policy only)"""
+        return self.policy == "priority" and seq.priority <= self.config.high_priority_max
 
     def add(self, seq: Sequence) -> None:
         seq.status = SequenceStatus.WAITING
         bisect.insort(self.waiting, seq, key=self.order_key)
+        self.waiting_tokens += seq.num_tokens
+
+    def _pop_waiting(self, seq: Sequence) -> None:
+        self.waiting.remove(seq)
+        self.waiting_tokens -= seq.num_tokens
 
     def has_unfinished(self) -> bool:
         return bool(self.waiting or self.running)
 
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
+        if self.policy == "priority":
+            self._preempt_for_high_priority(out)
         budget = self.config.max_num_batched_tokens
+        low_budget = budget - self.reserve_tokens  # what work outside the reserve may use
+        kv_pressure = False
         i = 0
         while i < len(self.running) and budget > 0:
             seq = self.running[i]
+            high = self.is_high(seq)
             n = min(seq.num_tokens - seq.num_computed_tokens, budget)
+            if not high and n > 1:  # a prefill chunk: keep out of the reserve
+                n = min(n, low_budget)
+                if n <= 0:
+                    i += 1
+                    continue
             while not self.block_manager.ensure_slots(seq, seq.num_computed_tokens + n):
                 self._preempt(self.running[-1])  # not yet scheduled: it sorts after seq
                 out.num_preempted += 1
+                kv_pressure = True
                 if seq.status != SequenceStatus.RUNNING:
                     break
             else:
                 out.seqs.append(seq)
                 out.num_new_tokens.append(n)
                 budget -= n
+                low_budget -= 0 if high else n
                 i += 1
+        if kv_pressure or not self._may_admit():
+            return out
         # First blocks computed in this step: a request that starts with the same block
         # (a shared system prompt) waits one step and then reuses that KV.
         first_blocks = {
@@ -81,28 +133,62 @@ class Scheduler:
             if seq.num_computed_tokens < self.config.block_size
             and (h := self.block_manager.uncached_first_block(seq)) is not None
         }
-        while (
-            not out.num_preempted
-            and self.waiting
-            and budget > 0
-            and len(self.running) < self.config.max_num_seqs
-        ):
+        while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
             seq = self.waiting[0]
+            high = self.is_high(seq)
+            if not high and low_budget <= 0:
+                break
             first = self.block_manager.uncached_first_block(seq)
             if first is not None and first in first_blocks:
                 break
-            if not self.block_manager.allocate(seq):
+            reserve = 0 if high or not self.running else self.reserve_blocks
+            if not self.block_manager.allocate(seq, reserve):
                 break
-            self.waiting.pop(0)
+            self._pop_waiting(seq)
             seq.status = SequenceStatus.RUNNING
             bisect.insort(self.running, seq, key=self.order_key)
-            n = min(seq.num_tokens - seq.num_computed_tokens, budget)
+            n = min(seq.num_tokens - seq.num_computed_tokens, budget if high else low_budget)
             out.seqs.append(seq)
             out.num_new_tokens.append(n)
             budget -= n
+            low_budget -= 0 if high else n
             if first is not None:
                 first_blocks.add(first)
         return out
+
+    def _may_admit(self) -> bool:
+        if self.policy != "static" or not self.waiting:
+            return True
+        if self.running:
+            return False  # a static batch runs to its end
+        oldest = min(seq.arrival_time for seq in self.waiting)
+        full = len(self.waiting) >= self.config.max_num_seqs
+        return full or time.monotonic() - oldest >= self.config.static_batch_timeout_s
+
+    def _preempt_for_high_priority(self, out: SchedulerOutput) -> None:
+        """Make room now for the high-priority requests at the head of the queue.
+
+        Walks the waiting queue while it holds high-priority requests that this step's
+        token budget could start; while their KV blocks or sequence slots are missing,
+        preempts the last running sequence, if it is queued after the one in need.
+        """
+        bm = self.block_manager
+        tokens = self.config.max_num_batched_tokens
+        need_blocks = 0
+        for need_slots, seq in enumerate(self.waiting, start=1):
+            if tokens <= 0 or not self.is_high(seq):
+                return
+            cached = bm.num_cached_tokens(seq)
+            need_blocks += bm.blocks_needed(seq.num_tokens) - cached // bm.block_size
+            tokens -= seq.num_tokens - cached
+            while (
+                bm.num_free_blocks < need_blocks
+                or self.config.max_num_seqs - len(self.running) < need_slots
+            ):
+                if not self.running or self.order_key(self.running[-1]) < self.order_key(seq):
+                    return
+                self._preempt(self.running[-1])
+                out.num_preempted += 1
 
     def _preempt(self, seq: Sequence) -> None:
         self.running.remove(seq)
@@ -142,7 +228,7 @@ class Scheduler:
             self.running.remove(seq)
             self.block_manager.deallocate(seq)
         elif seq.status == SequenceStatus.WAITING:
-            self.waiting.remove(seq)
+            self._pop_waiting(seq)
         seq.status = SequenceStatus.FINISHED
         seq.finish_reason = reason
         seq.finish_time = time.monotonic()

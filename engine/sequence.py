@@ -17,8 +17,19 @@ class SequenceStatus(Enum):
     FINISHED = auto()
 
 
+DEFAULT_PRIORITY_TOKENS = 128  # default priority: one level per 128 prompt tokens
+
+
+def default_priority(num_prompt_tokens: int) -> int:
+    """The priority of a request that names none: short prompts first (0 below 128)."""
+    return num_prompt_tokens // DEFAULT_PRIORITY_TOKENS
+
+
 class Sequence:
     """A request as the scheduler sees it.
+
+    ``priority`` (lower runs first) is the caller's integer, or when None the default
+    ``default_priority(len(prompt))``; ``explicit_priority`` records which.
 
     ``num_computed_tokens`` counts tokens whose KV is in the cache; the next step
     computes ``token_ids[num_computed_tokens:]`` (a chunk of them under the budget).
@@ -32,15 +43,19 @@ class Sequence:
         token_ids: list[int],
         params: SamplingParams,
         request_id: str | None = None,
-        priority: int = 0,
+        priority: int | None = 0,
         arrival_time: float | None = None,
+        cache_salt: str | None = None,
     ) -> None:
         self.seq_id = next(Sequence._ids)
         self.request_id = request_id if request_id is not None else f"seq-{self.seq_id}"
         self.token_ids = list(token_ids)
         self.num_prompt_tokens = len(token_ids)
         self.params = params
-        self.priority = priority
+        self.explicit_priority = priority is not None
+        self.priority = priority if priority is not None else default_priority(len(token_ids))
+        self.cache_salt = cache_salt  # prefix-cache namespace: different salts never share
+        self.cluster_id: int | None = None  # semantic cluster (engine.clustering), if any
         self.arrival_time = time.monotonic() if arrival_time is None else arrival_time
         self.status = SequenceStatus.WAITING
         self.block_table: list[int] = []

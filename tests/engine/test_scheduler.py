@@ -91,8 +91,10 @@ def test_preemption_by_recompute_under_kv_pressure() -> None:
 
 
 def test_waiting_order_priority_then_arrival() -> None:
+    # Within the aging window (priority_aging_s=1: one level per second) the lower
+    # priority goes first; otherwise arrival order.
     s = make(max_num_batched_tokens=64, max_num_seqs=1)
-    late_urgent = request(3, priority=-1, t=5.0)
+    late_urgent = request(3, priority=-1, t=1.4)
     early = request(3, t=1.0)
     earlier = request(3, t=0.5)
     for r in (early, late_urgent, earlier):
