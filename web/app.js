@@ -6,12 +6,21 @@ const log = $("log");
 let ws, ctx, player, micNode, micStream;
 let talking = false;
 const bubbles = {};   // item_id -> element
+// Debug state for tests and the console: counts of server events by type, answer audio
+// received, samples the player reports played (and dropped by flushes), and every flush.
+const debug = window.r1voice = { events: {}, audioDeltas: 0, audioSamples: 0, played: 0, dropped: 0, flushes: [] };
+
+function flush(reason) {
+  if (!player) return;
+  player.port.postMessage("flush");
+  debug.flushes.push({ reason, audioDeltas: debug.audioDeltas, played: debug.played });
+}
 
 function bubble(id, role, text = "") {
   if (!bubbles[id]) {
     const el = document.createElement("div");
     el.className = `msg ${role}`;
-    el.dataset.role = role;
+    el.dataset.role = role.split(" ")[0];
     log.appendChild(el);
     bubbles[id] = el;
   }
@@ -49,13 +58,18 @@ async function ensureAudio() {
   await ctx.audioWorklet.addModule("/web/player-worklet.js");
   player = new AudioWorkletNode(ctx, "player-processor");
   player.connect(ctx.destination);
+  player.port.onmessage = (e) => {
+    debug.played = e.data.played;
+    if (e.data.dropped) debug.dropped += e.data.dropped;
+  };
 }
 
 function onEvent(ev) {
+  debug.events[ev.type] = (debug.events[ev.type] || 0) + 1;
   switch (ev.type) {
     case "session.created": $("status").textContent = "connected"; $("talk").disabled = false; break;
     case "input_audio_buffer.speech_started":
-      player && player.port.postMessage("flush");  // barge-in: stop what is playing now
+      flush("speech_started");  // barge-in: stop what is playing now
       bubble(ev.item_id, "user partial", "…"); break;
     case "conversation.item.input_audio_transcription.delta": {
       const el = bubble(ev.item_id, "user partial");
@@ -85,10 +99,24 @@ function onEvent(ev) {
     case "conversation.item.deleted":
       if (bubbles[ev.item_id]) { bubbles[ev.item_id].remove(); delete bubbles[ev.item_id]; }
       break;
-    case "response.audio.delta": case "response.output_audio.delta":
-      player && player.port.postMessage(floatFromB64(ev.delta)); break;
+    case "response.audio.delta": case "response.output_audio.delta": {
+      const samples = floatFromB64(ev.delta);
+      debug.audioDeltas += 1; debug.audioSamples += samples.length;
+      player && player.port.postMessage(samples); break;
+    }
     case "response.done":
-      if (ev.response.status === "cancelled") player && player.port.postMessage("flush");
+      if (ev.response.status === "cancelled") {
+        flush("cancelled");
+        // only what was heard stays in the conversation: show that, marked as interrupted
+        for (const item of ev.response.output || []) {
+          const part = (item.content || [])[0];
+          const kept = part && (part.transcript ?? part.text);
+          if (bubbles[item.id] && typeof kept === "string") {
+            bubbles[item.id].textContent = kept || "…";
+            bubbles[item.id].classList.add("interrupted");
+          }
+        }
+      }
       break;
     case "r1voice.turn.metrics":
       $("metrics").textContent = `end of speech → transcript ${ev.speech_stopped_to_transcript_ms} ms · first token ${ev.speech_stopped_to_first_token_ms} ms · first audio ${ev.speech_stopped_to_first_audio_ms} ms`;

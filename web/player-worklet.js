@@ -1,5 +1,6 @@
 // Gapless playback: a FIFO of Float32 chunks played back to back; "flush" empties it
-// (barge-in / cancelled response). Reports how many samples it has played.
+// (barge-in / cancelled response). Reports how many samples it has played (and, on a
+// flush, how many it dropped).
 class PlayerProcessor extends AudioWorkletProcessor {
   constructor() {
     super();
@@ -7,7 +8,11 @@ class PlayerProcessor extends AudioWorkletProcessor {
     this.offset = 0;
     this.played = 0;
     this.port.onmessage = (e) => {
-      if (e.data === "flush") { this.queue = []; this.offset = 0; }
+      if (e.data === "flush") {
+        const dropped = this.queue.reduce((n, c) => n + c.length, 0) - this.offset;
+        this.queue = []; this.offset = 0;
+        this.port.postMessage({ played: this.played, dropped });
+      }
       else this.queue.push(e.data);
     };
   }
