@@ -133,6 +133,14 @@ class AsyncLLM:
         """``warmup`` for callers outside an event loop; blocks until done."""
         self._call(self.engine.warmup).result()
 
+    async def set_scheduling(self, **fields: Any) -> None:
+        """LLMEngine.set_scheduling on the engine thread (only while no request is live)."""
+        await asyncio.wrap_future(self._call(lambda: self.engine.set_scheduling(**fields)))
+
+    def reset_stats(self) -> None:
+        """Zero the engine's counters and wall-time shares (on the engine thread)."""
+        self._call(self.engine.reset_stats).result()
+
     async def free_all(self) -> None:
         await asyncio.wrap_future(self._call(self._free_all))
 

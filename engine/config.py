@@ -34,10 +34,23 @@ class EngineConfig:
     # arrival order; "priority" adds short-first default priorities, aging, a reserve
     # for high-priority work and preemption of lower-priority sequences.
     scheduling_policy: str = "priority"
-    priority_aging_s: float = 1.0  # seconds of waiting worth one priority level
+    # Seconds of waiting worth one priority level: a voice turn (priority -1) passes
+    # default-priority short requests that arrived up to 4 s before it; a 2000-token
+    # prompt (priority 15) is passed by newcomers for at most 60 s.
+    priority_aging_s: float = 4.0
     high_priority_max: int = 0  # priority <= this: may use the reserve and preempt
     preemption_reserve: float = 0.2  # share of step tokens and KV pool kept for them
     static_batch_timeout_s: float = 0.25  # "static": the longest a partial batch waits
+    # Prefix reuse: among waiting requests of equal priority, admit the one with the
+    # longest cached prefix first, and hold back those whose first block another
+    # request computes this step (they hit it next step). Semantic clustering embeds
+    # prompts (all-MiniLM-L6-v2, on a worker thread) when at least cluster_min_queue
+    # requests wait, and admits members of the last admitted cluster together. Off by
+    # default: on 2 CPU cores the embedding competes with the model (see bench prefix).
+    cache_aware_scheduling: bool = True
+    semantic_clustering: bool = False
+    cluster_threshold: float = 0.75  # cosine similarity to join a cluster's leader
+    cluster_min_queue: int = 4
     # Backpressure: a request that would overfill the waiting queue is refused at once
     # (EngineBusyError) instead of queueing into a wait that cannot end well.
     max_waiting_tokens: int = 65536  # prompt tokens waiting to be admitted
@@ -70,6 +83,7 @@ class EngineConfig:
         check(self.priority_aging_s > 0, "priority_aging_s must be > 0")
         check(0.0 <= self.preemption_reserve < 1.0, "preemption_reserve in [0, 1)")
         check(self.static_batch_timeout_s >= 0, "static_batch_timeout_s must be >= 0")
+        check(-1.0 <= self.cluster_threshold <= 1.0, "cluster_threshold in [-1, 1]")
         check(self.max_waiting_tokens > 0, "max_waiting_tokens must be > 0")
         check(self.max_waiting_requests > 0, "max_waiting_requests must be > 0")
         check(self.num_threads is None or self.num_threads > 0, "num_threads must be > 0")

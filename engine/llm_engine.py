@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -26,6 +27,20 @@ from engine.sequence import Sequence
 log = logging.getLogger(__name__)
 
 Prompt = str | list[int]
+SCHEDULING_FIELDS = {
+    "scheduling_policy",
+    "priority_aging_s",
+    "high_priority_max",
+    "preemption_reserve",
+    "static_batch_timeout_s",
+    "max_waiting_tokens",
+    "max_waiting_requests",
+    "cache_aware_scheduling",
+    "semantic_clustering",
+    "cluster_threshold",
+    "cluster_min_queue",
+    "enable_prefix_caching",
+}
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -92,9 +107,19 @@ class LLMEngine:
         self.output_processor = OutputProcessor(self.tokenizer, self.scheduler)
         self.prompt_tokens = 0
         self.num_refused = 0  # requests refused by backpressure (EngineBusyError)
+        self.clusterer: Any = None  # engine.clustering.Clusterer when semantic_clustering
+        self._start_clusterer()
         self.last_batch_size = 0
         self._tokens_per_s = 0.0  # moving average of tokens computed per second of step
         self._reset_clock()
+
+    def _start_clusterer(self) -> None:
+        if self.config.semantic_clustering and self.clusterer is None:
+            from engine.clustering import Clusterer  # loads sentence-transformers
+
+            self.clusterer = Clusterer(self.tokenizer, self.config.cluster_threshold)
+        if self.clusterer is not None:
+            self.clusterer.clusters.threshold = self.config.cluster_threshold
 
     def _reset_clock(self) -> None:
         self._clock_start = self._mark_time = time.monotonic()
@@ -160,6 +185,12 @@ class LLMEngine:
         self.requests[seq.request_id] = seq
         self.prompt_tokens += len(token_ids)
         self.scheduler.add(seq)
+        if (
+            self.config.semantic_clustering
+            and self.clusterer is not None
+            and len(self.scheduler.waiting) >= self.config.cluster_min_queue
+        ):
+            self.clusterer.submit(seq)  # sets seq.cluster_id on the embedding thread
         if self._state == "idle":
             self._mark("stalled")
         return seq
@@ -299,12 +330,33 @@ class LLMEngine:
             idle_waiting_share=self._state_time["stalled"] / wall,
             idle_empty_share=self._state_time["idle"] / wall,
             peak_kv_blocks_used=bm.peak_blocks_used,
+            prefix_cache_hit_rate=bm.prefix_cache_hits / max(bm.prefix_cache_queries, 1),
+            prefill_tokens_saved=bm.prefix_cache_hits,
+            prefill_tokens_computed=sched.prefill_tokens,
+            **(self.clusterer.stats() if self.clusterer is not None else {}),
         )
+
+    def set_scheduling(self, **fields: Any) -> None:
+        """Change scheduling fields of the config (policy, reserve, limits) while idle."""
+        bad = set(fields) - SCHEDULING_FIELDS
+        if bad or self.has_unfinished():
+            raise InvalidRequestError(f"set_scheduling: {sorted(bad) or 'requests are live'}")
+        self.config = dataclasses.replace(self.config, **fields)
+        if self.block_manager.enable_prefix_caching != self.config.enable_prefix_caching:
+            self.block_manager.free_all()
+            self.block_manager.enable_prefix_caching = self.config.enable_prefix_caching
+        self._start_clusterer()
+        scheduler = Scheduler(self.config, self.block_manager, self.max_model_len)
+        scheduler.eos_token_ids = self.scheduler.eos_token_ids
+        self.scheduler = self.output_processor.scheduler = scheduler
 
     def reset_stats(self) -> None:
         """Zero the counters and the wall-time shares (the prefix cache stays)."""
         self.prompt_tokens = self.num_refused = 0
         self.scheduler.generation_tokens = self.scheduler.num_preemptions = 0
+        self.scheduler.prefill_tokens = 0
+        if self.clusterer is not None:
+            self.clusterer.num_embedded, self.clusterer.embed_seconds = 0, 0.0
         bm = self.block_manager
         bm.prefix_cache_queries = bm.prefix_cache_hits = 0
         bm.peak_blocks_used = bm.num_blocks - bm.num_free_blocks

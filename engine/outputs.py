@@ -60,6 +60,14 @@ class EngineStats:
     idle_waiting_share: float = 0.0  # requests waited but nothing was scheduled
     idle_empty_share: float = 0.0  # nothing to do at all
     peak_kv_blocks_used: int = 0
+    prefix_cache_hit_rate: float = 0.0  # prefix_cache_hits / prefix_cache_queries (tokens)
+    prefill_tokens_saved: int = 0  # prompt tokens not computed thanks to the cache
+    prefill_tokens_computed: int = 0  # prompt (and recomputed) tokens computed
+    num_clusters: int = 0  # semantic clustering (0 when off)
+    largest_cluster: int = 0
+    mean_cluster_size: float = 0.0
+    embedded_requests: int = 0
+    embed_ms_per_request: float = 0.0
 
     def asdict(self) -> dict[str, Any]:
         return asdict(self)

@@ -10,6 +10,9 @@ from engine.block_manager import BlockManager
 from engine.config import EngineConfig
 from engine.sequence import Sequence, SequenceStatus
 
+PICK_WINDOW = 16  # waiting requests a cache-aware pick looks at
+MAX_SKIPS = 8  # a request passed over this often is admitted next, cache or not
+
 
 @dataclass
 class SchedulerOutput:
@@ -46,7 +49,7 @@ class Scheduler:
       ``priority_aging_s * (p - p')`` seconds after it; everything arriving later
       queues behind R. So R is admitted within ``priority_aging_s * (p - p_min)``
       seconds (p_min: the lowest priority in use; 0 for default priorities, so a
-      2000-token prompt, p = 15, waits for at most 15 s of newcomers) plus the time to
+      2000-token prompt, p = 15, waits for at most 60 s of newcomers by default) plus the time to
       serve what was queued ahead of it then, which backpressure bounds to
       ``max_waiting_tokens`` prompt tokens and ``max_waiting_requests`` requests.
       High-priority requests (priority <= ``high_priority_max``) own a reserve: other
@@ -54,6 +57,13 @@ class Scheduler:
       KV pool. When the reserve is not enough for the high-priority requests at the
       head of the queue, running sequences queued after them are preempted at the
       next step (lowest priority first) instead of making them wait for those to end.
+
+    Cache-aware picks (``cache_aware_scheduling``, not in "static"): among the first
+    ``PICK_WINDOW`` waiting requests with the head's priority ("fcfs": all of them),
+    admit the one with the longest cached prefix, then one of the cluster admitted
+    last (semantic clustering); a request whose first block another request computes
+    in this step waits one step to hit it. The head is passed over at most
+    ``MAX_SKIPS`` times, so these picks only add a bounded delay to the bound above.
     """
 
     def __init__(self, config: EngineConfig, block_manager: BlockManager, max_model_len: int):
@@ -68,6 +78,8 @@ class Scheduler:
         self.prompt_tokens = 0
         self.generation_tokens = 0
         self.num_preemptions = 0
+        self.prefill_tokens = 0  # tokens computed other than single-token decodes
+        self.last_cluster: int | None = None
         reserve = config.preemption_reserve if self.policy == "priority" else 0.0
         self.reserve_blocks = int(block_manager.num_blocks * reserve)
         self.reserve_tokens = int(config.max_num_batched_tokens * reserve)
@@ -133,17 +145,21 @@ class Scheduler:
             if seq.num_computed_tokens < self.config.block_size
             and (h := self.block_manager.uncached_first_block(seq)) is not None
         }
+        high_only = False  # the reserve is all that is left: high-priority requests only
         while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
-            seq = self.waiting[0]
+            picked = self._pick(first_blocks, high_only)
+            if picked is None:
+                break
+            seq, first = picked
             high = self.is_high(seq)
-            if not high and low_budget <= 0:
-                break
-            first = self.block_manager.uncached_first_block(seq)
-            if first is not None and first in first_blocks:
-                break
             reserve = 0 if high or not self.running else self.reserve_blocks
-            if not self.block_manager.allocate(seq, reserve):
-                break
+            if (not high and low_budget <= 0) or not self.block_manager.allocate(seq, reserve):
+                if high or self.policy != "priority":
+                    break
+                # Work outside the reserve is full; the reserve may still take those it
+                # is for, queued behind this one (they cannot delay it: it may not use it).
+                high_only = True
+                continue
             self._pop_waiting(seq)
             seq.status = SequenceStatus.RUNNING
             bisect.insort(self.running, seq, key=self.order_key)
@@ -154,7 +170,45 @@ class Scheduler:
             low_budget -= 0 if high else n
             if first is not None:
                 first_blocks.add(first)
+            if seq.cluster_id is not None:
+                self.last_cluster = seq.cluster_id
         return out
+
+    def _pick(
+        self, first_blocks: set[int], high_only: bool = False
+    ) -> tuple[Sequence, int | None] | None:
+        """The waiting request to admit next, and its uncached first block hash."""
+        bm = self.block_manager
+        queue = self.waiting
+        if high_only:
+            queue = [s for s in self.waiting[: 4 * PICK_WINDOW] if self.is_high(s)]
+            if not queue:
+                return None
+        head = queue[0]
+        candidates = [head]
+        if (
+            self.config.cache_aware_scheduling
+            and self.policy != "static"
+            and head.num_skips < MAX_SKIPS
+        ):
+            candidates = [
+                s
+                for s in queue[:PICK_WINDOW]
+                if self.policy != "priority" or s.priority == head.priority
+            ]
+        best: tuple[Sequence, int | None] | None = None
+        best_score = (-1, False)
+        for seq in candidates:
+            first = bm.uncached_first_block(seq)
+            if first is not None and first in first_blocks:
+                continue  # another request computes its first block now: hit it next step
+            same = self.last_cluster is not None and seq.cluster_id == self.last_cluster
+            score = (bm.num_cached_tokens(seq) if len(candidates) > 1 else 0, same)
+            if score > best_score:
+                best, best_score = (seq, first), score
+        if best is not None and best[0] is not head:
+            head.num_skips += 1
+        return best
 
     def _may_admit(self) -> bool:
         if self.policy != "static" or not self.waiting:
@@ -203,6 +257,8 @@ class Scheduler:
         for seq, n, token in zip(batch.seqs, batch.num_new_tokens, sampled, strict=True):
             if seq.status != SequenceStatus.RUNNING:
                 continue  # aborted while the step ran
+            if n > 1 or seq.num_completion_tokens == 0:
+                self.prefill_tokens += n
             seq.num_computed_tokens += n
             self.block_manager.cache_computed_blocks(seq)
             if token is None:  # a prefill chunk that is not the last one

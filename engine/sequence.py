@@ -63,6 +63,7 @@ class Sequence:
         self.num_computed_tokens = 0
         self.num_cached_tokens = 0  # prompt tokens served from the prefix cache
         self.num_preemptions = 0
+        self.num_skips = 0  # times passed over by a cache-aware pick (bounded)
         self.finish_reason: str | None = None
         self.output_text = ""
         self.first_token_time: float | None = None

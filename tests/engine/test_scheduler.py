@@ -91,7 +91,7 @@ def test_preemption_by_recompute_under_kv_pressure() -> None:
 
 
 def test_waiting_order_priority_then_arrival() -> None:
-    # Within the aging window (priority_aging_s=1: one level per second) the lower
+    # Within the aging window (priority_aging_s: 4 s per level by default) the lower
     # priority goes first; otherwise arrival order.
     s = make(max_num_batched_tokens=64, max_num_seqs=1)
     late_urgent = request(3, priority=-1, t=1.4)

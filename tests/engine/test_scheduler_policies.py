@@ -223,3 +223,19 @@ def test_preempted_request_resumes_token_identical(tiny_llama: Path) -> None:
     assert low.completion_token_ids == expected
     stats = engine.stats()
     assert stats.kv_blocks_free == stats.kv_blocks_total
+
+
+def test_a_blocked_low_priority_head_does_not_block_the_reserve() -> None:
+    # Long requests waited long enough to sort first, but work outside the reserve is
+    # full: the short request behind them still starts, in the reserve.
+    s = make(max_num_seqs=8, max_num_batched_tokens=100, priority_aging_s=1.0)
+    running_long = request(300, t=0.0)
+    s.add(running_long)
+    run_step(s)  # takes its 80 tokens per step
+    old_long = request(300, t=0.0)
+    short = request(20, t=100.0)  # sorts after old_long (aging), but is high priority
+    s.add(old_long)
+    s.add(short)
+    batch = s.schedule()
+    assert batch.seqs == [running_long, short] and batch.num_new_tokens == [80, 20]
+    assert old_long.status == SequenceStatus.WAITING
