@@ -14,6 +14,7 @@ from pathlib import Path
 BENCHMARKS = {
     "engine": "app.bench.engine",
     "voice": "app.bench.voice",
+    "serve": "app.bench.serve",
 }
 
 
