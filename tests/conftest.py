@@ -69,6 +69,30 @@ def stream_audio(
         ws.send_text(append_event(samples[i : i + step]))
 
 
+def user_text_item(text: str) -> dict[str, Any]:
+    """A typed user message, as `conversation.item.create` carries it."""
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+def send_user_text(ws: Any, text: str) -> None:
+    """Add a typed user message to the conversation (`conversation.item.create`)."""
+    ws.send_text(json.dumps({"type": "conversation.item.create", "item": user_text_item(text)}))
+
+
+def respond(ws: Any, response: dict[str, Any] | None = None) -> None:
+    """Ask for an answer (`response.create`, with `response` options when given)."""
+    event: dict[str, Any] = {"type": "response.create"}
+    if response is not None:
+        event["response"] = response
+    ws.send_text(json.dumps(event))
+
+
+def ask(ws: Any, text: str, response: dict[str, Any] | None = None) -> None:
+    """A typed user turn: the user message, then `response.create`."""
+    send_user_text(ws, text)
+    respond(ws, response)
+
+
 def receive_until(
     ws: Any, stop: Callable[[dict[str, Any]], bool], limit: int = 20_000
 ) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from app.llm.base import ChatMessage, GenerationParams, LLMBackend, LLMBusyError
-from tests.conftest import client_with, is_done, receive_until
+from tests.conftest import client_with, is_done, receive_until, respond, send_user_text
 
 
 class BusyOnceLLM(LLMBackend):
@@ -64,21 +64,16 @@ def test_websocket_busy_is_an_error_event_and_the_session_goes_on(shared_compone
     client = client_with(dataclasses.replace(shared_components, llm=llm))
     with client.websocket_connect("/v1/realtime") as ws:
         ws.receive_json()
-        item = {
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_text", "text": "Capital of France?"}],
-        }
-        ws.send_text(json.dumps({"type": "conversation.item.create", "item": item}))
+        send_user_text(ws, "Capital of France?")
         ws.receive_json()
-        ws.send_text(json.dumps({"type": "response.create", "response": {"modalities": ["text"]}}))
+        respond(ws, {"modalities": ["text"]})
         first = receive_until(ws, is_done)
         errors = [e for e in first if e["type"] == "error"]
         assert [e["error"]["code"] for e in errors] == ["server_busy"]
         assert first[-1]["response"]["status"] == "failed"
         ws.send_text(json.dumps({"type": "session.update", "session": {"priority": 3}}))
         ws.receive_json()
-        ws.send_text(json.dumps({"type": "response.create", "response": {"modalities": ["text"]}}))
+        respond(ws, {"modalities": ["text"]})
         second = receive_until(ws, is_done)
     assert second[-1]["response"]["status"] == "completed"
     assert llm.priorities == [-1, 3]  # voice sessions default ahead of HTTP; the session can set it

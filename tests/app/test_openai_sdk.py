@@ -9,7 +9,7 @@ import numpy as np
 import openai
 import pytest
 
-from tests.conftest import REALTIME_RATE
+from tests.conftest import REALTIME_RATE, user_text_item
 
 # The SDK's own websocket use triggers a DeprecationWarning inside the websockets package.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -38,13 +38,7 @@ def _question_pcm(components: Any) -> bytes:
 def test_ga_client_text_turn(live_server: str) -> None:
     with _client(live_server).realtime.connect(model="r1voice") as connection:
         connection.session.update(session={"type": "realtime", "output_modalities": ["text"]})
-        connection.conversation.item.create(
-            item={
-                "type": "message",
-                "role": "user",
-                "content": [{"type": "input_text", "text": "What is the capital of France?"}],
-            }
-        )
+        connection.conversation.item.create(item=user_text_item("What is the capital of France?"))
         connection.response.create()
         events = _until_done(connection)
     types = [e.type for e in events]
@@ -77,13 +71,7 @@ def test_ga_client_audio_turn(live_server: str, shared_components: Any) -> None:
 def test_beta_client_text_turn(live_server: str) -> None:
     with _client(live_server).beta.realtime.connect(model="r1voice") as connection:
         connection.session.update(session={"modalities": ["text"]})
-        connection.conversation.item.create(
-            item={
-                "type": "message",
-                "role": "user",
-                "content": [{"type": "input_text", "text": "What is the capital of France?"}],
-            }
-        )
+        connection.conversation.item.create(item=user_text_item("What is the capital of France?"))
         connection.response.create()
         events = _until_done(connection)
     types = [e.type for e in events]

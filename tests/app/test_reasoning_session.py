@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 
 from app.llm.base import ChatMessage, GenerationParams, LLMBackend
-from tests.conftest import audio_seconds, client_with, is_done, receive_until
+from tests.conftest import (
+    audio_seconds,
+    client_with,
+    is_done,
+    receive_until,
+    respond,
+    send_user_text,
+)
 
 
 class ScriptedLLM(LLMBackend):
@@ -42,17 +49,12 @@ def _turn(components: Any, llm: ScriptedLLM) -> list[dict[str, Any]]:
     client = client_with(dataclasses.replace(components, llm=llm))
     with client.websocket_connect("/v1/realtime") as ws:
         ws.receive_json()
-        item = {
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_text", "text": "What is 2+2?"}],
-        }
-        ws.send_text(json.dumps({"type": "conversation.item.create", "item": item}))
+        send_user_text(ws, "What is 2+2?")
         ws.receive_json()
-        ws.send_text(json.dumps({"type": "response.create"}))
+        respond(ws)
         events = receive_until(ws, is_done)
         # the next turn's prompt shows what the conversation kept of the answer
-        ws.send_text(json.dumps({"type": "response.create", "response": {"modalities": ["text"]}}))
+        respond(ws, {"modalities": ["text"]})
         events += receive_until(ws, is_done)
     return events
 

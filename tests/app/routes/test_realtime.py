@@ -14,6 +14,8 @@ from tests.conftest import (
     is_done,
     load_clip,
     receive_until,
+    respond,
+    send_user_text,
     stream_audio,
 )
 
@@ -108,23 +110,10 @@ def test_text_turn_in_text_mode(app_client: TestClient) -> None:
         ws.receive_json()
         ws.send_text(json.dumps({"type": "session.update", "session": {"modalities": ["text"]}}))
         ws.receive_json()
-        ws.send_text(
-            json.dumps(
-                {
-                    "type": "conversation.item.create",
-                    "item": {
-                        "type": "message",
-                        "role": "user",
-                        "content": [
-                            {"type": "input_text", "text": "What is the capital of France?"}
-                        ],
-                    },
-                }
-            )
-        )
+        send_user_text(ws, "What is the capital of France?")
         created = ws.receive_json()
         assert created["type"] == "conversation.item.created"
-        ws.send_text(json.dumps({"type": "response.create"}))
+        respond(ws)
         events = receive_until(ws, is_done)
     types = [e["type"] for e in events]
     assert "response.audio.delta" not in types

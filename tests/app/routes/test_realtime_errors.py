@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.conftest import answer_text, is_done, receive_until
+from tests.conftest import answer_text, ask, is_done, receive_until, respond
 
 AUDIO_ODD = base64.b64encode(b"\x01\x02\x03").decode()
 
@@ -120,9 +120,7 @@ CASES: list[tuple[str, str | bytes, str, str | None]] = [
 
 
 def _text_turn(ws: Any, text: str = "What is the capital of France?") -> list[dict[str, Any]]:
-    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
-    ws.send_text(json.dumps({"type": "conversation.item.create", "item": item}))
-    ws.send_text(json.dumps({"type": "response.create", "response": {"modalities": ["text"]}}))
+    ask(ws, text, {"modalities": ["text"]})
     return receive_until(ws, is_done)
 
 
@@ -157,14 +155,8 @@ def test_error_echoes_client_event_id(app_client: TestClient) -> None:
 def test_second_response_while_active_is_refused(app_client: TestClient) -> None:
     with app_client.websocket_connect("/v1/realtime") as ws:
         ws.receive_json()
-        item = {
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_text", "text": "Tell me a story."}],
-        }
-        ws.send_text(json.dumps({"type": "conversation.item.create", "item": item}))
-        ws.send_text(json.dumps({"type": "response.create"}))
-        ws.send_text(json.dumps({"type": "response.create"}))
+        ask(ws, "Tell me a story.")
+        respond(ws)
         events = receive_until(ws, is_done)
     errors = [e for e in events if e["type"] == "error"]
     assert [e["error"]["code"] for e in errors] == ["conversation_already_has_active_response"]
@@ -175,19 +167,13 @@ def test_cancel_then_disconnect_leaves_no_running_request(app_client: TestClient
     llm = app_client.app.state.server.components.llm  # type: ignore[attr-defined]
     with app_client.websocket_connect("/v1/realtime") as ws:
         ws.receive_json()
-        item = {
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_text", "text": "Tell me a long story about a dragon."}],
-        }
-        ws.send_text(json.dumps({"type": "conversation.item.create", "item": item}))
-        ws.send_text(json.dumps({"type": "response.create"}))
+        ask(ws, "Tell me a long story about a dragon.")
         receive_until(ws, lambda e: e["type"] == "response.audio_transcript.delta")
         ws.send_text(json.dumps({"type": "response.cancel"}))
         events = receive_until(ws, is_done)
         assert events[-1]["response"]["status"] == "cancelled"
         # a new answer starts, then the client vanishes mid-answer
-        ws.send_text(json.dumps({"type": "response.create"}))
+        respond(ws)
         receive_until(ws, lambda e: e["type"] == "response.audio_transcript.delta")
     _wait_idle(llm)
     assert llm.stats()["num_running"] == 0

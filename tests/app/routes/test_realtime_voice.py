@@ -16,9 +16,12 @@ from app.audio import encode_audio, resample
 from tests.conftest import (
     REALTIME_RATE,
     answer_text,
+    ask,
     is_done,
     load_clip,
     receive_until,
+    respond,
+    send_user_text,
     stream_audio,
 )
 
@@ -148,15 +151,7 @@ def test_barge_in_cancels_frees_and_keeps_only_what_was_played(
     with app_client.websocket_connect("/v1/realtime") as ws:
         ws.receive_json()
         session = next(iter(state.sessions.values())) if len(state.sessions) == 1 else None
-        item = {
-            "type": "message",
-            "role": "user",
-            "content": [
-                {"type": "input_text", "text": "Tell me a long story about a dragon and a knight."}
-            ],
-        }
-        ws.send_text(json.dumps({"type": "conversation.item.create", "item": item}))
-        ws.send_text(json.dumps({"type": "response.create"}))
+        ask(ws, "Tell me a long story about a dragon and a knight.")
         before = receive_until(ws, lambda e: e["type"] == "response.audio.delta")
         while sum(e["type"] == "response.audio.delta" for e in before) < 15:  # ~1.5 s played
             before.append(ws.receive_json())
@@ -188,13 +183,7 @@ def test_cough_during_answer_does_not_interrupt(
     """Speech shorter than the 300 ms barge-in hold is ignored while the answer plays."""
     with app_client.websocket_connect("/v1/realtime") as ws:
         ws.receive_json()
-        item = {
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_text", "text": "What is the capital of France?"}],
-        }
-        ws.send_text(json.dumps({"type": "conversation.item.create", "item": item}))
-        ws.send_text(json.dumps({"type": "response.create"}))
+        ask(ws, "What is the capital of France?")
         receive_until(ws, lambda e: e["type"] == "response.audio.delta")
         rng = np.random.default_rng(0)
         cough = (rng.standard_normal(REALTIME_RATE // 8) * 0.3).astype(np.float32)  # 125 ms burst
@@ -207,14 +196,9 @@ def test_cough_during_answer_does_not_interrupt(
 def test_truncate_and_delete_items(app_client: TestClient) -> None:
     with app_client.websocket_connect("/v1/realtime") as ws:
         ws.receive_json()
-        item = {
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_text", "text": "What is the capital of France?"}],
-        }
-        ws.send_text(json.dumps({"type": "conversation.item.create", "item": item}))
+        send_user_text(ws, "What is the capital of France?")
         user_id = ws.receive_json()["item"]["id"]
-        ws.send_text(json.dumps({"type": "response.create"}))
+        respond(ws)
         events = receive_until(ws, is_done)
         assistant_id = events[-1]["response"]["output"][0]["id"]
         ws.send_text(
