@@ -1,0 +1,24 @@
+"""What the parts of the voice benchmark share: targets, the wire format, event names, the
+progress log."""
+
+from __future__ import annotations
+
+# Printed next to the results; nothing asserts them.
+TARGETS_MS = {
+    "voice_to_voice_p50": 800.0,
+    "voice_to_voice_p95": 1200.0,
+    "barge_in": 500.0,
+}
+
+WIRE_RATE = 24_000  # Realtime default input format: PCM16 mono 24 kHz
+CHUNK_MS = 20
+
+AUDIO_DELTAS = ("response.audio.delta", "response.output_audio.delta")
+ANSWER_DONE = ("response.audio_transcript.done", "response.output_audio_transcript.done")
+TRANSCRIPT_DONE = "conversation.item.input_audio_transcription.completed"
+
+
+def log(message: str) -> None:
+    import sys
+
+    print(f"[bench voice] {message}", file=sys.stderr, flush=True)
