@@ -8,13 +8,14 @@ import json
 import sys
 from pathlib import Path
 
-# Each benchmark is a module app/bench/<name>.py exposing
+# Each benchmark is a module or package app/bench/<name> exposing
 #   add_arguments(parser: argparse.ArgumentParser) -> None
 #   run(args: argparse.Namespace) -> dict   (the JSON result)
 BENCHMARKS = {
     "engine": "app.bench.engine",
     "voice": "app.bench.voice",
     "serve": "app.bench.serve",
+    "prefix": "app.bench.prefix",
 }
 
 

@@ -54,9 +54,11 @@ class Scheduler:
       ``max_waiting_tokens`` prompt tokens and ``max_waiting_requests`` requests.
       High-priority requests (priority <= ``high_priority_max``) own a reserve: other
       work may use only ``1 - preemption_reserve`` of each step's tokens and of the
-      KV pool. When the reserve is not enough for the high-priority requests at the
-      head of the queue, running sequences queued after them are preempted at the
-      next step (lowest priority first) instead of making them wait for those to end.
+      KV pool, and only the reserve's share of a step's tokens while high-priority
+      prompts are being prefilled (such steps stay short). When the reserve is not
+      enough for the high-priority requests at the head of the queue, running
+      sequences queued after them are preempted at the next step (lowest priority
+      first) instead of making them wait for those to end.
 
     Cache-aware picks (``cache_aware_scheduling``, not in "static"): among the first
     ``PICK_WINDOW`` waiting requests with the head's priority ("fcfs": all of them),
@@ -112,6 +114,11 @@ class Scheduler:
             self._preempt_for_high_priority(out)
         budget = self.config.max_num_batched_tokens
         low_budget = budget - self.reserve_tokens  # what work outside the reserve may use
+        if self.reserve_tokens and self._high_prefill_pending():
+            # A step that prefills high-priority work is kept short: the rest gets only
+            # the reserve's share, so a short request's first token is not stuck
+            # behind a long prompt's big chunk.
+            low_budget = self.reserve_tokens
         kv_pressure = False
         i = 0
         while i < len(self.running) and budget > 0:
@@ -209,6 +216,11 @@ class Scheduler:
         if best is not None and best[0] is not head:
             head.num_skips += 1
         return best
+
+    def _high_prefill_pending(self) -> bool:
+        return any(self.is_high(s) for s in self.waiting[:PICK_WINDOW]) or any(
+            self.is_high(s) and s.num_computed_tokens < s.num_tokens - 1 for s in self.running
+        )
 
     def _may_admit(self) -> bool:
         if self.policy != "static" or not self.waiting:

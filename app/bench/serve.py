@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {
         "model": args.model,
         "dtype": "float32",
-        "quantization": "none",
+        "quantization": getattr(llm.engine.config, "quantization", "none"),
         "device": "cpu",
         "threads": torch.get_num_threads(),
         "quick": quick,

@@ -17,6 +17,9 @@ from engine.llm_engine import LLMEngine
 from engine.scheduler import Scheduler
 from engine.sequence import Sequence, SequenceStatus
 
+# Exactness is defined on unquantized weights (a quantized kernel may round differently
+# for different batch shapes, and a cache hit changes the prefill shape).
+EXACT = {"quantization": "none"} if "quantization" in EngineConfig.__dataclass_fields__ else {}
 GREEDY = SamplingParams(max_tokens=6, temperature=0.0, ignore_eos=True)
 
 
@@ -34,7 +37,7 @@ def computed(bm: BlockManager, s: Sequence) -> Sequence:
 
 @pytest.fixture(scope="module")
 def engines(tiny_llama: Path) -> tuple[LLMEngine, LLMEngine]:
-    kw = dict(block_size=4, num_kv_blocks=64, max_num_seqs=4, max_num_batched_tokens=8)
+    kw = dict(block_size=4, num_kv_blocks=64, max_num_seqs=4, max_num_batched_tokens=8, **EXACT)
     return (
         LLMEngine(str(tiny_llama), enable_prefix_caching=True, **kw),  # type: ignore[arg-type]
         LLMEngine(str(tiny_llama), enable_prefix_caching=False, **kw),  # type: ignore[arg-type]
@@ -51,7 +54,8 @@ def test_greedy_outputs_identical_with_and_without_prefix_cache(
     expected = [o.token_ids for o in off.generate(prompts, GREEDY)]
     assert [o.token_ids for o in on.generate(prompts, GREEDY)] == expected  # concurrent
     again = [on.generate([p], GREEDY)[0] for p in prompts]  # one by one: cache hits
-    assert [o.token_ids for o in again] == expected
+    alone = [off.generate([p], GREEDY)[0].token_ids for p in prompts]
+    assert [o.token_ids for o in again] == alone
     if prefix_len >= 8:
         assert all(o.num_cached_tokens >= 4 * (prefix_len // 4) - 4 for o in again)
     for engine in engines:

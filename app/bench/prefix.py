@@ -1,0 +1,344 @@
+"""Prefix KV reuse: no cache vs prefix cache (FCFS) vs + cache-aware order vs + clustering.
+
+Three fixed-seed workloads with Poisson arrivals, each run under four engine settings
+on the same loaded model (SmolLM2-135M, float32, CPU), one after another, each
+starting with an empty cache:
+
+1. ``sessions``: chat sessions sharing one ~500-token system prompt, 3-5 turns each;
+   every turn resends the whole history (the model's own previous answers included).
+2. ``documents``: templated questions about a handful of shared ~800-token documents,
+   arriving interleaved in random order.
+3. ``unrelated``: prompts that share nothing but the chat template's first tokens.
+
+Settings: ``no_cache`` (enable_prefix_caching=False), ``cache_fcfs`` (prefix cache,
+plain FCFS order), ``cache_aware`` (+ longest-cached-prefix-first picks, holding back
+requests whose prefix is being computed), ``clustering`` (+ semantic clustering with
+all-MiniLM-L6-v2 on a worker thread). All use the "fcfs" policy so that ordering is
+the only difference. The KV pool is deliberately small (``--num-kv-blocks``) so that
+the documents do not all stay cached at once: without pressure every order hits.
+Reports hit rate, prefill tokens computed, TTFT P50/P99, throughput, peak KV blocks,
+clustering cost per request; a PNG of prefill tokens computed per workload/setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+SETTINGS: dict[str, dict[str, Any]] = {
+    "no_cache": dict(
+        enable_prefix_caching=False, cache_aware_scheduling=False, semantic_clustering=False
+    ),
+    "cache_fcfs": dict(
+        enable_prefix_caching=True, cache_aware_scheduling=False, semantic_clustering=False
+    ),
+    "cache_aware": dict(
+        enable_prefix_caching=True, cache_aware_scheduling=True, semantic_clustering=False
+    ),
+    "clustering": dict(
+        enable_prefix_caching=True, cache_aware_scheduling=True, semantic_clustering=True
+    ),
+}
+
+_TOPIC_WORDS = {
+    "volcanoes": "magma lava eruption crater ash basalt caldera tectonic vent plume",
+    "banking": "loan interest deposit mortgage credit ledger audit branch teller fee",
+    "football": "striker goal keeper penalty league coach referee pitch tackle match",
+    "cooking": "oven flour butter simmer garlic recipe knife sauce roast pastry",
+    "astronomy": "galaxy orbit telescope comet nebula planet star quasar moon eclipse",
+    "medicine": "patient dose symptom clinic vaccine nurse therapy fever surgeon pulse",
+}
+TOPICS = {k: v.split() for k, v in _TOPIC_WORDS.items()}
+_VERBS = "affects describes changes supports follows shapes explains limits reaches"
+VERBS = _VERBS.split()
+QUESTIONS = [
+    "Summarize the document above in two sentences.",
+    "What is the main topic of the document?",
+    "List three key terms from the document.",
+    "Who would find this document useful, and why?",
+    "Give the document a short title.",
+]
+CHAT_QUESTIONS = [
+    "How do I reset my password?",
+    "Can you explain the refund policy?",
+    "What are your opening hours?",
+    "Is there a student discount?",
+    "How long does shipping take?",
+    "Can I change my order after paying?",
+    "Do you ship abroad?",
+    "How do I contact support?",
+]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default="smollm2-135m-instruct")
+    parser.add_argument(
+        "--rates",
+        default="1,4,2",
+        help="requests/s of sessions (new turns), documents, unrelated: documents arrive "
+        "faster than they are served, so a queue forms and ordering matters",
+    )
+    parser.add_argument(
+        "--num-kv-blocks", type=int, default=None, help="KV pool in blocks (quick: 64, else 160)"
+    )
+    parser.add_argument("--max-tokens", type=int, default=None, help="per answer (quick: 8)")
+    parser.add_argument("--workloads", default="sessions,documents,unrelated")
+    parser.add_argument("--settings", default=",".join(SETTINGS))
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def _text(rng: random.Random, topic: str, num_tokens: int, tok: Any) -> str:
+    words = TOPICS[topic]
+    sentences: list[str] = []
+    while len(tok.encode(" ".join(sentences))) < num_tokens:
+        w = rng.sample(words, 3)
+        sentences.append(f"The {w[0]} {rng.choice(VERBS)} the {w[1]} near the {w[2]}.")
+    return " ".join(sentences)
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))], 3)
+
+
+class _Run:
+    """One workload under one setting: TTFTs, tokens and timings of its requests."""
+
+    def __init__(self, llm: Any, chat: Any, max_tokens: int) -> None:
+        from engine import SamplingParams
+
+        self.llm, self.chat = llm, chat
+        self.params = SamplingParams(max_tokens=max_tokens, temperature=0.0, ignore_eos=True)
+        self.ttft: list[float] = []
+        self.tokens = 0
+        self.start = time.perf_counter()
+
+    async def ask(self, messages: list[dict[str, str]]) -> str:
+        sent = time.perf_counter()
+        first = None
+        text = []
+        async for delta in self.llm.stream(self.chat(messages), self.params):
+            if first is None and delta.token_ids:
+                first = time.perf_counter()
+                self.ttft.append(first - sent)
+            self.tokens += len(delta.token_ids)
+            text.append(delta.text)
+        return "".join(text)
+
+    async def at(self, t: float) -> None:
+        await asyncio.sleep(max(0.0, self.start + t - time.perf_counter()))
+
+
+async def _sessions(run: _Run, rng: random.Random, spec: dict[str, Any]) -> None:
+    system = spec["system"]
+
+    async def session(t: float, turns: int) -> None:
+        await run.at(t)
+        messages = [{"role": "system", "content": system}]
+        for _ in range(turns):
+            messages.append({"role": "user", "content": rng.choice(CHAT_QUESTIONS)})
+            answer = await run.ask(messages)
+            messages.append({"role": "assistant", "content": answer})
+            await asyncio.sleep(rng.expovariate(2.0))  # the user reads, then types
+
+    t, tasks = 0.0, []
+    for _ in range(spec["sessions"]):
+        tasks.append(session(t, rng.randint(3, 5)))
+        t += rng.expovariate(spec["rate"] / 4)  # ~4 turns per session
+    await asyncio.gather(*tasks)
+
+
+async def _independent(run: _Run, rng: random.Random, prompts: list[str], rate: float) -> None:
+    async def one(t: float, prompt: str) -> None:
+        await run.at(t)
+        await run.ask([{"role": "user", "content": prompt}])
+
+    t, tasks = 0.0, []
+    for prompt in prompts:
+        tasks.append(one(t, prompt))
+        t += rng.expovariate(rate)
+    await asyncio.gather(*tasks)
+
+
+def _workloads(quick: bool, seed: int, tok: Any, rate: float) -> dict[str, Any]:
+    rng = random.Random(seed)
+    topics = list(TOPICS)
+    system = "You are the support assistant of a shop. Policies: " + _text(
+        rng, "banking", 250 if quick else 500, tok
+    )
+    n_docs, doc_len = (3, 400) if quick else (5, 800)
+    docs = [_text(rng, topics[i], doc_len, tok) for i in range(n_docs)]
+    n_q = 4 if quick else 5
+    doc_prompts = [f"{d}\n\n{q}" for d in docs for q in QUESTIONS[:n_q]]
+    rng.shuffle(doc_prompts)
+    unrelated = [
+        f"Request {i}: "
+        + _text(rng, rng.choice(topics), 60 if quick else 200, tok)
+        + "\nWhat does this say?"
+        for i in range(10 if quick else 24)
+    ]
+    return {
+        "sessions": {"system": system, "sessions": 3 if quick else 8, "rate": rate},
+        "documents": doc_prompts,
+        "unrelated": unrelated,
+    }
+
+
+def _plot(results: dict[str, dict[str, dict[str, Any]]], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    workloads = list(results)
+    settings = list(next(iter(results.values())))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    width = 0.8 / len(settings)
+    for j, setting in enumerate(settings):
+        ys = [results[w][setting]["prefill_tokens_computed"] for w in workloads]
+        ax.bar([i + j * width for i in range(len(workloads))], ys, width, label=setting)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(workloads))], workloads)
+    ax.set_ylabel("prefill tokens computed")
+    ax.set_title("r1voice engine: prefix KV reuse")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from engine import AsyncLLM
+
+    quick = bool(getattr(args, "quick", False))
+    rate_list = [float(x) for x in args.rates.split(",")]
+    rates = dict(zip(["sessions", "documents", "unrelated"], rate_list, strict=True))
+    max_tokens = args.max_tokens or (8 if quick else 24)
+    num_kv_blocks = args.num_kv_blocks or (64 if quick else 160)
+    llm = AsyncLLM(
+        args.model,
+        dtype="float32",
+        num_kv_blocks=num_kv_blocks,
+        max_num_seqs=16,
+        max_num_batched_tokens=512,
+        scheduling_policy="fcfs",
+        max_waiting_tokens=10**9,
+        max_waiting_requests=10**6,
+    )
+    llm.warmup_sync()
+    tok = llm.tokenizer
+
+    def chat(messages: list[dict[str, str]]) -> list[int]:
+        enc = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        return list(enc["input_ids"] if hasattr(enc, "keys") else enc)
+
+    specs = _workloads(quick, args.seed, tok, rates["sessions"])
+    names = [w for w in args.workloads.split(",") if w]
+    settings = [s for s in args.settings.split(",") if s]
+    results: dict[str, dict[str, dict[str, Any]]] = {w: {} for w in names}
+    started = time.perf_counter()
+    for workload in names:
+        for setting in settings:
+            asyncio.run(llm.free_all())
+            asyncio.run(llm.set_scheduling(**SETTINGS[setting]))
+            llm.reset_stats()
+            r = _Run(llm, chat, max_tokens)
+            rng = random.Random(args.seed + 1)
+            if workload == "sessions":
+                asyncio.run(_sessions(r, rng, specs["sessions"]))
+            else:
+                asyncio.run(_independent(r, rng, specs[workload], rates[workload]))
+            makespan = time.perf_counter() - r.start
+            st = llm.stats().asdict()
+            row = {
+                "requests": len(r.ttft),
+                "prefix_cache_hit_rate": round(st["prefix_cache_hit_rate"], 3),
+                "prompt_tokens": st["prompt_tokens"],
+                "prefill_tokens_computed": st["prefill_tokens_computed"],
+                "prefill_tokens_saved": st["prefill_tokens_saved"],
+                "ttft_p50_s": _pct(r.ttft, 50),
+                "ttft_p99_s": _pct(r.ttft, 99),
+                "makespan_s": round(makespan, 2),
+                "output_tokens_per_s": round(r.tokens / makespan, 2),
+                "requests_per_s": round(len(r.ttft) / makespan, 3),
+                "peak_kv_blocks_used": st["peak_kv_blocks_used"],
+                "preemptions": st["num_preemptions"],
+            }
+            if setting == "clustering":
+                row.update(
+                    {
+                        k: round(st[k], 2) if isinstance(st[k], float) else st[k]
+                        for k in (
+                            "num_clusters",
+                            "largest_cluster",
+                            "mean_cluster_size",
+                            "embedded_requests",
+                            "embed_ms_per_request",
+                        )
+                    }
+                )
+            results[workload][setting] = row
+    llm.close()
+
+    def get(w: str, s: str, k: str) -> Any:
+        return results.get(w, {}).get(s, {}).get(k)
+
+    def ratio(a: Any, b: Any) -> float | None:
+        return round(a / b, 3) if a is not None and b else None
+
+    summary = {
+        "sessions_prefill_computed_cache_vs_no_cache": ratio(
+            get("sessions", "cache_aware", "prefill_tokens_computed"),
+            get("sessions", "no_cache", "prefill_tokens_computed"),
+        ),
+        "documents_hit_rate_points_clustering_minus_cache_fcfs": (
+            round(
+                100
+                * (
+                    get("documents", "clustering", "prefix_cache_hit_rate")
+                    - get("documents", "cache_fcfs", "prefix_cache_hit_rate")
+                ),
+                1,
+            )
+            if get("documents", "clustering", "prefix_cache_hit_rate") is not None
+            and get("documents", "cache_fcfs", "prefix_cache_hit_rate") is not None
+            else None
+        ),
+        "unrelated_throughput_clustering_vs_no_cache": ratio(
+            get("unrelated", "clustering", "output_tokens_per_s"),
+            get("unrelated", "no_cache", "output_tokens_per_s"),
+        ),
+        "unrelated_throughput_cache_fcfs_vs_no_cache": ratio(
+            get("unrelated", "cache_fcfs", "output_tokens_per_s"),
+            get("unrelated", "no_cache", "output_tokens_per_s"),
+        ),
+    }
+    result: dict[str, Any] = {
+        "model": args.model,
+        "dtype": "float32",
+        "quantization": getattr(llm.engine.config, "quantization", "none"),
+        "device": "cpu",
+        "quick": quick,
+        "rates": rates,
+        "max_tokens": max_tokens,
+        "num_kv_blocks": num_kv_blocks,
+        "block_size": 16,
+        "policy": "fcfs",
+        "seed": args.seed,
+        "results": results,
+        "summary": summary,
+        "wall_s": round(time.perf_counter() - started, 1),
+    }
+    if args.json:
+        plot = Path(args.json).with_suffix(".png")
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        result["plot"] = str(plot) if _plot(results, plot) else "matplotlib missing"
+    return result
