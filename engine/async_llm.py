@@ -157,6 +157,8 @@ class AsyncLLM:
             self._stop = True
             self._wakeup.set()
             self._thread.join()
+        if self.engine.clusterer is not None:
+            self.engine.clusterer.close()
 
     # ---- engine thread --------------------------------------------------------------
 
