@@ -294,23 +294,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     def ratio(a: Any, b: Any) -> float | None:
         return round(a / b, 3) if a is not None and b else None
 
+    def points(w: str, a: str, b: str) -> float | None:
+        x, y = get(w, a, "prefix_cache_hit_rate"), get(w, b, "prefix_cache_hit_rate")
+        return round(100 * (x - y), 1) if x is not None and y is not None else None
+
     summary = {
         "sessions_prefill_computed_cache_vs_no_cache": ratio(
             get("sessions", "cache_aware", "prefill_tokens_computed"),
             get("sessions", "no_cache", "prefill_tokens_computed"),
         ),
-        "documents_hit_rate_points_clustering_minus_cache_fcfs": (
-            round(
-                100
-                * (
-                    get("documents", "clustering", "prefix_cache_hit_rate")
-                    - get("documents", "cache_fcfs", "prefix_cache_hit_rate")
-                ),
-                1,
-            )
-            if get("documents", "clustering", "prefix_cache_hit_rate") is not None
-            and get("documents", "cache_fcfs", "prefix_cache_hit_rate") is not None
-            else None
+        "documents_hit_rate_points_clustering_minus_cache_fcfs": points(
+            "documents", "clustering", "cache_fcfs"
+        ),
+        # what clustering adds on top of cache-aware ordering alone
+        "documents_hit_rate_points_clustering_minus_cache_aware": points(
+            "documents", "clustering", "cache_aware"
+        ),
+        "documents_throughput_clustering_vs_cache_aware": ratio(
+            get("documents", "clustering", "output_tokens_per_s"),
+            get("documents", "cache_aware", "output_tokens_per_s"),
         ),
         "unrelated_throughput_clustering_vs_no_cache": ratio(
             get("unrelated", "clustering", "output_tokens_per_s"),
