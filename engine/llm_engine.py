@@ -201,17 +201,19 @@ class LLMEngine:
         An empty queue accepts any (valid) prompt. ``retry_after_s`` estimates when the
         excess will have been admitted, from the measured tokens per second.
         """
+        # AsyncLLM also calls this from callers' threads: read each counter once.
         sched, config = self.scheduler, self.config
-        excess = sched.waiting_tokens + num_tokens - config.max_waiting_tokens
-        if not sched.waiting or (excess <= 0 and len(sched.waiting) < config.max_waiting_requests):
+        num_waiting, waiting_tokens = len(sched.waiting), sched.waiting_tokens
+        excess = waiting_tokens + num_tokens - config.max_waiting_tokens
+        if not num_waiting or (excess <= 0 and num_waiting < config.max_waiting_requests):
             return
         self.num_refused += 1
-        excess = max(excess, sched.waiting_tokens // len(sched.waiting), 1)
+        excess = max(excess, waiting_tokens // num_waiting, 1)
         rate = self._tokens_per_s or 1000.0
         retry = min(60.0, max(0.1, excess / rate))
         raise EngineBusyError(
-            f"the engine's waiting queue is full ({len(sched.waiting)} requests, "
-            f"{sched.waiting_tokens} tokens waiting); retry in {retry:.1f} s",
+            f"the engine's waiting queue is full ({num_waiting} requests, "
+            f"{waiting_tokens} tokens waiting); retry in {retry:.1f} s",
             retry_after_s=retry,
         )
 
@@ -311,7 +313,7 @@ class LLMEngine:
     def stats(self) -> EngineStats:
         bm, sched = self.block_manager, self.scheduler
         self._mark(self._state)
-        wall = max(time.monotonic() - self._clock_start, 1e-9)
+        wall = max(self._mark_time - self._clock_start, 1e-9)
         return EngineStats(
             num_running=len(sched.running),
             num_waiting=len(sched.waiting),
