@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.errors import InvalidRequestError
+from engine.quantization import check_method
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _POLICIES = ("static", "fcfs", "priority")
@@ -55,6 +56,10 @@ class EngineConfig:
     # (EngineBusyError) instead of queueing into a wait that cannot end well.
     max_waiting_tokens: int = 65536  # prompt tokens waiting to be admitted
     max_waiting_requests: int = 512
+    # Weights: "int8" (per-output-channel), "int4" (group-wise; group size 32/64/128
+    # must divide every projection's input size), "none" (the activation dtype).
+    quantization: str = "int8"
+    quantization_group_size: int = 128
     seed: int = 0  # generator of requests that sample without their own seed
     num_threads: int | None = None  # torch CPU threads; None leaves torch's default
 
@@ -86,4 +91,5 @@ class EngineConfig:
         check(-1.0 <= self.cluster_threshold <= 1.0, "cluster_threshold in [-1, 1]")
         check(self.max_waiting_tokens > 0, "max_waiting_tokens must be > 0")
         check(self.max_waiting_requests > 0, "max_waiting_requests must be > 0")
+        check_method(self.quantization, self.quantization_group_size)
         check(self.num_threads is None or self.num_threads > 0, "num_threads must be > 0")

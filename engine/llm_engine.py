@@ -83,7 +83,9 @@ class LLMEngine:
         device = torch.device("cuda" if use_cuda else config.device.replace("auto", "cpu"))
         default_dtype = "bfloat16" if device.type == "cuda" else "float32"
         dtype = _DTYPES[default_dtype if config.dtype == "auto" else config.dtype]
-        self.model = load_model(self.model_path, device, dtype)
+        self.model = load_model(
+            self.model_path, device, dtype, config.quantization, config.quantization_group_size
+        )
         self.model_config = self.model.config
         max_pos = int(self.model_config.max_position_embeddings)
         self.max_model_len = config.max_model_len or max_pos

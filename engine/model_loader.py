@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from engine import quantization as quantization_module
 from engine.errors import ModelLoadError
 from engine.models import MODEL_REGISTRY, LlamaForCausalLM
 
@@ -76,11 +77,21 @@ def _hf_names(param_name: str) -> list[str]:
     return [f"model.{param_name}"]
 
 
-def load_model(model_dir: Path, device: torch.device, dtype: torch.dtype) -> LlamaForCausalLM:
-    """Build the model for ``model_dir`` on ``device`` in ``dtype`` and load its weights."""
+def load_model(
+    model_dir: Path,
+    device: torch.device,
+    dtype: torch.dtype,
+    quantization: str = "none",
+    group_size: int = 128,
+) -> LlamaForCausalLM:
+    """Build the model for ``model_dir`` on ``device`` in ``dtype`` and load its weights,
+    quantized (engine.quantization; cached on disk) unless ``quantization`` is "none"."""
     config = load_config(model_dir)
     with torch.device("meta"):
         model = MODEL_REGISTRY[config.model_type](config)
+    quantization_module.check_method(quantization, group_size)
+    if quantization == "int4":  # fail before reading any weight
+        quantization_module.check_group_size(model, group_size)
     model.to_empty(device=device).to(dtype)
     handles = _open_checkpoint(model_dir)
     params: dict[str, nn.Parameter] = dict(model.named_parameters())
@@ -101,6 +112,10 @@ def load_model(model_dir: Path, device: torch.device, dtype: torch.dtype) -> Lla
             )
         with torch.no_grad():
             param.copy_(tensor)
+    if quantization != "none":
+        cache = quantization_module.QuantCache(model_dir, quantization, group_size)
+        quantization_module.quantize_model(model, quantization, group_size, cache, cache.load())
     model.prepare()
+    quantization_module.prepare_quantized(model)
     model.rotary.build(device, dtype)
     return model.eval()

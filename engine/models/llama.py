@@ -135,7 +135,7 @@ class LlamaForCausalLM(nn.Module):
         for module in self.modules():
             if isinstance(module, Linear):
                 module.prepare()
-        if self.lm_head is None:
+        if self.lm_head is None and self.embed_tokens.weight.numel():
             # Tied: the LM head may keep its own packed copy; the embedding stays as is.
             head = make_linear(self.config.hidden_size, self.config.vocab_size)
             head.weight = nn.Parameter(self.embed_tokens.weight.data, requires_grad=False)

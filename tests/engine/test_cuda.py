@@ -22,7 +22,7 @@ def test_cuda_greedy_matches_transformers(
     path, hf = tiny_factory(shape)
     prompts = [[5, 9, 3, 7, 11], list(range(2, 40))]
     expected = [hf_greedy(hf, p, 10) for p in prompts]
-    llm = LLM(str(path), device="cuda", dtype="float32", block_size=8)
+    llm = LLM(str(path), device="cuda", dtype="float32", block_size=8, quantization="none")
     outs = llm.generate(prompts, SamplingParams(max_tokens=10, temperature=0, ignore_eos=True))
     assert [o.token_ids for o in outs] == expected
     assert llm.stats().kv_blocks_free == llm.stats().kv_blocks_total

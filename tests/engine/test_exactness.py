@@ -35,7 +35,7 @@ def test_greedy_matches_transformers(
     path, hf = tiny_factory(shape)
     batch = prompts(hf.config.vocab_size)
     expected = [hf_greedy(hf, p, MAX_NEW) for p in batch]
-    llm = LLM(str(path), dtype="float32", **ENGINE_SETTINGS[settings])
+    llm = LLM(str(path), dtype="float32", quantization="none", **ENGINE_SETTINGS[settings])
     outs = llm.generate(batch, SamplingParams(max_tokens=MAX_NEW, temperature=0.0, ignore_eos=True))
     assert [o.token_ids for o in outs] == expected
     assert llm.stats().kv_blocks_free == llm.stats().kv_blocks_total
@@ -46,7 +46,7 @@ def test_prefix_cache_hit_gives_same_tokens(tiny_factory: Callable[..., tuple[Pa
     shared = prompts(hf.config.vocab_size, (40,))[0]
     batch = [[*shared, 5, 6, 7], [*shared, 9]]
     expected = [hf_greedy(hf, p, MAX_NEW) for p in batch]
-    llm = LLM(str(path), block_size=8)
+    llm = LLM(str(path), block_size=8, quantization="none")
     params = SamplingParams(max_tokens=MAX_NEW, temperature=0.0, ignore_eos=True)
     first = llm.generate(batch[:1], params)[0]
     second = llm.generate(batch[1:], params)[0]

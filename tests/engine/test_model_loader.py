@@ -16,7 +16,7 @@ def test_sharded_checkpoint_with_index(tmp_path: Path) -> None:
     hf.save_pretrained(tmp_path / "sharded", max_shard_size="100KB")
     assert (path / "model.safetensors.index.json").is_file()
     assert len(list(path.glob("*.safetensors"))) > 1
-    llm = LLM(str(path))
+    llm = LLM(str(path), quantization="none")
     prompt = [5, 9, 3, 7, 11]
     out = llm.generate([prompt], SamplingParams(max_tokens=8, temperature=0, ignore_eos=True))
     assert out[0].token_ids == hf_greedy(hf, prompt, 8)
@@ -38,6 +38,10 @@ def test_fused_projections_hold_the_checkpoint_weights(tiny_llama: Path) -> None
 def test_bfloat16_runs_and_mostly_agrees(tiny_llama: Path) -> None:
     prompt = [5, 9, 3, 7, 11, 2, 40]
     params = SamplingParams(max_tokens=6, temperature=0, ignore_eos=True)
-    fp32 = LLM(str(tiny_llama)).generate([prompt], params)[0].token_ids
-    bf16 = LLM(str(tiny_llama), dtype="bfloat16").generate([prompt], params)[0].token_ids
+    fp32 = LLM(str(tiny_llama), quantization="none").generate([prompt], params)[0].token_ids
+    bf16 = (
+        LLM(str(tiny_llama), dtype="bfloat16", quantization="none")
+        .generate([prompt], params)[0]
+        .token_ids
+    )
     assert len(bf16) == 6 and bf16[0] == fp32[0]

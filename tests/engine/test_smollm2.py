@@ -24,7 +24,7 @@ MAX_NEW = 24
 
 @pytest.fixture(scope="module")
 def llm(smollm2_dir: Path) -> LLM:
-    return LLM("smollm2-135m-instruct")
+    return LLM("smollm2-135m-instruct", quantization="none")
 
 
 def chat(tokenizer: Any, question: str) -> list[int]:
@@ -88,7 +88,7 @@ def test_stream_holds_back_stop_strings_and_whole_characters(smollm2_dir: Path) 
 
     from engine import AsyncLLM
 
-    allm = AsyncLLM("smollm2-135m-instruct")
+    allm = AsyncLLM("smollm2-135m-instruct", quantization="none")
     prompt = chat(allm.tokenizer, QUESTIONS[0])
 
     async def main() -> tuple[list[str], str | None]:

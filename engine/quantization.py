@@ -1,0 +1,447 @@
+"""Weight quantization: INT8 per-output-channel (the default) and INT4 group-wise.
+
+gpt-fast style: an offline state-dict transform (``quantize_int8`` / ``quantize_int4``,
+cached on disk by ``QuantCache``) plus small modules holding the quantized buffers
+(``Int8Linear``, ``Int4Linear``, ``Int8Embedding``). Every kernel choice is made in
+``Int8Linear.prepare`` / ``Int4Linear.prepare`` from the weight's device:
+
+INT8 (symmetric, scale per output channel, w = q * s):
+  * CPU: per-token W8A8 through ``torch._int_mm`` (``w8a8_linear``: activations
+    quantized per row on the fly, int32 accumulation). Measured on SmolLM2's shapes
+    (2-core EPYC, 1 thread, best of 10-30, same run): vs oneDNN-packed fp32 0.9-0.7x
+    the time at 1 row, 0.3-0.45x at 32 rows, 0.45x for the 576x49152 LM head at 1 row.
+    Integer sums are exact and each row has its own scale, so a row's result does not
+    depend on the rest of the batch (the engine's batch invariance holds).
+    Not chosen: fbgemm's dynamic linear (``quantized.linear_dynamic``), 1.2-2x faster
+    still at 1 row, but one activation scale for all rows: one token's outliers ruin
+    the others (perplexity 24.7 -> 57 on a prefill; 118 with ``reduce_range``) and
+    results depend on the batch. ``torch._weight_int8pack_mm``: slower than fp32 here.
+  * CUDA: the same W8A8 when a step has more than 16 rows (``_int_mm``'s minimum),
+    else weight-only: ``F.linear(x, q.to(x.dtype)) * s``.
+INT4 (asymmetric, per group of ``group_size`` input channels, w = q * s + m, q in 0..15):
+  * CPU: ``aten._weight_int4pack_mm_for_cpu`` with bfloat16 activations (its fp32 path
+    is many times slower). Faster than oneDNN fp32 at 1 row, about 1.1-1.3x slower
+    at 32-128 rows; it is about memory (weights 1/7 of fp32), not speed, on CPU.
+  * CUDA: ``aten._weight_int4pack_mm`` (tinygemm) on bfloat16.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.errors import InvalidRequestError, ModelLoadError
+
+log = logging.getLogger(__name__)
+
+METHODS = ("int8", "int4", "none")
+INT4_GROUP_SIZES = (32, 64, 128)
+CACHE_VERSION = 1
+# Counts quantize_int8/quantize_int4 calls: the tests check a cached load does none.
+QUANTIZE_CALLS = {"int8": 0, "int4": 0}
+
+
+def check_method(method: str, group_size: int) -> None:
+    """InvalidRequestError for an unknown method or group size."""
+    if method not in METHODS:
+        raise InvalidRequestError(f"quantization must be one of {METHODS}, got {method!r}")
+    if group_size not in INT4_GROUP_SIZES:
+        raise InvalidRequestError(
+            f"quantization_group_size must be one of {INT4_GROUP_SIZES}, got {group_size!r}"
+        )
+
+
+# ---- the math (device independent; the tests check it) ------------------------------
+
+
+def quantize_int8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric per-row int8: (q int8 [n, k], scales fp32 [n]) with w ~= q * s[:, None]."""
+    QUANTIZE_CALLS["int8"] += 1
+    w = w.float()
+    scales = (w.abs().amax(dim=1) / 127.0).clamp(min=1e-10)
+    q = torch.clamp(torch.round(w / scales[:, None]), -127, 127).to(torch.int8)
+    return q, scales
+
+
+def dequantize_int8(q: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    return q.float() * scales.float()[:, None]
+
+
+def quantize_int4(
+    w: torch.Tensor, group_size: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Asymmetric group-wise int4: (q uint8 [n, k] in 0..15, scales [n, k/g], mins [n, k/g])
+    with w ~= q * s + m within each group of ``group_size`` input channels."""
+    QUANTIZE_CALLS["int4"] += 1
+    n, k = w.shape
+    g = w.float().reshape(n, k // group_size, group_size)
+    lo, hi = g.amin(dim=-1), g.amax(dim=-1)
+    scales = ((hi - lo) / 15.0).clamp(min=1e-10)
+    q = torch.clamp(torch.round((g - lo[..., None]) / scales[..., None]), 0, 15)
+    return q.to(torch.uint8).reshape(n, k), scales, lo
+
+
+def dequantize_int4(
+    q: torch.Tensor, scales: torch.Tensor, mins: torch.Tensor, group_size: int
+) -> torch.Tensor:
+    n, k = q.shape
+    g = q.float().reshape(n, k // group_size, group_size)
+    return (g * scales.float()[..., None] + mins.float()[..., None]).reshape(n, k)
+
+
+def pack_nibbles(q: torch.Tensor) -> torch.Tensor:
+    """[n, k] values 0..15 -> [n, k/2] uint8, even column in the high nibble (tinygemm's)."""
+    q = q.to(torch.uint8)
+    return (q[:, ::2] << 4) | q[:, 1::2]
+
+
+def unpack_nibbles(packed: torch.Tensor) -> torch.Tensor:
+    n = packed.shape[0]
+    return torch.stack([packed >> 4, packed & 15], dim=-1).reshape(n, -1)
+
+
+def int4_scales_and_zeros(scales: torch.Tensor, mins: torch.Tensor) -> torch.Tensor:
+    """The [k/g, n, 2] (scale, zero) tensor of the int4pack kernels, which compute
+    w = (q - 8) * scale + zero; ours is w = q * s + m, so zero = m + 8 s."""
+    zeros = mins.float() + 8.0 * scales.float()
+    return torch.stack([scales.float().t(), zeros.t()], dim=-1).contiguous()
+
+
+def w8a8_linear(x: torch.Tensor, qweight_t: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """y = x W^T through an int8 x int8 -> int32 matmul (``torch._int_mm``), x quantized
+    per row (token): x ~= xq * sx. qweight_t is q^T [k, n]. Few ops on purpose: at one
+    row the Python-level quantization is most of the cost."""
+    xf = x if x.dtype == torch.float32 else x.float()
+    sx = xf.abs().amax(dim=-1, keepdim=True).mul_(1 / 127).clamp_(min=1e-10)
+    xq = torch.div(xf, sx).round_().to(torch.int8)  # |x / sx| <= 127 by construction
+    y = torch._int_mm(xq, qweight_t).mul(sx).mul_(scales)
+    return y if y.dtype == x.dtype else y.to(x.dtype)
+
+
+# ---- modules -------------------------------------------------------------------------
+
+
+class Int8Linear(nn.Module):
+    """y = x (q * s)^T + b; int8 ``weight`` [out, in] and fp32 ``scales`` [out] buffers."""
+
+    weight: torch.Tensor
+    scales: torch.Tensor
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = False) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.register_buffer("weight", torch.empty(out_features, in_features, dtype=torch.int8))
+        self.register_buffer("scales", torch.empty(out_features, dtype=torch.float32))
+        self.bias = nn.Parameter(torch.empty(out_features), requires_grad=False) if bias else None
+        self.weight_t: torch.Tensor | None = None  # q^T for torch._int_mm (CUDA)
+        self.stored_bytes = 0
+
+    @classmethod
+    def from_float(cls, w: torch.Tensor, bias: torch.Tensor | None = None) -> Int8Linear:
+        module = cls(w.shape[1], w.shape[0], bias is not None)
+        module.weight, module.scales = quantize_int8(w)
+        if bias is not None:
+            module.bias = nn.Parameter(bias.detach().clone(), requires_grad=False)
+        return module
+
+    def prepare(self, release: bool = True) -> None:
+        q = self.weight
+        self.stored_bytes = q.numel() + 4 * self.scales.numel()
+        if q.device.type in ("cpu", "cuda"):
+            self.weight_t = q.t().contiguous()
+            if release and q.device.type == "cpu":  # CUDA keeps it for weight-only
+                self.weight = torch.empty(0, dtype=torch.int8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.weight_t is not None and (x.device.type == "cpu" or x.shape[0] > 16):
+            y = w8a8_linear(x, self.weight_t, self.scales)
+        else:  # weight-only: dequantize inside the matmul's input cast
+            y = F.linear(x, self.weight.to(x.dtype)) * self.scales.to(x.dtype)
+        return y if self.bias is None else y + self.bias
+
+
+class Int4Linear(nn.Module):
+    """y = x W^T + b with W stored as int4 groups: ``weight`` uint8 [out, in/2] (two
+    values a byte), ``scales`` and ``mins`` fp32 [out, in/group_size]."""
+
+    weight: torch.Tensor
+    scales: torch.Tensor
+    mins: torch.Tensor
+
+    def __init__(
+        self, in_features: int, out_features: int, group_size: int, bias: bool = False
+    ) -> None:
+        super().__init__()
+        self.in_features, self.out_features, self.group_size = in_features, out_features, group_size
+        groups = in_features // group_size
+        self.register_buffer(
+            "weight", torch.empty(out_features, in_features // 2, dtype=torch.uint8)
+        )
+        self.register_buffer("scales", torch.empty(out_features, groups, dtype=torch.float32))
+        self.register_buffer("mins", torch.empty(out_features, groups, dtype=torch.float32))
+        self.bias = nn.Parameter(torch.empty(out_features), requires_grad=False) if bias else None
+        self.packed: torch.Tensor | None = None
+        self.scales_and_zeros: torch.Tensor | None = None
+        self.kernel = "dequantize"
+        self.stored_bytes = 0
+
+    @classmethod
+    def from_float(
+        cls, w: torch.Tensor, group_size: int, bias: torch.Tensor | None = None
+    ) -> Int4Linear:
+        module = cls(w.shape[1], w.shape[0], group_size, bias is not None)
+        q, module.scales, module.mins = quantize_int4(w, group_size)
+        module.weight = pack_nibbles(q)
+        if bias is not None:
+            module.bias = nn.Parameter(bias.detach().clone(), requires_grad=False)
+        return module
+
+    def prepare(self, release: bool = True) -> None:
+        self.stored_bytes = sum(t.numel() * t.element_size() for t in self.buffers())
+        sz = int4_scales_and_zeros(self.scales, self.mins).to(torch.bfloat16)
+        device = self.weight.device
+        try:
+            if device.type == "cpu":
+                q = unpack_nibbles(self.weight).to(torch.int32)
+                self.packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q, 1)
+                self.kernel = "int4pack_cpu"
+            elif device.type == "cuda":
+                tiles = next(t for t in (8, 4, 2) if self.in_features % (16 * t) == 0)
+                self.packed = torch.ops.aten._convert_weight_to_int4pack(self.weight, tiles)
+                self.kernel = "int4pack_cuda"
+        except (RuntimeError, StopIteration) as exc:  # shape or build the kernel lacks
+            log.info("int4 kernel unavailable (%s): dequantizing per call", exc)
+            self.packed = None
+        if self.packed is not None:
+            self.scales_and_zeros = sz
+            if release:
+                self.weight = torch.empty(0, dtype=torch.uint8, device=device)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.packed is not None and self.scales_and_zeros is not None:
+            op = (
+                torch.ops.aten._weight_int4pack_mm_for_cpu
+                if self.kernel == "int4pack_cpu"
+                else torch.ops.aten._weight_int4pack_mm
+            )
+            y = op(x.to(torch.bfloat16), self.packed, self.group_size, self.scales_and_zeros)
+            y = y.to(x.dtype)
+        else:
+            w = dequantize_int4(
+                unpack_nibbles(self.weight), self.scales, self.mins, self.group_size
+            )
+            y = F.linear(x, w.to(x.dtype))
+        return y if self.bias is None else y + self.bias
+
+
+class Int8Embedding(nn.Module):
+    """An embedding table stored int8 with one scale per row (token).
+
+    A tied LM head reuses the same table: the head's output channels are its rows, so
+    the per-row scales are the per-output-channel scales ``Int8Linear`` wants.
+    ``weight`` is an empty tensor of the activation dtype, kept so code that reads
+    ``embed_tokens.weight.device/dtype`` still sees the model's device and dtype.
+    """
+
+    qweight: torch.Tensor
+    scales: torch.Tensor
+
+    def __init__(self, q: torch.Tensor, scales: torch.Tensor, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.register_buffer("qweight", q)
+        self.register_buffer("scales", scales)
+        self.weight = nn.Parameter(torch.empty(0, dtype=dtype, device=q.device), False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        rows = self.qweight[ids].to(self.weight.dtype)
+        return rows * self.scales[ids].to(self.weight.dtype)[:, None]
+
+
+def quantized_modules(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
+    for name, module in model.named_modules():
+        if isinstance(module, (Int8Linear, Int4Linear, Int8Embedding)):
+            yield name, module
+
+
+def weight_bytes(model: nn.Module) -> int:
+    """Bytes of the model's weights as stored: quantized buffers and float parameters,
+    each counted once (not the kernels' packed copies, nor a tied head's)."""
+    from engine.layers.linear import Linear
+
+    total = 0
+    seen: set[int] = set()
+    for name, module in model.named_modules():
+        if name.endswith("tied_head"):
+            continue
+        tensors: list[torch.Tensor] = []
+        if isinstance(module, (Int8Linear, Int4Linear)) and module.stored_bytes:
+            total += module.stored_bytes
+        elif isinstance(module, Linear) and module.packed is not None:
+            total += module.in_features * module.out_features * module.packed.element_size()
+        else:
+            tensors = list(module.parameters(recurse=False)) + list(module.buffers(recurse=False))
+        if isinstance(module, (Int8Linear, Int4Linear, Linear)):
+            tensors = [module.bias] if module.bias is not None else tensors[:0]
+        for t in tensors:
+            if t.numel() and t.data_ptr() not in seen:
+                seen.add(t.data_ptr())
+                total += t.numel() * t.element_size()
+    return total
+
+
+# ---- the model transform and its disk cache ------------------------------------------
+
+
+class QuantCache:
+    """Quantized tensors of one model + method + group size, as one safetensors file.
+
+    Next to the model (``<model>/quantized/``) when that directory is writable, else
+    under ``cache_root()/quantized``; the key hashes the source weights' names, sizes
+    and mtimes, the method, the group size and CACHE_VERSION.
+    """
+
+    def __init__(self, model_dir: Path, method: str, group_size: int) -> None:
+        from engine.model_store import cache_root
+
+        sources = sorted(model_dir.glob("*.safetensors"))
+        ident = [CACHE_VERSION, method, group_size if method == "int4" else 0]
+        ident += [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sources]
+        key = hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
+        tag = method if method == "int8" else f"{method}-g{group_size}"
+        name = f"{tag}-{key}.safetensors"
+        local = model_dir / "quantized"
+        writable = os.access(model_dir, os.W_OK) and (
+            not local.exists() or os.access(local, os.W_OK)
+        )
+        if writable:
+            self.path = local / name
+        else:
+            digest = hashlib.sha256(str(model_dir.resolve()).encode()).hexdigest()[:12]
+            self.path = cache_root() / "quantized" / f"{model_dir.name}-{digest}" / name
+
+    def load(self) -> dict[str, torch.Tensor] | None:
+        if not self.path.is_file():
+            return None
+        from safetensors.torch import load_file
+
+        try:
+            return load_file(str(self.path))
+        except Exception as exc:  # corrupt or truncated: quantize again
+            log.warning("ignoring unreadable quantized cache %s: %s", self.path, exc)
+            return None
+
+    def save(self, tensors: dict[str, torch.Tensor]) -> None:
+        from safetensors.torch import save_file
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
+            save_file({k: v.contiguous().cpu() for k, v in tensors.items()}, str(tmp))
+            tmp.replace(self.path)
+        except OSError as exc:  # a read-only cache is slower, not wrong
+            log.warning("cannot write quantized cache %s: %s", self.path, exc)
+
+
+def _set_module(model: nn.Module, name: str, module: nn.Module) -> None:
+    parent_name, _, leaf = name.rpartition(".")
+    parent = model.get_submodule(parent_name) if parent_name else model
+    setattr(parent, leaf, module)
+
+
+def linear_names(model: nn.Module) -> list[str]:
+    """The projections quantized: every decoder Linear (not an untied lm_head)."""
+    from engine.layers.linear import Linear
+
+    return [
+        n for n, m in model.named_modules() if isinstance(m, Linear) and n.startswith("layers.")
+    ]
+
+
+def check_group_size(model: nn.Module, group_size: int) -> None:
+    """ModelLoadError naming the first layer whose input size ``group_size`` does not divide."""
+    sizes: dict[str, int] = {
+        n: int(cast(Any, model.get_submodule(n)).in_features) for n in linear_names(model)
+    }
+    valid = [g for g in INT4_GROUP_SIZES if all(k % g == 0 for k in sizes.values())]
+    for name, k in sizes.items():
+        if k % group_size:
+            raise ModelLoadError(
+                f"int4 quantization: layer {name} has input size {k}, not divisible by "
+                f"quantization_group_size={group_size}; valid group sizes for this model: "
+                f"{valid}"
+            )
+
+
+def quantize_model(
+    model: nn.Module,
+    method: str,
+    group_size: int,
+    cache: QuantCache | None,
+    cached: dict[str, torch.Tensor] | None,
+    quantize_embedding: bool = True,
+) -> None:
+    """Swap the loaded model's decoder Linears (and, for int8, the embedding / tied
+    head) for quantized modules, from ``cached`` tensors or by quantizing and saving."""
+    if method == "int4":
+        check_group_size(model, group_size)
+    out: dict[str, torch.Tensor] = {}
+    for name in linear_names(model):
+        lin: Any = model.get_submodule(name)
+        bias = None if lin.bias is None else lin.bias.data
+        qmod: Int8Linear | Int4Linear
+        if method == "int8":
+            if cached is not None:
+                qmod = Int8Linear(lin.in_features, lin.out_features, bias is not None)
+                qmod.weight, qmod.scales = cached[f"{name}.weight"], cached[f"{name}.scales"]
+                if bias is not None:
+                    qmod.bias = nn.Parameter(bias, requires_grad=False)
+            else:
+                qmod = Int8Linear.from_float(lin.weight.data, bias)
+        else:
+            if cached is not None:
+                qmod = Int4Linear(lin.in_features, lin.out_features, group_size, bias is not None)
+                qmod.weight = cached[f"{name}.weight"]
+                qmod.scales, qmod.mins = cached[f"{name}.scales"], cached[f"{name}.mins"]
+                if bias is not None:
+                    qmod.bias = nn.Parameter(bias, requires_grad=False)
+            else:
+                qmod = Int4Linear.from_float(lin.weight.data, group_size, bias)
+        device = lin.bias.device if lin.bias is not None else lin.weight.device
+        qmod.to(device)
+        _set_module(model, name, qmod)
+        out.update({f"{name}.{k}": v for k, v in qmod.named_buffers()})
+    if method == "int8" and quantize_embedding:
+        emb: Any = model.get_submodule("embed_tokens")
+        if cached is not None:
+            q, s = cached["embed_tokens.qweight"], cached["embed_tokens.scales"]
+        else:
+            q, s = quantize_int8(emb.weight.data)
+        device, dtype = emb.weight.device, emb.weight.dtype
+        qemb = Int8Embedding(q.to(device), s.to(device), dtype)
+        model.embed_tokens = qemb  # type: ignore[assignment]
+        out["embed_tokens.qweight"], out["embed_tokens.scales"] = q, s
+    if cached is None and cache is not None:
+        cache.save(out)
+
+
+def prepare_quantized(model: nn.Module) -> None:
+    """After the float layers' ``prepare``: pick kernels; an int8 tied head shares the
+    embedding's int8 table (ignoring any packed float head ``prepare`` made)."""
+    for _, module in quantized_modules(model):
+        if isinstance(module, (Int8Linear, Int4Linear)):
+            module.prepare()
+    emb = getattr(model, "embed_tokens", None)
+    if isinstance(emb, Int8Embedding) and getattr(model, "lm_head", None) is None:
+        head = Int8Linear(emb.qweight.shape[1], emb.qweight.shape[0])
+        head.weight, head.scales = emb.qweight, emb.scales
+        head.prepare(release=False)  # the embedding still gathers rows from it
+        model.tied_head = head  # type: ignore[assignment]
