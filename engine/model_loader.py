@@ -93,8 +93,15 @@ def load_model(
     if quantization == "int4":  # fail before reading any weight
         quantization_module.check_group_size(model, group_size)
     model.to_empty(device=device).to(dtype)
+    cache, cached = None, None
+    if quantization != "none":
+        cache = quantization_module.QuantCache(model_dir, quantization, group_size)
+        cached = cache.load()
+        if cached is not None:  # swap first: the float weights are then never read
+            quantization_module.quantize_model(model, quantization, group_size, cache, cached)
     handles = _open_checkpoint(model_dir)
-    params: dict[str, nn.Parameter] = dict(model.named_parameters())
+    # (an int8 embedding keeps an empty float ``weight``: nothing to load into it)
+    params: dict[str, nn.Parameter] = {n: p for n, p in model.named_parameters() if p.numel()}
     for name, param in params.items():
         sources = _hf_names(name)
         missing = [s for s in sources if s not in handles]
@@ -112,9 +119,8 @@ def load_model(
             )
         with torch.no_grad():
             param.copy_(tensor)
-    if quantization != "none":
-        cache = quantization_module.QuantCache(model_dir, quantization, group_size)
-        quantization_module.quantize_model(model, quantization, group_size, cache, cache.load())
+    if quantization != "none" and cached is None:
+        quantization_module.quantize_model(model, quantization, group_size, cache, None)
     model.prepare()
     quantization_module.prepare_quantized(model)
     model.rotary.build(device, dtype)

@@ -6,18 +6,23 @@ cached on disk by ``QuantCache``) plus small modules holding the quantized buffe
 ``Int8Linear.prepare`` / ``Int4Linear.prepare`` from the weight's device:
 
 INT8 (symmetric, scale per output channel, w = q * s):
-  * CPU: per-token W8A8 through ``torch._int_mm`` (``w8a8_linear``: activations
-    quantized per row on the fly, int32 accumulation). Measured on SmolLM2's shapes
-    (2-core EPYC, 1 thread, best of 10-30, same run): vs oneDNN-packed fp32 0.9-0.7x
-    the time at 1 row, 0.3-0.45x at 32 rows, 0.45x for the 576x49152 LM head at 1 row.
-    Integer sums are exact and each row has its own scale, so a row's result does not
-    depend on the rest of the batch (the engine's batch invariance holds).
+  * CPU: ``int8_linear`` through ``torch._int_mm`` (int8 x int8 -> int32, exact sums).
+    Activations are quantized per row (token) to 15 bits and split into two int8
+    halves (x = 128 * hi + lo) stacked as 2M rows: one matmul, and the quality of
+    weight-only int8 (SmolLM2 perplexity +0.0%, measured). Plain 8-bit activations
+    (W8A8, ``ACTIVATION_SPLIT = False``) are up to 2x faster at 32 rows but cost +4.5%
+    perplexity and most greedy tokens (24% agreement over 8 prompts x 32 tokens).
+    Measured per layer on SmolLM2's shapes (2-core EPYC, 1 thread, best of 10-30, same
+    run), W8A8 vs oneDNN-packed fp32: 0.7-0.9x the time at 1 row, 0.3-0.45x at 32, the
+    576x49152 LM head 0.45x at 1 row; the split form adds a few small ops at 1 row and
+    doubles the integer work at 32. Each row has its own scale and integer sums are
+    exact: a row's result does not depend on the batch (the engine's batch invariance).
     Not chosen: fbgemm's dynamic linear (``quantized.linear_dynamic``), 1.2-2x faster
-    still at 1 row, but one activation scale for all rows: one token's outliers ruin
-    the others (perplexity 24.7 -> 57 on a prefill; 118 with ``reduce_range``) and
-    results depend on the batch. ``torch._weight_int8pack_mm``: slower than fp32 here.
-  * CUDA: the same W8A8 when a step has more than 16 rows (``_int_mm``'s minimum),
-    else weight-only: ``F.linear(x, q.to(x.dtype)) * s``.
+    than W8A8 at 1 row, but one activation scale for all rows: one token's outliers
+    ruin the others (perplexity 24.7 -> 57 on a prefill; 118 with ``reduce_range``)
+    and results depend on the batch. ``torch._weight_int8pack_mm``: slower than fp32.
+  * CUDA: the same ``int8_linear`` when its matmul has more than 16 rows
+    (``_int_mm``'s minimum), else weight-only: ``F.linear(x, q.to(x.dtype)) * s``.
 INT4 (asymmetric, per group of ``group_size`` input channels, w = q * s + m, q in 0..15):
   * CPU: ``aten._weight_int4pack_mm_for_cpu`` with bfloat16 activations (its fp32 path
     is many times slower). Faster than oneDNN fp32 at 1 row, about 1.1-1.3x slower
@@ -116,14 +121,28 @@ def int4_scales_and_zeros(scales: torch.Tensor, mins: torch.Tensor) -> torch.Ten
     return torch.stack([scales.float().t(), zeros.t()], dim=-1).contiguous()
 
 
-def w8a8_linear(x: torch.Tensor, qweight_t: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
-    """y = x W^T through an int8 x int8 -> int32 matmul (``torch._int_mm``), x quantized
-    per row (token): x ~= xq * sx. qweight_t is q^T [k, n]. Few ops on purpose: at one
-    row the Python-level quantization is most of the cost."""
+ACTIVATION_SPLIT = True  # int8_linear's activations: 15 bits in two int8 halves
+
+
+def int8_linear(
+    x: torch.Tensor, qweight_t: torch.Tensor, scales: torch.Tensor, split: bool = ACTIVATION_SPLIT
+) -> torch.Tensor:
+    """y = x W^T with W = q * s through ``torch._int_mm``; qweight_t is q^T [k, n].
+
+    x is quantized per row: to 8 bits (``split=False``: W8A8), or to 15 bits written as
+    128 * hi + lo with hi in [-128, 127] and lo in [0, 127], both rows of one int8
+    matmul. Few ops on purpose: at one row they are most of the cost."""
     xf = x if x.dtype == torch.float32 else x.float()
-    sx = xf.abs().amax(dim=-1, keepdim=True).mul_(1 / 127).clamp_(min=1e-10)
-    xq = torch.div(xf, sx).round_().to(torch.int8)  # |x / sx| <= 127 by construction
-    y = torch._int_mm(xq, qweight_t).mul(sx).mul_(scales)
+    m = xf.shape[0]
+    top = 16383.0 if split else 127.0
+    sx = xf.abs().amax(dim=-1, keepdim=True).mul_(1 / top).clamp_(min=1e-10)
+    xq = torch.div(xf, sx).round_()  # |xq| <= top by construction
+    if split:
+        hi = xq.mul(1 / 128).floor_()  # exact: xq is an integer, 128 a power of two
+        acc = torch._int_mm(torch.cat([hi, xq.sub_(hi * 128)]).to(torch.int8), qweight_t)
+        y = acc[:m].mul(128.0).add_(acc[m:]).mul_(sx).mul_(scales)
+    else:
+        y = torch._int_mm(xq.to(torch.int8), qweight_t).mul(sx).mul_(scales)
     return y if y.dtype == x.dtype else y.to(x.dtype)
 
 
@@ -162,8 +181,9 @@ class Int8Linear(nn.Module):
                 self.weight = torch.empty(0, dtype=torch.int8)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.weight_t is not None and (x.device.type == "cpu" or x.shape[0] > 16):
-            y = w8a8_linear(x, self.weight_t, self.scales)
+        rows = x.shape[0] * (2 if ACTIVATION_SPLIT else 1)
+        if self.weight_t is not None and (x.device.type == "cpu" or rows > 16):
+            y = int8_linear(x, self.weight_t, self.scales)
         else:  # weight-only: dequantize inside the matmul's input cast
             y = F.linear(x, self.weight.to(x.dtype)) * self.scales.to(x.dtype)
         return y if self.bias is None else y + self.bias

@@ -43,18 +43,20 @@ def test_int8_linear_close_to_float_on_every_path() -> None:
         assert rel < 0.02, (rows, rel)
 
 
-def test_cuda_w8a8_and_weight_only_math_on_cpu() -> None:
-    """The CUDA paths' formulas, run on CPU (torch._int_mm runs here too). Not run: the
-    CUDA kernels themselves (no GPU on this machine)."""
+@pytest.mark.parametrize("split", [True, False])
+def test_int8_matmul_and_cuda_weight_only_math_on_cpu(split: bool) -> None:
+    """int8_linear (CPU, and CUDA above 16 rows) and the CUDA weight-only formula, run
+    on CPU (torch._int_mm runs here too). Not run: the CUDA kernels (no GPU here)."""
     torch.manual_seed(1)
     w, x = torch.randn(32, 64) * 0.1, torch.randn(24, 64)
     q, s = Q.quantize_int8(w)
-    ref = x @ w.t()
-    y = Q.w8a8_linear(x, q.t().contiguous(), s)
-    assert (y - ref).norm() / ref.norm() < 0.02
-    assert torch.equal(Q.w8a8_linear(x[:3], q.t().contiguous(), s), y[:3])  # batch invariant
-    weight_only = F.linear(x, q.to(x.dtype)) * s  # Int8Linear's M <= 16 formula
-    assert torch.allclose(weight_only, x @ Q.dequantize_int8(q, s).t(), atol=1e-4)
+    deq = x @ Q.dequantize_int8(q, s).t()
+    y = Q.int8_linear(x, q.t().contiguous(), s, split=split)
+    # split: 15-bit activations, as close as weight-only; else 8-bit activations.
+    assert (y - deq).norm() / deq.norm() < (1e-3 if split else 0.02)
+    assert torch.equal(Q.int8_linear(x[:3], q.t().contiguous(), s, split=split), y[:3])
+    weight_only = F.linear(x, q.to(x.dtype)) * s  # Int8Linear's CUDA formula, <= 16 rows
+    assert torch.allclose(weight_only, deq, atol=1e-4)
 
 
 @pytest.mark.parametrize("group_size", Q.INT4_GROUP_SIZES)
@@ -113,8 +115,11 @@ def test_quantized_engine_runs_and_int8_agrees(
     assert Q.weight_bytes(llm.model) < 0.45 * Q.weight_bytes(base.model)
 
 
-def test_cache_written_then_reused(tiny_factory: Callable[..., tuple[Path, Any]]) -> None:
-    path, _ = tiny_factory("llama-mha-untied", seed=5)
+@pytest.mark.parametrize("shape", ["llama-mha-untied", "qwen2-gqa-bias"])
+def test_cache_written_then_reused(
+    tiny_factory: Callable[..., tuple[Path, Any]], shape: str
+) -> None:
+    path, _ = tiny_factory(shape, seed=5)
     first_calls = dict(Q.QUANTIZE_CALLS)
     a = LLM(str(path), quantization="int8")
     files = list((path / "quantized").glob("int8-*.safetensors"))
@@ -128,11 +133,9 @@ def test_cache_written_then_reused(tiny_factory: Callable[..., tuple[Path, Any]]
 
 
 def test_smollm2_perplexity_bounds(smollm2_dir: Path) -> None:
-    """Loose bounds that catch breakage. Measured: int8 +7.4% on this 256-token slice
-    (+4.4% on 512 tokens, +4.5% on the whole text), all of it from W8A8's per-token
-    8-bit activations (weight-only int8 measured +0.0%): above the +3% first asked for,
-    so the bound is +10%. int4 g32 +0.1% (the bundled weights were Q4_1: int4, groups
-    of 32)."""
+    """Loose bounds that catch breakage. Measured on 512 tokens: int8 +0.0% (W8A8,
+    8-bit activations, was +4.4%), int4 g32 +0.1% (the bundled weights were Q4_1: int4
+    in groups of 32; g64 requantizes across that grid, +68%)."""
     text = eval_text()
     base = LLM("smollm2-135m-instruct", quantization="none")
     ids = base.tokenizer.encode(text)[:256]
@@ -142,5 +145,5 @@ def test_smollm2_perplexity_bounds(smollm2_dir: Path) -> None:
     int4 = LLM("smollm2-135m-instruct", quantization="int4", quantization_group_size=32)
     ppl["int4"] = perplexity(int4, ids)
     assert 1.0 < ppl["none"] < 100.0, ppl
-    assert ppl["int8"] <= ppl["none"] * 1.10, ppl
+    assert ppl["int8"] <= ppl["none"] * 1.03, ppl
     assert ppl["int4"] <= ppl["none"] * 1.15, ppl
