@@ -14,6 +14,7 @@ from pathlib import Path
 BENCHMARKS = {
     "engine": "app.bench.engine",
     "voice": "app.bench.voice",
+    "quant": "app.bench.quant",
     "serve": "app.bench.serve",
     "prefix": "app.bench.prefix",
 }
@@ -30,6 +31,7 @@ def _serve(args: argparse.Namespace) -> int:
         for k, v in {
             "llm_backend": args.llm_backend,
             "llm_model": args.llm_model,
+            "quantization": args.quantization,
         }.items()
         if v is not None
     }
@@ -73,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--llm-backend", choices=["embedded", "transformers"], default=None)
     serve.add_argument("--llm-model", default=None, help="bundled name, HF directory or .gguf")
+    serve.add_argument("--quantization", choices=["int8", "int4", "none"], default=None)
     serve.set_defaults(func=_serve)
 
     models = sub.add_parser("models", help="list or prepare the bundled models")

@@ -54,7 +54,10 @@ def load_components(settings: Settings) -> Components:
             PiperTTS(model_registry.locate(settings.tts_voice, "tts"), name=settings.tts_voice)
         ),
     )
-    llm = timed("llm", lambda: create_backend(settings.llm_backend, settings.llm_model))
+    llm = timed(
+        "llm",
+        lambda: create_backend(settings.llm_backend, settings.llm_model, settings.quantization),
+    )
     return Components(settings=settings, vad=vad, asr=asr, tts=tts, llm=llm, timings=timings)
 
 

@@ -20,6 +20,7 @@ class Settings:
 
     llm_backend: str = "embedded"  # "embedded" (our engine) or "transformers" (HF generate)
     llm_model: str = DEFAULT_LLM
+    quantization: str = "int8"  # embedded engine weights: "int8", "int4" or "none"
     asr_model: str = "whisper-tiny.en"
     tts_voice: str = "piper-en_US-joe-medium"
     system_prompt: str = DEFAULT_SYSTEM_PROMPT

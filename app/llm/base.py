@@ -108,7 +108,7 @@ class LLMBackend(abc.ABC):
         """Release threads and memory."""
 
 
-def create_backend(kind: str, model: str) -> LLMBackend:
+def create_backend(kind: str, model: str, quantization: str = "int8") -> LLMBackend:
     """Build the configured backend (blocking: loads weights)."""
     if kind == "transformers":
         from app.llm.transformers_backend import TransformersBackend
@@ -117,5 +117,5 @@ def create_backend(kind: str, model: str) -> LLMBackend:
     if kind == "embedded":
         from app.llm.embedded import EmbeddedBackend
 
-        return EmbeddedBackend(model)
+        return EmbeddedBackend(model, quantization=quantization)
     raise ValueError(f"unknown LLM backend {kind!r}; use 'embedded' or 'transformers'")
