@@ -61,7 +61,7 @@ class EmbeddedBackend(LLMBackend):
                 prompt,
                 sampling,
                 request_id=request_id or uuid.uuid4().hex,
-                priority=params.priority if params.priority is not None else 0,
+                priority=params.priority,  # None: the engine's short-first default
             )
             self._counters["requests"] += 1
             # Closing this generator closes the engine stream, which aborts the request.
