@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from engine import quantization as quantization_module
+from engine import quantized_model
 from engine.errors import ModelLoadError
 from engine.models import MODEL_REGISTRY, LlamaForCausalLM
 
@@ -91,14 +92,14 @@ def load_model(
         model = MODEL_REGISTRY[config.model_type](config)
     quantization_module.check_method(quantization, group_size)
     if quantization == "int4":  # fail before reading any weight
-        quantization_module.check_group_size(model, group_size)
+        quantized_model.check_group_size(model, group_size)
     model.to_empty(device=device).to(dtype)
     cache, cached = None, None
     if quantization != "none":
-        cache = quantization_module.QuantCache(model_dir, quantization, group_size)
+        cache = quantized_model.QuantCache(model_dir, quantization, group_size)
         cached = cache.load()
         if cached is not None:  # swap first: the float weights are then never read
-            quantization_module.quantize_model(model, quantization, group_size, cache, cached)
+            quantized_model.quantize_model(model, quantization, group_size, cache, cached)
     handles = _open_checkpoint(model_dir)
     # (an int8 embedding keeps an empty float ``weight``: nothing to load into it)
     params: dict[str, nn.Parameter] = {n: p for n, p in model.named_parameters() if p.numel()}
@@ -120,8 +121,8 @@ def load_model(
         with torch.no_grad():
             param.copy_(tensor)
     if quantization != "none" and cached is None:
-        quantization_module.quantize_model(model, quantization, group_size, cache, None)
+        quantized_model.quantize_model(model, quantization, group_size, cache, None)
     model.prepare()
-    quantization_module.prepare_quantized(model)
+    quantized_model.prepare_quantized(model)
     model.rotary.build(device, dtype)
     return model.eval()

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from app.bench.engine import _Transformers
     from engine import LLM, SamplingParams
     from engine.model_store import BUNDLED_LLMS, bundled_gguf_path, resolve_model
-    from engine.quantization import QuantCache, weight_bytes
+    from engine.quantized_model import QuantCache, weight_bytes
     from engine.scoring import perplexity
 
     if args.num_threads:

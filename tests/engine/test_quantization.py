@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from engine import LLM, EngineConfig, InvalidRequestError, ModelLoadError, SamplingParams
 from engine import quantization as Q
+from engine.quantized_model import weight_bytes
 from engine.scoring import perplexity
 
 EVAL_TEXT = Path(__file__).parent.parent / "data" / "eval_text.txt"
@@ -112,7 +113,7 @@ def test_quantized_engine_runs_and_int8_agrees(
         pairs = [(a, b) for r, g in zip(ref, got, strict=True) for a, b in zip(r, g, strict=True)]
         assert sum(a == b for a, b in pairs) / len(pairs) >= 0.6
     assert llm.stats().kv_blocks_free == llm.stats().kv_blocks_total
-    assert Q.weight_bytes(llm.model) < 0.45 * Q.weight_bytes(base.model)
+    assert weight_bytes(llm.model) < 0.45 * weight_bytes(base.model)
 
 
 @pytest.mark.parametrize("shape", ["llama-mha-untied", "qwen2-gqa-bias"])
