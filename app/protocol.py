@@ -35,6 +35,12 @@ class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class _ClientEvent(_Lenient):
+    """Every client event may carry an `event_id`, echoed in errors about it."""
+
+    event_id: str | None = None
+
+
 class AudioFormat(_Lenient):
     """GA-style audio format object; the beta strings are mapped onto it."""
 
@@ -81,26 +87,22 @@ class SessionPatch(_Lenient):
     priority: int | None = Field(default=None, ge=-100, le=1000)
 
 
-class SessionUpdate(_Lenient):
+class SessionUpdate(_ClientEvent):
     type: Literal["session.update"]
-    event_id: str | None = None
     session: SessionPatch
 
 
-class AudioAppend(_Lenient):
+class AudioAppend(_ClientEvent):
     type: Literal["input_audio_buffer.append"]
-    event_id: str | None = None
     audio: str
 
 
-class AudioCommit(_Lenient):
+class AudioCommit(_ClientEvent):
     type: Literal["input_audio_buffer.commit"]
-    event_id: str | None = None
 
 
-class AudioClear(_Lenient):
+class AudioClear(_ClientEvent):
     type: Literal["input_audio_buffer.clear"]
-    event_id: str | None = None
 
 
 class ContentPart(_Lenient):
@@ -117,22 +119,19 @@ class ConversationItem(_Lenient):
     content: list[ContentPart] = Field(min_length=1)
 
 
-class ItemCreate(_Lenient):
+class ItemCreate(_ClientEvent):
     type: Literal["conversation.item.create"]
-    event_id: str | None = None
     previous_item_id: str | None = None
     item: ConversationItem
 
 
-class ItemDelete(_Lenient):
+class ItemDelete(_ClientEvent):
     type: Literal["conversation.item.delete"]
-    event_id: str | None = None
     item_id: str
 
 
-class ItemTruncate(_Lenient):
+class ItemTruncate(_ClientEvent):
     type: Literal["conversation.item.truncate"]
-    event_id: str | None = None
     item_id: str
     content_index: int = Field(0, ge=0)
     audio_end_ms: int = Field(ge=0)
@@ -147,15 +146,13 @@ class ResponseOptions(_Lenient):
     max_response_output_tokens: int | Literal["inf"] | None = None
 
 
-class ResponseCreate(_Lenient):
+class ResponseCreate(_ClientEvent):
     type: Literal["response.create"]
-    event_id: str | None = None
     response: ResponseOptions | None = None
 
 
-class ResponseCancel(_Lenient):
+class ResponseCancel(_ClientEvent):
     type: Literal["response.cancel"]
-    event_id: str | None = None
     response_id: str | None = None
 
 

@@ -105,8 +105,9 @@ class Session:
 
     def _normalize(self, raw: str | bytes) -> str | bytes:
         """GA `session.update` -> the flat shape we validate (and switch to GA)."""
-        if b"session.update" not in (raw if isinstance(raw, bytes) else raw.encode()):
-            return raw
+        marker = "session.update"
+        if (marker.encode() if isinstance(raw, bytes) else marker) not in raw:  # type: ignore[operator]
+            return raw  # the common case (audio appends): no JSON parsed twice
         try:
             data = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
