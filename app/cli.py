@@ -12,18 +12,18 @@ from pathlib import Path
 #   add_arguments(parser: argparse.ArgumentParser) -> None
 #   run(args: argparse.Namespace) -> dict   (the JSON result)
 BENCHMARKS = {
-    "engine": "app.bench.engine",
-    "voice": "app.bench.voice",
-    "quant": "app.bench.quant",
-    "serve": "app.bench.serve",
-    "prefix": "app.bench.prefix",
+    "engine": "bench.engine",
+    "voice": "bench.voice",
+    "quant": "bench.quant",
+    "serve": "bench.serve",
+    "prefix": "bench.prefix",
 }
 
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from app.main import create_app
+    from app.server.app import create_app
     from app.settings import Settings
 
     overrides = {
@@ -41,7 +41,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _models(args: argparse.Namespace) -> int:
-    from app import model_registry
+    from app.models import registry as model_registry
 
     if args.action == "list":
         for row in model_registry.list_models():

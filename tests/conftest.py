@@ -16,7 +16,7 @@ import soundfile as sf
 from fastapi.testclient import TestClient
 
 from app.audio import float_to_pcm16, resample
-from app.main import create_app
+from app.server.app import create_app
 from app.settings import Settings
 
 SPEECH_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "speech"

@@ -1,0 +1,85 @@
+"""The heavy parts shared by every session, loaded once in the lifespan and warmed up."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from app.llm.base import ChatMessage, GenerationParams, LLMBackend, create_backend
+from app.models import registry as model_registry
+from app.models.asr import WhisperASR
+from app.models.piper_tts import PiperTTS
+from app.models.vad import SileroModel
+from app.models.voices import VoiceCatalog
+from app.settings import Settings
+
+log = logging.getLogger("r1voice")
+
+
+@dataclass
+class Components:
+    settings: Settings
+    vad: SileroModel
+    asr: WhisperASR
+    tts: VoiceCatalog
+    llm: LLMBackend
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def load_components(settings: Settings) -> Components:
+    """Load VAD, ASR, LLM and TTS (blocking; run it off the event loop)."""
+    timings: dict[str, float] = {}
+
+    def timed(name: str, fn):  # type: ignore[no-untyped-def]
+        start = time.perf_counter()
+        value = fn()
+        timings[f"load_{name}_s"] = round(time.perf_counter() - start, 3)
+        return value
+
+    vad = timed("vad", lambda: SileroModel(model_registry.locate("silero-vad", "vad")))
+    asr = timed(
+        "asr",
+        lambda: WhisperASR(
+            model_registry.locate(settings.asr_model, "asr"),
+            name=settings.asr_model,
+            threads=settings.asr_threads,
+        ),
+    )
+    tts = timed(
+        "tts",
+        lambda: VoiceCatalog(
+            PiperTTS(model_registry.locate(settings.tts_voice, "tts"), name=settings.tts_voice)
+        ),
+    )
+    llm = timed(
+        "llm",
+        lambda: create_backend(settings.llm_backend, settings.llm_model, settings.quantization),
+    )
+    return Components(settings=settings, vad=vad, asr=asr, tts=tts, llm=llm, timings=timings)
+
+
+def warm_up(components: Components) -> None:
+    """One short transcription, generation and synthesis, so the first user is not slow."""
+    start = time.perf_counter()
+    speech = components.tts.synthesize("Hello there.", 16_000)
+    components.asr.transcribe(speech if speech.size else np.zeros(16_000, dtype=np.float32))
+    components.llm.warmup()
+    components.timings["warmup_s"] = round(time.perf_counter() - start, 3)
+    log.info("warm-up done in %.2f s", components.timings["warmup_s"])
+
+
+async def close_components(components: Components) -> None:
+    await components.llm.close()
+
+
+__all__ = [
+    "ChatMessage",
+    "Components",
+    "GenerationParams",
+    "close_components",
+    "load_components",
+    "warm_up",
+]

@@ -1,0 +1,121 @@
+"""The effective configuration of one session, and its wire form for session.created/updated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.protocol.schemas import (
+    BETA_FORMATS,
+    AudioFormat,
+    ProtocolError,
+    SessionPatch,
+    TurnDetection,
+)
+from app.settings import Settings
+
+
+def _format(value: str | AudioFormat) -> AudioFormat:
+    return BETA_FORMATS[value] if isinstance(value, str) else value
+
+
+def _format_to_wire(fmt: AudioFormat) -> str | dict[str, Any]:
+    for name, beta in BETA_FORMATS.items():
+        if beta == fmt:
+            return name
+    return fmt.model_dump()
+
+
+@dataclass
+class SessionConfig:
+    instructions: str
+    voice: str
+    max_output_tokens: int
+    temperature: float
+    modalities: list[str] = field(default_factory=lambda: ["text", "audio"])
+    input_format: AudioFormat = field(default_factory=AudioFormat)
+    output_format: AudioFormat = field(default_factory=AudioFormat)
+    turn_detection: TurnDetection | None = field(default_factory=lambda: TurnDetection())
+    transcription_model: str = "whisper-tiny.en"
+    speed: float = 1.0
+    priority: int = -1  # voice answers go ahead of bulk HTTP text (engine default >= 0)
+
+    @classmethod
+    def default(cls, settings: Settings) -> SessionConfig:
+        return cls(
+            instructions=settings.system_prompt,
+            voice=settings.tts_voice,
+            max_output_tokens=settings.max_response_tokens,
+            temperature=settings.temperature,
+            transcription_model=settings.asr_model,
+        )
+
+    def apply(self, patch: SessionPatch, voices: list[str]) -> None:
+        """Apply the fields the client set (an explicit null turn_detection disables VAD).
+
+        Everything is checked before anything changes, so a refused update changes nothing.
+        """
+        given = patch.model_fields_set
+        if patch.voice is not None and patch.voice not in voices:
+            raise ProtocolError(
+                "unsupported_voice",
+                f"voice '{patch.voice}' is not available; available: {voices}",
+                param="session.voice",
+            )
+        limit = patch.max_response_output_tokens
+        if isinstance(limit, int) and limit <= 0:
+            raise ProtocolError(
+                "invalid_value",
+                "max_response_output_tokens must be a positive integer or 'inf'",
+                param="session.max_response_output_tokens",
+            )
+        if patch.input_audio_transcription and patch.input_audio_transcription.model not in (
+            None,
+            self.transcription_model,
+            "whisper-1",
+        ):
+            raise ProtocolError(
+                "unsupported_model",
+                f"transcription model '{patch.input_audio_transcription.model}' is not loaded; "
+                f"this server runs '{self.transcription_model}'",
+                param="session.input_audio_transcription.model",
+            )
+        modalities = patch.output_modalities or patch.modalities
+        if modalities is not None:
+            self.modalities = list(modalities)
+        if patch.instructions is not None:
+            self.instructions = patch.instructions
+        if patch.input_audio_format is not None:
+            self.input_format = _format(patch.input_audio_format)
+        if patch.output_audio_format is not None:
+            self.output_format = _format(patch.output_audio_format)
+        if "turn_detection" in given:
+            self.turn_detection = patch.turn_detection
+        if patch.temperature is not None:
+            self.temperature = patch.temperature
+        if limit is not None:
+            self.max_output_tokens = 4096 if limit == "inf" else int(limit)
+        if patch.voice is not None:
+            self.voice = patch.voice
+        if patch.speed is not None:
+            self.speed = patch.speed
+        if patch.priority is not None:
+            self.priority = patch.priority
+
+    def to_wire(self, session_id: str) -> dict[str, Any]:
+        return {
+            "id": session_id,
+            "object": "realtime.session",
+            "model": "r1voice",
+            "modalities": self.modalities,
+            "instructions": self.instructions,
+            "voice": self.voice,
+            "input_audio_format": _format_to_wire(self.input_format),
+            "output_audio_format": _format_to_wire(self.output_format),
+            "input_audio_transcription": {"model": self.transcription_model},
+            "turn_detection": self.turn_detection.model_dump() if self.turn_detection else None,
+            "temperature": self.temperature,
+            "max_response_output_tokens": self.max_output_tokens,
+            "speed": self.speed,
+            "priority": self.priority,
+        }

@@ -1,0 +1,17 @@
+"""Prometheus scrape endpoint."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from app.server.state import HttpState
+
+router = APIRouter(tags=["metrics"])
+
+
+@router.get("/metrics")
+async def metrics(state: HttpState) -> Response:
+    state.metrics.ready.set(1 if state.ready else 0)
+    state.metrics.sessions.set(state.active_sessions)
+    return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,38 @@
+"""Process-wide server state shared by the routes (through FastAPI dependencies)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from fastapi import Depends, Request, WebSocket
+
+from app.models.components import Components
+from app.server.metrics import Metrics
+from app.settings import Settings
+
+
+@dataclass
+class ServerState:
+    settings: Settings
+    started_at: float = field(default_factory=time.monotonic)
+    components: Components | None = None
+    ready: bool = False
+    load_error: str | None = None
+    ready_after_s: float | None = None
+    active_sessions: int = 0
+    sessions: dict[str, Any] = field(default_factory=dict)  # id -> Session, for inspection
+    metrics: Metrics = field(default_factory=Metrics)
+
+
+def _state_from_http(request: Request) -> ServerState:
+    return request.app.state.server  # type: ignore[no-any-return]
+
+
+def _state_from_ws(websocket: WebSocket) -> ServerState:
+    return websocket.app.state.server  # type: ignore[no-any-return]
+
+
+HttpState = Annotated[ServerState, Depends(_state_from_http)]
+WsState = Annotated[ServerState, Depends(_state_from_ws)]

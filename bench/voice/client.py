@@ -1,0 +1,228 @@
+"""What a client does over a connection: voice turns, whole sessions, barge-in trials."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.voice.common import ANSWER_DONE, AUDIO_DELTAS, TRANSCRIPT_DONE, log
+from bench.voice.connection import Conn
+from bench.voice.workload import LONG_ANSWER_INSTRUCTIONS, LONG_ANSWER_PROMPT, Clip
+
+
+def _ms(t: float | None, since: float | None) -> float | None:
+    return None if t is None or since is None else round((t - since) * 1000, 1)
+
+
+async def voice_turn(conn: Conn, clip: Clip, timeout: float) -> dict[str, Any]:
+    """Say the clip, keep the microphone on (silence), wait for the answer and its metrics."""
+    start = len(conn.log)
+    turn: dict[str, Any] = {
+        "clip": clip.name,
+        "kind": clip.kind,
+        "speech_s": round(clip.duration_s, 2),
+    }
+    _, last_sent = await conn.say(clip.pcm)
+    turn["speech_end"] = last_sent
+    try:
+        # The answer to the whole utterance is the first response created after its end
+        # (answers to a part of it, before a pause, are created earlier and cancelled).
+        i_created, _, created = await conn.wait_for(
+            lambda t, e: e["type"] == "response.created" and t > last_sent, start, timeout
+        )
+        rid = created["response"]["id"]
+        i_done, t_done, done = await conn.wait_for(
+            lambda t, e: e["type"] == "response.done" and e["response"]["id"] == rid,
+            i_created,
+            timeout,
+        )
+        turn["status"] = done["response"]["status"]
+        try:
+            _, _, metrics = await conn.wait_for(
+                lambda t, e: e["type"] == "r1voice.turn.metrics" and e.get("response_id") == rid,
+                i_done,
+                5.0,
+            )
+            turn["server"] = {
+                k: metrics.get(k)
+                for k in (
+                    "speech_stopped_to_transcript_ms",
+                    "speech_stopped_to_first_token_ms",
+                    "speech_stopped_to_first_audio_ms",
+                    "audio_ms",
+                    "status",
+                )
+            }
+        except TimeoutError:
+            turn["server"] = None
+            turn["problem"] = "no r1voice.turn.metrics within 5 s after response.done"
+    except TimeoutError:
+        turn["status"] = "timeout"
+        turn["problem"] = f"no complete answer within {timeout:.0f} s"
+        rid, t_done = None, None
+    events = conn.events(start)
+    first_audio = next(
+        (t for t, e in events if e["type"] in AUDIO_DELTAS and e.get("response_id") == rid), None
+    )
+    transcripts = [e.get("transcript") or "" for _, e in events if e["type"] == TRANSCRIPT_DONE]
+    stopped = [t for t, e in events if e["type"] == "input_audio_buffer.speech_stopped"]
+    turn.update(
+        {
+            "voice_to_voice_ms": _ms(first_audio, last_sent),
+            "speech_end_to_speech_stopped_event_ms": _ms(
+                stopped[-1] if stopped else None, last_sent
+            ),
+            "speech_end_to_response_done_ms": _ms(t_done, last_sent),
+            "transcript": transcripts[-1] if transcripts else None,
+            "transcripts_completed": len(transcripts),
+            "items_deleted": sum(1 for _, e in events if e["type"] == "conversation.item.deleted"),
+            "errors": [e.get("error") for _, e in events if e["type"] == "error"],
+            "answer": next(
+                (
+                    e.get("transcript")
+                    for _, e in events
+                    if e["type"] in ANSWER_DONE and e.get("response_id") == rid
+                ),
+                None,
+            ),
+        }
+    )
+    return turn
+
+
+async def _pause_after(speech_end: float | None, merge_window_s: float) -> None:
+    """A short silence, and past the turn-merge window so the next turn is a new one."""
+    import asyncio
+    import time
+
+    wait = 0.5
+    if speech_end is not None:
+        wait = max(wait, speech_end + merge_window_s + 0.5 - time.monotonic())
+    await asyncio.sleep(wait)
+
+
+async def run_session(
+    url: str, clips: list[Clip], delay: float, timeout: float, merge_window_s: float
+) -> dict[str, Any]:
+    import asyncio
+
+    import websockets
+
+    await asyncio.sleep(delay)
+    try:
+        conn = await Conn.open(url)
+    except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
+        return {"turns": [], "error": f"cannot connect: {exc!r}", "mic_max_lag_ms": 0.0}
+    turns: list[dict[str, Any]] = []
+    error = None
+    try:
+        await asyncio.sleep(0.5)  # the microphone is on before anyone speaks
+        for clip in clips:
+            turn = await voice_turn(conn, clip, timeout)
+            turns.append(turn)
+            await _pause_after(turn.pop("speech_end"), merge_window_s)
+    except (ConnectionError, OSError, websockets.exceptions.WebSocketException) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        log(f"  a session ended early: {error}")
+    finally:
+        await conn.close()
+    return {"turns": turns, "error": error, "mic_max_lag_ms": round(conn.mic_max_lag_ms, 1)}
+
+
+async def barge_in_trial(
+    conn: Conn, interruption: Clip, timeout: float, merge_window_s: float
+) -> dict[str, Any]:
+    """A typed request for a long answer; once its audio streams, the user talks over it."""
+    start = len(conn.log)
+    trial: dict[str, Any] = {"measured": False}
+    await conn.send(
+        {
+            "type": "conversation.item.create",
+            "item": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": LONG_ANSWER_PROMPT}],
+            },
+        }
+    )
+    await conn.send(
+        {
+            "type": "response.create",
+            "response": {"instructions": LONG_ANSWER_INSTRUCTIONS, "max_output_tokens": 400},
+        }
+    )
+    try:
+        i_created, _, created = await conn.wait_for(
+            lambda t, e: e["type"] == "response.created", start, timeout
+        )
+        rid = created["response"]["id"]
+        await conn.wait_for(
+            lambda t, e: e["type"] in AUDIO_DELTAS and e.get("response_id") == rid,
+            i_created,
+            timeout,
+        )
+    except TimeoutError:
+        trial["reason"] = f"no audio of the long answer within {timeout:.0f} s"
+        return trial
+    first_sent, last_sent = await conn.say(interruption.pcm)
+    try:
+        i_done, t_done, done = await conn.wait_for(
+            lambda t, e: e["type"] == "response.done" and e["response"]["id"] == rid,
+            i_created,
+            timeout,
+        )
+    except TimeoutError:
+        trial["reason"] = "the long answer never finished (no response.done)"
+        return trial
+    events = conn.events(i_created, i_done)
+    deltas = [t for t, e in events if e["type"] in AUDIO_DELTAS and e.get("response_id") == rid]
+    # The server announces speech_started once the speech has passed its barge-in hold,
+    # right after it cancelled the answer (so after that answer's response.done).
+    try:
+        _, started, _ = await conn.wait_for(
+            lambda t, e: e["type"] == "input_audio_buffer.speech_started" and t >= first_sent,
+            i_created,
+            5.0,
+        )
+    except TimeoutError:
+        started = None
+    status = done["response"]["status"]
+    trial.update(
+        {
+            "status": status,
+            "status_details": done["response"].get("status_details"),
+            "audio_deltas_before_interruption": sum(1 for t in deltas if t < first_sent),
+            "audio_deltas_after_interruption": sum(1 for t in deltas if t >= first_sent),
+            # A client flushes playback on speech_started: audio after it is played by nobody.
+            "audio_deltas_after_speech_started": None
+            if started is None
+            else sum(1 for t in deltas if t > started),
+            "to_speech_started_ms": _ms(started, first_sent),
+            "to_last_audio_delta_ms": _ms(deltas[-1], first_sent) if deltas else None,
+            "to_response_done_ms": _ms(t_done, first_sent),
+        }
+    )
+    if status != "cancelled":
+        trial["reason"] = "the answer finished before the interruption took effect"
+    elif deltas and deltas[-1] < first_sent:
+        trial["reason"] = "all the answer's audio had arrived before the interruption started"
+        trial["measured"] = True  # the cancel itself (response.done) is still measured
+    else:
+        trial["measured"] = True
+    # The interruption is a turn of its own; its answer is not measured: cancel it, so
+    # the next trial starts on a quiet session.
+    try:
+        i2, _, c2 = await conn.wait_for(
+            lambda t, e: e["type"] == "response.created" and t > last_sent, i_done, timeout
+        )
+        rid2 = c2["response"]["id"]
+
+        def is_done(t: float, e: dict[str, Any]) -> bool:
+            return e["type"] == "response.done" and e["response"]["id"] == rid2
+
+        if not any(is_done(t, e) for t, e in conn.events(i2)):
+            await conn.send({"type": "response.cancel"})
+        await conn.wait_for(is_done, i2, timeout)
+    except TimeoutError:
+        trial["note"] = "the interruption got no answer to cancel"
+    await _pause_after(last_sent, merge_window_s)
+    return trial

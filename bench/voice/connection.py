@@ -1,0 +1,175 @@
+"""One Realtime WebSocket client that behaves like a microphone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.voice.common import AUDIO_DELTAS, CHUNK_MS, WIRE_RATE
+
+
+class Conn:
+    """One Realtime WebSocket: a receiver logging (arrival time, event) and a microphone
+    sending 20 ms chunks at real-time pace for as long as the connection is open:
+    queued speech, otherwise silence."""
+
+    def __init__(self, ws: Any) -> None:
+        import asyncio
+
+        self.ws = ws
+        self.log: list[tuple[float, dict[str, Any]]] = []
+        self.closed = False
+        self.mic_max_lag_ms = 0.0
+        self.session: dict[str, Any] = {}
+        self.mic_error: str | None = None
+        self._new = asyncio.Event()
+        self._speech: list[tuple[bytes, asyncio.Future[tuple[float, float]]]] = []
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @classmethod
+    async def open(cls, url: str) -> Conn:
+        import asyncio
+
+        import websockets
+        from websockets.typing import Subprotocol
+
+        ws = await websockets.connect(
+            url, subprotocols=[Subprotocol("realtime")], max_size=None, open_timeout=30
+        )
+        conn = cls(ws)
+        conn._tasks = [
+            asyncio.create_task(conn._receive()),
+            asyncio.create_task(conn._microphone()),
+        ]
+        _, _, created = await conn.wait_for(lambda t, e: e["type"] == "session.created", 0, 30)
+        conn.session = created["session"]
+        return conn
+
+    async def close(self) -> None:
+        import asyncio
+        import contextlib
+
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        with contextlib.suppress(Exception):
+            await self.ws.close()
+
+    async def send(self, event: dict[str, Any]) -> None:
+        import json
+
+        await self.ws.send(json.dumps(event))
+
+    async def _receive(self) -> None:
+        import json
+        import time
+
+        try:
+            async for message in self.ws:
+                t = time.monotonic()
+                event = json.loads(message)
+                if event.get("type") in AUDIO_DELTAS:  # keep the log small: size, not audio
+                    event["delta"] = len(event.get("delta") or "")
+                self.log.append((t, event))
+                self._new.set()
+        finally:
+            self.closed = True
+            self._new.set()
+
+    async def _microphone(self) -> None:
+        try:
+            await self._microphone_loop()
+        except Exception as exc:  # the connection is gone: nobody waits forever on say()
+            self.mic_error = f"{type(exc).__name__}: {exc}"
+            for _, done in self._speech:
+                if not done.done():
+                    done.set_exception(ConnectionError(f"the microphone stopped: {self.mic_error}"))
+            self._speech.clear()
+
+    async def _microphone_loop(self) -> None:
+        import asyncio
+        import base64
+        import json
+        import time
+
+        chunk_bytes = WIRE_RATE * CHUNK_MS // 1000 * 2
+        silence = json.dumps(
+            {
+                "type": "input_audio_buffer.append",
+                "audio": base64.b64encode(bytes(chunk_bytes)).decode(),
+            }
+        )
+        t0 = time.monotonic()
+        sent = 0
+        offset = 0  # into the speech being sent
+        first_at = 0.0
+        while True:
+            due = t0 + sent * CHUNK_MS / 1000
+            delay = due - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            else:  # late: send at once, like a microphone's buffered audio
+                self.mic_max_lag_ms = max(self.mic_max_lag_ms, -delay * 1000)
+            if not self._speech:
+                await self.ws.send(silence)
+                sent += 1
+                continue
+            pcm, done = self._speech[0]
+            piece = pcm[offset : offset + chunk_bytes]
+            piece += bytes(chunk_bytes - len(piece))  # the last chunk ends in silence
+            await self.ws.send(
+                json.dumps(
+                    {"type": "input_audio_buffer.append", "audio": base64.b64encode(piece).decode()}
+                )
+            )
+            now = time.monotonic()
+            sent += 1
+            if offset == 0:
+                first_at = now
+            offset += chunk_bytes
+            if offset >= len(pcm):
+                self._speech.pop(0)
+                offset = 0
+                if not done.done():
+                    done.set_result((first_at, now))
+
+    async def say(self, pcm: bytes) -> tuple[float, float]:
+        """Queue speech on the microphone; returns when (first chunk, last chunk) were sent."""
+        import asyncio
+
+        if self.mic_error is not None:
+            raise ConnectionError(f"the microphone stopped: {self.mic_error}")
+        done: asyncio.Future[tuple[float, float]] = asyncio.get_running_loop().create_future()
+        self._speech.append((pcm, done))
+        return await done
+
+    async def wait_for(
+        self, match: Any, start: int, timeout: float
+    ) -> tuple[int, float, dict[str, Any]]:
+        """The first logged event from index `start` with match(arrival, event) true:
+        (index, arrival time, event). TimeoutError, or ConnectionError if closed."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        i = start
+        while True:
+            while i < len(self.log):
+                t, event = self.log[i]
+                if match(t, event):
+                    return i, t, event
+                i += 1
+            if self.closed:
+                raise ConnectionError("the server closed the connection")
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise TimeoutError
+            self._new.clear()
+            try:
+                await asyncio.wait_for(self._new.wait(), remaining)
+            except TimeoutError:
+                raise TimeoutError from None
+
+    def events(self, start: int, end: int | None = None) -> list[tuple[float, dict[str, Any]]]:
+        return self.log[start:end]

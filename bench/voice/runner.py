@@ -1,0 +1,87 @@
+"""The client side of a run: each concurrency level (Poisson session starts), then the
+barge-in trials."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from bench.voice.client import barge_in_trial, run_session
+from bench.voice.common import TARGETS_MS, log
+from bench.voice.connection import Conn
+from bench.voice.server import Server
+from bench.voice.stats import level_summary, summarize, wer_summary
+from bench.voice.workload import QUESTIONS, Clip, Plan
+
+
+async def run_clients(
+    server: Server, plan: Plan, clips: dict[str, Clip], metadata: dict[str, Any]
+) -> dict[str, Any]:
+    import random
+
+    url = f"ws://127.0.0.1:{server.port}/v1/realtime"
+    merge_window_s = metadata["turn_merge_window_ms"] / 1000
+    human = [clips[n] for n in plan.human_clips]
+    questions = [clips[f"q{i + 1}"] for i in range(len(QUESTIONS))]
+    # One session starts with the human clips; concurrent sessions start with questions
+    # (shorter), and the human clips come later in the rotation.
+    single, concurrent = [*human, *questions], [*questions, *human]
+    rng = random.Random(plan.seed)
+    levels: dict[str, Any] = {}
+    all_turns: list[dict[str, Any]] = []
+    for n_sessions in plan.levels:
+        n_turns = plan.turns if n_sessions == 1 else plan.turns_concurrent
+        # Session k says inputs k, k+1, ...: every session starts differently.
+        inputs = single if n_sessions == 1 else concurrent
+        scripts = [
+            [inputs[(k + j) % len(inputs)] for j in range(n_turns)] for k in range(n_sessions)
+        ]
+        delays, t = [], 0.0
+        for _ in range(n_sessions):
+            delays.append(round(t, 3))
+            t += rng.expovariate(plan.arrival_rate)
+        log(f"{n_sessions} session(s) x {n_turns} turns, starts at {delays} s")
+        sessions = await _gather(
+            run_session(url, script, delay, plan.turn_timeout, merge_window_s)
+            for script, delay in zip(scripts, delays, strict=True)
+        )
+        turns = [turn for s in sessions for turn in s["turns"]]
+        all_turns += turns
+        levels[f"sessions_{n_sessions}"] = level_summary(n_sessions, n_turns, delays, sessions)
+        v2v = levels[f"sessions_{n_sessions}"]["voice_to_voice_ms"]
+        log(f"  voice-to-voice P50 {v2v['p50']} ms, P95 {v2v['p95']} ms (n={v2v['n']})")
+    out: dict[str, Any] = {"concurrency": levels, "wer": wer_summary(all_turns, clips)}
+    if plan.barge_in > 0:
+        log(f"barge-in: {plan.barge_in} trial(s)")
+        conn = await Conn.open(url)
+        trials = []
+        try:
+            for _ in range(plan.barge_in):
+                trials.append(
+                    await barge_in_trial(
+                        conn, clips["interruption"], plan.turn_timeout, merge_window_s
+                    )
+                )
+        finally:
+            await conn.close()
+        measured = [t for t in trials if t["measured"]]
+        out["barge_in"] = {
+            "trials": len(trials),
+            "measured": len(measured),
+            "interruption": clips["interruption"].text,
+            "to_last_audio_delta_ms": summarize(t["to_last_audio_delta_ms"] for t in measured),
+            "to_response_done_ms": summarize(t["to_response_done_ms"] for t in measured),
+            "to_speech_started_ms": summarize(t["to_speech_started_ms"] for t in measured),
+            "audio_deltas_after_speech_started": sum(
+                t.get("audio_deltas_after_speech_started") or 0 for t in measured
+            ),
+            "target_ms": TARGETS_MS["barge_in"],
+            "details": trials,
+        }
+    return out
+
+
+async def _gather(coros: Iterable[Any]) -> list[Any]:
+    import asyncio
+
+    return list(await asyncio.gather(*coros))

@@ -1,0 +1,123 @@
+"""The inputs: human recordings from ../shared, questions spoken by Piper, the run plan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.voice.common import WIRE_RATE
+
+TTS_VOICE = "piper-en_US-joe-medium"
+SPEECH_DIR_PARTS = ("..", "shared", "data", "speech")  # relative to the repository root
+
+# Human recordings (file, cut at seconds, what was said). jfk.flac is cut at 10.35 s,
+# after "country" (the rest is crowd noise, which would delay the end of speech).
+# multilingual.mp3 is cut at 11.2 s, in the pause after "use," (it switches to German
+# 30 s later); the reader skips the parenthesis `(the "Software")` of the MIT licence.
+HUMAN_CLIPS: dict[str, tuple[str, float, str]] = {
+    "jfk": (
+        "jfk.flac",
+        10.35,
+        "And so my fellow Americans, ask not what your country can do for you, "
+        "ask what you can do for your country.",
+    ),
+    "mit-licence-en": (
+        "multilingual.mp3",
+        11.2,
+        "Permission is hereby granted, free of charge, to any person obtaining a copy of "
+        "this software and associated documentation files, to deal in the software without "
+        "restriction, including without limitation the rights to use",
+    ),
+}
+QUESTIONS = [
+    "What is the capital of France?",
+    "How many legs does a spider have?",
+    "What color is the sky on a clear day?",
+    "Name a fruit that is yellow.",
+    "How many days are there in a week?",
+    "What is the opposite of hot?",
+]
+LONG_ANSWER_PROMPT = "Tell me a long story about a dragon and a knight."
+LONG_ANSWER_INSTRUCTIONS = (
+    "You are a storyteller. Tell long, detailed stories in plain spoken sentences."
+)
+INTERRUPTION = "Wait, stop please. Tell me something else."
+
+
+class Plan:
+    def __init__(self, **kw: Any) -> None:
+        self.levels: list[int] = kw["levels"]
+        self.turns: int = kw["turns"]
+        self.turns_concurrent: int = kw["turns_concurrent"]
+        self.barge_in: int = kw["barge_in"]
+        self.arrival_rate: float = kw["arrival_rate"]
+        self.seed: int = kw["seed"]
+        self.turn_timeout: float = kw["turn_timeout"]
+        self.human_clips: list[str] = kw["human_clips"]
+
+
+class Clip:
+    """A clip ready to stream: PCM16 bytes at WIRE_RATE, and what is said in it."""
+
+    def __init__(self, name: str, kind: str, text: str, samples: Any) -> None:
+        from app.audio import float_to_pcm16
+
+        self.name, self.kind, self.text = name, kind, text
+        self.pcm = float_to_pcm16(samples)
+        self.duration_s = samples.size / WIRE_RATE
+
+
+def trim_silence(
+    samples: Any, rate: int, rel_db: float = -20.0, frame_ms: int = 10, pad_ms: int = 30
+) -> Any:
+    """Cut leading and trailing frames quieter than `rel_db` below the loudest frame (RMS),
+    keeping `pad_ms` around, so that the clip's last sample is speech, not room noise."""
+    import numpy as np
+
+    frame = max(rate * frame_ms // 1000, 1)
+    n = samples.size // frame
+    if n == 0:
+        return samples
+    rms = np.sqrt(np.mean(samples[: n * frame].reshape(n, frame) ** 2, axis=1))
+    loud = np.flatnonzero(rms >= rms.max() * 10 ** (rel_db / 20))
+    pad = rate * pad_ms // 1000
+    start = max(int(loud[0]) * frame - pad, 0)
+    end = min((int(loud[-1]) + 1) * frame + pad, samples.size)
+    return samples[start:end]
+
+
+def _speech_dir() -> Any:
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[2].joinpath(*SPEECH_DIR_PARTS).resolve()
+
+
+def prepare_clips(human: list[str]) -> dict[str, Clip]:
+    import numpy as np
+    import soundfile as sf
+
+    from app.audio import resample
+    from app.models import registry as model_registry
+    from app.models.piper_tts import PiperTTS
+
+    clips: dict[str, Clip] = {}
+    folder = _speech_dir()
+    for name in human:
+        filename, cut_s, text = HUMAN_CLIPS[name]
+        path = folder / filename
+        if not path.is_file():
+            raise SystemExit(f"missing {path}: the benchmark reads human speech from ../shared")
+        if path.suffix == ".mp3":
+            from faster_whisper import decode_audio
+
+            samples = decode_audio(str(path), sampling_rate=WIRE_RATE)
+        else:
+            data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+            samples = resample(data.mean(axis=1), rate, WIRE_RATE)
+        samples = samples[: int(cut_s * WIRE_RATE)]
+        clips[name] = Clip(name, "human", text, trim_silence(samples, WIRE_RATE))
+    tts = PiperTTS(model_registry.locate(TTS_VOICE, "tts"), name=TTS_VOICE)
+    for i, text in enumerate([*QUESTIONS, INTERRUPTION]):
+        samples = np.asarray(tts.synthesize(text, WIRE_RATE), dtype=np.float32)
+        name = "interruption" if text == INTERRUPTION else f"q{i + 1}"
+        clips[name] = Clip(name, "tts", text, trim_silence(samples, WIRE_RATE))
+    return clips

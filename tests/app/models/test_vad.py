@@ -1,0 +1,65 @@
+"""Silero VAD streamed in small chunks: events at the right places, independent of chunking."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.audio import resample
+from app.models import registry as model_registry
+from app.models.vad import SileroModel, VADConfig, VADStream
+from tests.conftest import load_clip
+
+
+@pytest.fixture(scope="module")
+def model() -> SileroModel:
+    return SileroModel(model_registry.locate("silero-vad", "vad"))
+
+
+def _events(
+    model: SileroModel, audio: np.ndarray, chunk: int, silence_ms: int
+) -> list[tuple[str, int]]:
+    vad = VADStream(model, VADConfig(silence_duration_ms=silence_ms))
+    out = []
+    for i in range(0, audio.size, chunk):
+        out += [(e.kind, e.sample) for e in vad.process(audio[i : i + chunk])]
+    return out
+
+
+def test_jfk_pauses_split_turns_at_500ms_but_not_at_1200ms(model: SileroModel) -> None:
+    audio = np.concatenate(
+        [resample(load_clip("jfk.flac"), 24_000, 16_000), np.zeros(32_000, np.float32)]
+    )
+    edges = ("speech_started", "speech_stopped")
+    short = [e for e in _events(model, audio, 320, 500) if e[0] in edges]
+    long = [e for e in _events(model, audio, 320, 1200) if e[0] in edges]
+    assert [k for k, _ in short][:2] == ["speech_started", "speech_stopped"]
+    assert len(short) == 8  # JFK's three rhetorical pauses are each about a second
+    assert [k for k, _ in long] == ["speech_started", "speech_stopped"]
+    assert 0.2 < long[0][1] / 16_000 < 0.6  # "And so..." starts about 0.35 s in
+    assert 10.5 < long[1][1] / 16_000 < 11.2
+
+
+def test_chunk_size_does_not_change_events(model: SileroModel) -> None:
+    audio = np.concatenate(
+        [resample(load_clip("jfk.flac"), 24_000, 16_000), np.zeros(32_000, np.float32)]
+    )
+    assert _events(model, audio, 320, 500) == _events(model, audio, 4000, 500)
+
+
+def test_silence_gives_no_events(model: SileroModel) -> None:
+    assert _events(model, np.zeros(48_000, np.float32), 320, 500) == []
+
+
+def test_pause_comes_before_stop_and_resume_after_short_silence(model: SileroModel) -> None:
+    """A pause (200 ms of silence) is announced early; speech after it resumes the turn."""
+    audio = np.concatenate(
+        [resample(load_clip("jfk.flac"), 24_000, 16_000), np.zeros(32_000, np.float32)]
+    )
+    kinds = [k for k, _ in _events(model, audio, 320, 1200)]
+    assert kinds[0] == "speech_started" and kinds[-1] == "speech_stopped"
+    assert kinds[-2] == "speech_paused"  # the final silence was announced before the stop
+    assert "speech_resumed" in kinds  # JFK's ~1 s pauses are shorter than 1200 ms
+    paused = [s for k, s in _events(model, audio, 320, 1200) if k == "speech_paused"]
+    stopped = [s for k, s in _events(model, audio, 320, 1200) if k == "speech_stopped"]
+    assert paused[-1] == stopped[-1]  # both mark where the silence began

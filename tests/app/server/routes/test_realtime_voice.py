@@ -1,0 +1,305 @@
+"""The live conversation: dialects, partial transcripts, barge-in, item edits, G.711."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from app.audio import encode_audio, resample
+from tests.conftest import (
+    REALTIME_RATE,
+    answer_text,
+    ask,
+    is_done,
+    load_clip,
+    receive_until,
+    respond,
+    send_user_text,
+    stream_audio,
+)
+
+ORDER = [
+    "input_audio_buffer.speech_started",
+    "input_audio_buffer.speech_stopped",
+    "input_audio_buffer.committed",
+    "conversation.item.input_audio_transcription.completed",
+    "response.created",
+    "response.output_item.added",
+    "response.content_part.added",
+    "{audio}.delta",
+    "{audio}.done",
+    "{transcript}.done",
+    "response.content_part.done",
+    "response.output_item.done",
+    "response.done",
+]
+
+
+def _question(components: Any, text: str = "What is the capital of France?") -> np.ndarray:
+    silence = np.zeros(REALTIME_RATE, dtype=np.float32)
+    return np.concatenate([silence[:4800], components.tts.synthesize(text, REALTIME_RATE), silence])
+
+
+def _audio_turn(ws: Any, audio: np.ndarray) -> list[dict[str, Any]]:
+    stream_audio(ws, audio)
+    return receive_until(ws, lambda e: is_done(e) and e["response"]["status"] == "completed")
+
+
+@pytest.mark.parametrize("dialect", ["beta", "ga"])
+def test_same_audio_turn_in_both_dialects(
+    app_client: TestClient, shared_components: Any, dialect: str
+) -> None:
+    audio_name = "response.audio" if dialect == "beta" else "response.output_audio"
+    transcript_name = (
+        "response.audio_transcript" if dialect == "beta" else "response.output_audio_transcript"
+    )
+    with app_client.websocket_connect("/v1/realtime?model=r1voice") as ws:
+        created = ws.receive_json()
+        if dialect == "ga":
+            ws.send_text(
+                json.dumps(
+                    {
+                        "type": "session.update",
+                        "session": {"type": "realtime", "output_modalities": ["audio"]},
+                    }
+                )
+            )
+            updated = ws.receive_json()
+            assert updated["session"]["type"] == "realtime"
+            assert updated["session"]["audio"]["output"]["format"] == {
+                "type": "audio/pcm",
+                "rate": 24000,
+            }
+        else:
+            assert created["session"]["input_audio_format"] == "pcm16"
+        events = _audio_turn(ws, _question(shared_components))
+    types = [e["type"] for e in events]
+    expected = [t.format(audio=audio_name, transcript=transcript_name) for t in ORDER]
+    positions = [types.index(t) for t in expected]
+    assert positions == sorted(positions), list(zip(expected, positions, strict=True))
+    beta_only = {
+        "response.audio.delta",
+        "response.audio_transcript.delta",
+        "conversation.item.created",
+    }
+    ga_only = {
+        "response.output_audio.delta",
+        "response.output_audio_transcript.delta",
+        "conversation.item.added",
+        "conversation.item.done",
+    }
+    present = set(types)
+    if dialect == "beta":
+        assert beta_only <= present and not (ga_only & present)
+    else:
+        assert (ga_only - {"conversation.item.done"}) <= present and not (beta_only & present)
+        part = next(e for e in events if e["type"] == "response.content_part.added")["part"]
+        assert part["type"] == "output_audio"
+    transcript = "".join(e["delta"] for e in events if e["type"] == f"{transcript_name}.delta")
+    assert "paris" in transcript.lower()
+
+
+def _words(text: str) -> list[str]:
+    return re.sub(r"[^\w\s']", " ", text.lower()).split()
+
+
+def test_partial_transcripts_come_first_and_are_prefix_consistent(app_client: TestClient) -> None:
+    speech = load_clip("jfk.flac")
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        ws.receive_json()
+        step = REALTIME_RATE // 50
+        for i in range(0, speech.size, step):  # real time, as a microphone would
+            stream_audio(ws, speech[i : i + step])
+            time.sleep(0.02)
+        stream_audio(ws, np.zeros(REALTIME_RATE * 2, dtype=np.float32))
+        events = receive_until(ws, lambda e: is_done(e) and e["response"]["status"] == "completed")
+    final = [
+        e for e in events if e["type"] == "conversation.item.input_audio_transcription.completed"
+    ][-1]
+    deltas = [
+        e
+        for e in events
+        if e["type"] == "conversation.item.input_audio_transcription.delta"
+        and e["item_id"] == final["item_id"]
+    ]
+    assert deltas, "no partial transcript before the final one"
+    assert events.index(deltas[0]) < events.index(final)
+    partial = _words("".join(d["delta"] for d in deltas))
+    assert partial == _words(final["transcript"])[: len(partial)]
+    assert "ask not what your country can do for you" in " ".join(_words(final["transcript"]))
+
+
+def _wait(predicate: Any, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def test_barge_in_cancels_frees_and_keeps_only_what_was_played(
+    app_client: TestClient, shared_components: Any
+) -> None:
+    llm = shared_components.llm
+    state = app_client.app.state.server  # type: ignore[attr-defined]
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        ws.receive_json()
+        session = next(iter(state.sessions.values())) if len(state.sessions) == 1 else None
+        ask(ws, "Tell me a long story about a dragon and a knight.")
+        before = receive_until(ws, lambda e: e["type"] == "response.audio.delta")
+        while sum(e["type"] == "response.audio.delta" for e in before) < 15:  # ~1.5 s played
+            before.append(ws.receive_json())
+        stream_audio(ws, _question(shared_components, "Stop, what is the capital of France?"))
+        events = receive_until(ws, lambda e: is_done(e) and e["response"]["status"] == "completed")
+    everything = before + events
+    done = [e for e in everything if is_done(e)]
+    assert done[0]["response"]["status"] == "cancelled"
+    assert done[0]["response"]["status_details"]["reason"] == "turn_detected"
+    types = [e["type"] for e in everything]
+    assert types.index("input_audio_buffer.speech_started") < types.index("response.done")
+    streamed = answer_text(everything[: everything.index(done[0])])
+    kept = done[0]["response"]["output"][0]["content"][0]["transcript"]
+    assert _words(kept) == _words(streamed)[: len(_words(kept))]
+    assert len(_words(kept)) < len(_words(streamed)), "kept more than was played"
+    _wait(lambda: llm.stats().get("num_running", 0) == 0)
+    stats = llm.stats()
+    if "kv_blocks_total" in stats:
+        assert stats["kv_blocks_used"] == 0
+    assert kept, "nothing was kept although 1.5 s of the answer was played"
+    if session is not None:
+        cancelled_id = done[0]["response"]["output"][0]["id"]
+        assert [i.text for i in session.conversation.items if i.id == cancelled_id] == [kept]
+
+
+def test_cough_during_answer_does_not_interrupt(
+    app_client: TestClient, shared_components: Any
+) -> None:
+    """Speech shorter than the 300 ms barge-in hold is ignored while the answer plays."""
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        ws.receive_json()
+        ask(ws, "What is the capital of France?")
+        receive_until(ws, lambda e: e["type"] == "response.audio.delta")
+        rng = np.random.default_rng(0)
+        cough = (rng.standard_normal(REALTIME_RATE // 8) * 0.3).astype(np.float32)  # 125 ms burst
+        stream_audio(ws, np.concatenate([cough, np.zeros(REALTIME_RATE, np.float32)]))
+        events = receive_until(ws, is_done)
+    assert events[-1]["response"]["status"] == "completed"
+    assert "input_audio_buffer.speech_started" not in [e["type"] for e in events]
+
+
+def test_truncate_and_delete_items(app_client: TestClient) -> None:
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        ws.receive_json()
+        send_user_text(ws, "What is the capital of France?")
+        user_id = ws.receive_json()["item"]["id"]
+        respond(ws)
+        events = receive_until(ws, is_done)
+        assistant_id = events[-1]["response"]["output"][0]["id"]
+        ws.send_text(
+            json.dumps(
+                {
+                    "type": "conversation.item.truncate",
+                    "item_id": assistant_id,
+                    "content_index": 0,
+                    "audio_end_ms": 0,
+                }
+            )
+        )
+        truncated = ws.receive_json()
+        assert (truncated["type"], truncated["item_id"], truncated["audio_end_ms"]) == (
+            "conversation.item.truncated",
+            assistant_id,
+            0,
+        )
+        ws.send_text(
+            json.dumps(
+                {
+                    "type": "conversation.item.truncate",
+                    "item_id": assistant_id,
+                    "audio_end_ms": 10**7,
+                }
+            )
+        )
+        assert ws.receive_json()["error"]["param"] == "audio_end_ms"
+        ws.send_text(json.dumps({"type": "conversation.item.delete", "item_id": user_id}))
+        deleted = ws.receive_json()
+        assert (deleted["type"], deleted["item_id"]) == ("conversation.item.deleted", user_id)
+        ws.send_text(json.dumps({"type": "conversation.item.delete", "item_id": user_id}))
+        error = ws.receive_json()
+        assert error["error"]["code"] == "item_not_found"
+
+
+def test_g711_ulaw_in_and_out(app_client: TestClient, shared_components: Any) -> None:
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        ws.receive_json()
+        ws.send_text(
+            json.dumps(
+                {
+                    "type": "session.update",
+                    "session": {
+                        "input_audio_format": "g711_ulaw",
+                        "output_audio_format": "g711_ulaw",
+                    },
+                }
+            )
+        )
+        assert ws.receive_json()["session"]["input_audio_format"] == "g711_ulaw"
+        question = resample(_question(shared_components), REALTIME_RATE, 8000)
+        data = encode_audio(question, "audio/pcmu")
+        for i in range(0, len(data), 160):  # 20 ms at 8 kHz, one byte per sample
+            ws.send_text(
+                json.dumps(
+                    {
+                        "type": "input_audio_buffer.append",
+                        "audio": base64.b64encode(data[i : i + 160]).decode(),
+                    }
+                )
+            )
+        events = receive_until(ws, lambda e: is_done(e) and e["response"]["status"] == "completed")
+    assert (
+        "capital of france"
+        in events[
+            [e["type"] for e in events].index(
+                "conversation.item.input_audio_transcription.completed"
+            )
+        ]["transcript"].lower()
+    )
+    audio = b"".join(
+        base64.b64decode(e["delta"]) for e in events if e["type"] == "response.audio.delta"
+    )
+    assert len(audio) / 8000 >= 0.5  # one byte per sample at 8 kHz
+
+
+def test_silence_between_turns_does_not_pile_up(app_client: TestClient) -> None:
+    """A session left open on a silent microphone keeps only a couple of seconds."""
+    state = app_client.app.state.server  # type: ignore[attr-defined]
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        session_id = ws.receive_json()["session"]["id"]
+        stream_audio(ws, np.zeros(REALTIME_RATE * 30, dtype=np.float32), chunk_ms=200)
+        ws.send_text(json.dumps({"type": "sync.please"}))  # events are handled in order
+        assert ws.receive_json()["error"]["code"] == "unknown_event_type"
+        buffered_s = state.sessions[session_id].input.buffer.size / 16_000
+    assert 0 < buffered_s < 5
+
+
+def test_without_vad_the_buffer_is_bounded(
+    app_client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.realtime.turns import coordinator as input_turns
+
+    monkeypatch.setattr(input_turns, "MAX_BUFFER_S", 2)
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        ws.receive_json()
+        ws.send_text(json.dumps({"type": "session.update", "session": {"turn_detection": None}}))
+        ws.receive_json()
+        stream_audio(ws, np.zeros(REALTIME_RATE * 5 // 2, dtype=np.float32), chunk_ms=500)
+        error = receive_until(ws, lambda e: e["type"] == "error")[-1]
+        assert error["error"]["code"] == "input_audio_buffer_full"
+        ws.send_text(json.dumps({"type": "input_audio_buffer.clear"}))
+        assert ws.receive_json()["type"] == "input_audio_buffer.cleared"
