@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from app.models import components as components_module
+from app.server.routes import components as components_route
 from app.server.routes import health, metrics, openai_api, page, realtime
 from app.server.state import ServerState
 from app.settings import Settings
@@ -59,6 +60,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(realtime.router)
     app.include_router(metrics.router)
     app.include_router(openai_api.router)
+    app.include_router(components_route.router)
 
     @app.exception_handler(openai_api.OpenAIError)
     async def openai_error(request: Request, exc: openai_api.OpenAIError) -> JSONResponse:

@@ -1,0 +1,159 @@
+"""`GET /v1/r1voice/components`: what a session can use, stage by stage (read-only).
+
+The page builds its drag-and-drop palettes from this. Each stage lists components as
+`{"id", "label", "available", "reason", "active"}`; `id` is the value a client sends in
+`session.update` (a voice name, a transcription model, a turn-detection type, `null`
+meaning manual turns). Unavailable components say why, so the page can explain a refusal
+before the user tries.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from app.models import registry as model_registry
+from app.server.state import HttpState
+
+router = APIRouter(prefix="/v1/r1voice", tags=["page"])
+
+
+def _entry(
+    id_: str | None, label: str, *, available: bool = True, reason: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    return {"id": id_, "label": label, "available": available, "reason": reason, **extra}
+
+
+@functools.lru_cache(maxsize=1)
+def _espeak_language_names() -> dict[str, str]:
+    """espeak-ng language code -> its name ("de" -> "German"); empty when absent."""
+    binary = shutil.which("espeak-ng")
+    if binary is None:
+        return {}
+    try:
+        listing = subprocess.run(
+            [binary, "--voices"], capture_output=True, text=True, check=False, timeout=10
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    names = {}
+    for line in listing.splitlines()[1:]:
+        cols = line.split()
+        if len(cols) >= 4:
+            names[cols[1]] = cols[3].replace("_", " ")
+    return names
+
+
+def _semantic_vad_supported() -> bool:
+    """Whether the protocol schema accepts `turn_detection.type: semantic_vad`."""
+    try:
+        from app.protocol import schemas
+
+        schemas.TurnDetection.model_validate({"type": "semantic_vad"})
+    except Exception:
+        return False
+    return True
+
+
+def _asr(loaded: str | None) -> list[dict[str, Any]]:
+    rows = []
+    for model in model_registry.MODELS.values():
+        if model.role != "asr":
+            continue
+        if model.name == loaded:
+            rows.append(_entry(model.name, model.name, active=True))
+        else:
+            rows.append(
+                _entry(
+                    model.name,
+                    model.name,
+                    available=False,
+                    reason=f"not loaded; start the server with R1VOICE_ASR_MODEL={model.name}",
+                )
+            )
+    if loaded is not None and not any(r["id"] == loaded for r in rows):
+        rows.insert(0, _entry(loaded, loaded, active=True))
+    return rows
+
+
+def _turn_detection() -> list[dict[str, Any]]:
+    semantic = _semantic_vad_supported()
+    return [
+        _entry(
+            "server_vad",
+            "Server VAD (hands-free)",
+            description="Silero voice activity detection ends the turn after a silence",
+        ),
+        _entry(
+            None,
+            "Manual (push-to-talk)",
+            description="No turn detection: hold Talk or the space bar, release to send",
+        ),
+        _entry(
+            "semantic_vad",
+            "Semantic VAD",
+            available=semantic,
+            reason=None if semantic else "not implemented yet",
+            description="A turn model decides whether you have finished your sentence",
+        ),
+    ]
+
+
+def _voices(tts: Any) -> list[dict[str, Any]]:
+    names = _espeak_language_names()
+    default = getattr(tts, "default_name", None)
+    rows = []
+    for voice in tts.voices():
+        if voice == default:
+            rows.append(_entry(voice, voice, engine="piper", default=True))
+        elif voice == "espeak-ng":
+            rows.append(_entry(voice, "espeak-ng (English)", engine="espeak-ng", language="en-us"))
+        elif voice.startswith("espeak-ng:"):
+            lang = voice.partition(":")[2]
+            label = f"espeak-ng: {names.get(lang, lang)}"
+            rows.append(_entry(voice, label, engine="espeak-ng", language=lang))
+        elif voice == "coqui":
+            rows.append(_entry(voice, "Coqui TTS", engine="coqui"))
+        else:  # OpenAI's names: aliases of the default voice
+            rows.append(_entry(voice, f"{voice} (= {default})", engine="alias", alias_of=default))
+    return rows
+
+
+@router.get("/components")
+async def components(state: HttpState) -> JSONResponse:
+    """The components of each pipeline stage and whether this server can use them."""
+    loaded = state.components
+    if loaded is None:
+        return JSONResponse(
+            {
+                "ready": False,
+                "error": state.load_error or "the server is loading its models; retry shortly",
+            },
+            status_code=503,
+            headers={"Retry-After": "2"},
+        )
+    llm = loaded.llm
+    return JSONResponse(
+        {
+            "ready": state.ready,
+            "asr": _asr(getattr(loaded.asr, "name", None) or state.settings.asr_model),
+            "turn_detection": _turn_detection(),
+            "llm": [
+                _entry(
+                    f"{llm.name}:{llm.model}",
+                    llm.model,
+                    backend=llm.name,
+                    model=llm.model,
+                    active=True,
+                    description=f"served by the '{llm.name}' backend; "
+                    "start the server with another R1VOICE_LLM_MODEL to change it",
+                )
+            ],
+            "tts": _voices(loaded.tts),
+        }
+    )

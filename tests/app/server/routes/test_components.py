@@ -1,0 +1,57 @@
+"""`GET /v1/r1voice/components`: the palettes of the page, stage by stage."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from app.server.app import create_app
+from tests.conftest import client_with, make_settings
+
+
+def _by_id(rows: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    return {row["id"]: row for row in rows}
+
+
+def test_lists_each_stage_with_availability(shared_components: Any) -> None:
+    body = client_with(shared_components).get("/v1/r1voice/components").json()
+    assert body["ready"] is True
+
+    asr = _by_id(body["asr"])
+    loaded = shared_components.asr.name
+    assert asr[loaded]["available"] and asr[loaded]["active"]
+    others = [row for row in body["asr"] if row["id"] != loaded]
+    assert others, "the other bundled ASR model is listed"
+    for row in others:
+        assert not row["available"]
+        assert f"R1VOICE_ASR_MODEL={row['id']}" in row["reason"]
+
+    turns = _by_id(body["turn_detection"])
+    assert turns["server_vad"]["available"] and turns[None]["available"]
+    semantic = turns["semantic_vad"]
+    assert semantic["available"] or semantic["reason"] == "not implemented yet"
+
+    llm = body["llm"]
+    assert len(llm) == 1 and llm[0]["available"]
+    assert llm[0]["backend"] == shared_components.llm.name
+    assert llm[0]["model"] == shared_components.llm.model
+
+    voices = _by_id(body["tts"])
+    assert set(voices) == set(shared_components.tts.voices())
+    default = shared_components.tts.default_name
+    assert voices[default]["default"] and voices[default]["engine"] == "piper"
+    assert voices["alloy"]["alias_of"] == default
+    if shutil.which("espeak-ng"):
+        assert voices["espeak-ng"]["engine"] == "espeak-ng"
+        assert voices["espeak-ng:de"]["label"] == "espeak-ng: German"
+    assert all(row["available"] and row["reason"] is None for row in body["tts"])
+
+
+def test_503_while_models_load() -> None:
+    client = TestClient(create_app(make_settings(warmup=False)))  # no lifespan: nothing loaded
+    response = client.get("/v1/r1voice/components")
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "2"
+    assert response.json()["ready"] is False
