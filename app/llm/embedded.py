@@ -7,14 +7,24 @@ request and frees its blocks at once.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, cast
 
-from app.llm.base import ChatMessage, GenerationParams, LLMBackend, LLMBackendError, LLMBusyError
+from app.llm.backend import (
+    ChatMessage,
+    FinishReason,
+    GenerationParams,
+    LLMBackend,
+    LLMBackendError,
+    LLMBusyError,
+    LLMDelta,
+)
+from app.llm.chat_template import ChatTemplate
 from engine import AsyncLLM, EngineBusyError, EngineError, SamplingParams
+
+_FINISH_REASONS = ("stop", "length", "abort")
 
 
 class EmbeddedBackend(LLMBackend):
@@ -27,27 +37,18 @@ class EmbeddedBackend(LLMBackend):
             raise LLMBackendError(str(exc)) from exc
         self.model = model
         self.tokenizer = self.llm.tokenizer
-        self.context_length = self.llm.engine.max_model_len
-        self._counters = {"requests": 0, "text_deltas": 0}
-
-    def _prompt_ids(self, messages: list[ChatMessage]) -> list[int]:
-        encoded: Any = self.tokenizer.apply_chat_template(
-            [{"role": m.role, "content": m.content} for m in messages],
-            add_generation_prompt=True,
-            tokenize=True,
+        # engine-work branch adds AsyncLLM.max_model_len
+        self.context_length = int(
+            getattr(self.llm, "max_model_len", None) or self.llm.engine.max_model_len
         )
-        ids = encoded["input_ids"] if hasattr(encoded, "keys") else encoded
-        return [int(t) for t in ids]
+        self.template = ChatTemplate(self.tokenizer)
+        self._opens_reasoning = self.template.opens_reasoning
+        self._counters = {"requests": 0, "text_deltas": 0}
 
     async def stream_chat(
         self, messages: list[ChatMessage], params: GenerationParams, request_id: str
-    ) -> AsyncGenerator[str, None]:
-        prompt = await asyncio.to_thread(self._prompt_ids, messages)
-        if len(prompt) + params.max_tokens > self.context_length:
-            raise LLMBackendError(
-                f"conversation too long: {len(prompt)} prompt tokens + {params.max_tokens} "
-                f"new tokens exceed the model context of {self.context_length}"
-            )
+    ) -> AsyncGenerator[LLMDelta, None]:
+        prompt = await self.template.prompt_ids(messages, params.max_tokens, self.context_length)
         try:
             sampling = SamplingParams(
                 max_tokens=params.max_tokens,
@@ -64,19 +65,28 @@ class EmbeddedBackend(LLMBackend):
                 priority=params.priority,  # None: the engine's short-first default
             )
             self._counters["requests"] += 1
+            completion_tokens = 0
             # Closing this generator closes the engine stream, which aborts the request.
             async with contextlib.aclosing(stream):
                 async for delta in stream:
+                    completion_tokens += len(delta.token_ids)
                     if delta.text:
                         self._counters["text_deltas"] += 1
-                        yield delta.text
+                        yield LLMDelta(delta.text)
+                    if delta.finished:
+                        yield LLMDelta(
+                            finish_reason=_finish_reason(delta.finish_reason),
+                            prompt_tokens=delta.num_prompt_tokens,
+                            completion_tokens=completion_tokens,
+                            cached_tokens=delta.num_cached_tokens,
+                        )
         except EngineBusyError as exc:
             raise LLMBusyError(str(exc), exc.retry_after_s) from exc
         except EngineError as exc:
             raise LLMBackendError(str(exc)) from exc
 
-    async def abort(self, request_id: str) -> None:
-        await self.llm.abort(request_id)
+    async def count_tokens(self, texts: list[str]) -> list[int]:
+        return await self.template.count_tokens(texts)
 
     def warmup(self) -> None:
         self.llm.warmup_sync()
@@ -85,4 +95,11 @@ class EmbeddedBackend(LLMBackend):
         return {**self.llm.stats().asdict(), **self._counters}
 
     async def close(self) -> None:
+        self.template.close()
         await self.llm.shutdown()
+
+
+def _finish_reason(reason: str | None) -> FinishReason:
+    if reason not in _FINISH_REASONS:
+        raise LLMBackendError(f"the engine ended the request with finish reason {reason!r}")
+    return cast(FinishReason, reason)

@@ -1,18 +1,29 @@
-"""The `transformers` backend: HF `generate` with a streamer on a worker thread.
+"""The `transformers` backend: HF `generate` with a streamer, on its own generation thread.
 
 The baseline the embedded engine is measured against. One generation at a time (HF
-generate has no continuous batching); a stopping criterion checked every token makes
-abort prompt.
+generate has no continuous batching; others wait in the generation executor's bounded
+queue); a stopping criterion checked every token makes closing a stream prompt.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from app.llm.base import ChatMessage, GenerationParams, LLMBackend, LLMBackendError
+from app.executor import ExecutorBusyError, ModelExecutor
+from app.llm.backend import (
+    ChatMessage,
+    FinishReason,
+    GenerationParams,
+    LLMBackend,
+    LLMBackendError,
+    LLMBusyError,
+    LLMDelta,
+)
+from app.llm.chat_template import ChatTemplate, encode_prompt
 from engine import EngineError
 from engine.model_store import resolve_model
 
@@ -36,26 +47,25 @@ class TransformersBackend(LLMBackend):
             str(path), dtype=torch.float32
         ).eval()
         self.context_length = int(getattr(self.hf_model.config, "max_position_embeddings", 2048))
-        self._gpu_lock = threading.Lock()
-        self._stops: dict[str, threading.Event] = {}
+        eos = self.hf_model.generation_config.eos_token_id
+        eos = eos if isinstance(eos, list) else [eos]
+        self._eos_ids = {int(t) for t in [*eos, self.tokenizer.eos_token_id] if t is not None}
+        self.template = ChatTemplate(self.tokenizer)
+        self._opens_reasoning = self.template.opens_reasoning
+        self._generation = ModelExecutor("llm-generate")
+        self._gpu_lock = threading.Lock()  # warmup runs outside the executor
+        self._running = 0
         self._counters = {"requests": 0, "prompt_tokens": 0, "text_deltas": 0}
-
-    def _prompt_ids(self, messages: list[ChatMessage]) -> Any:
-        encoded: Any = self.tokenizer.apply_chat_template(
-            [{"role": m.role, "content": m.content} for m in messages],
-            add_generation_prompt=True,
-            return_tensors="pt",
-            return_dict=True,
-        )
-        return encoded["input_ids"]
 
     def _generate(
         self,
-        input_ids: Any,
+        prompt: list[int],
         params: GenerationParams,
         stop: threading.Event,
-        emit: Any,
-    ) -> None:
+        emit: Callable[[str], None],
+    ) -> tuple[int, FinishReason]:
+        """Generate (blocking), passing text to `emit` as it comes; returns the number
+        of generated tokens and the finish reason."""
         import torch
         import transformers
 
@@ -63,86 +73,97 @@ class TransformersBackend(LLMBackend):
             def __call__(self, *args: Any, **kwargs: Any) -> bool:
                 return stop.is_set()
 
-        streamer = transformers.TextIteratorStreamer(self.tokenizer, skip_prompt=True)
+        class _Emit(transformers.TextStreamer):
+            def on_finalized_text(self, text: str, stream_end: bool = False) -> None:
+                if text:
+                    emit(text)
 
-        def run() -> None:
-            sample = params.temperature > 0
+        sample = params.temperature > 0
+        with self._gpu_lock, torch.inference_mode():
+            if stop.is_set():  # closed while it waited for its turn
+                return 0, "abort"
             if params.seed is not None:
                 torch.manual_seed(params.seed)
-            with self._gpu_lock, torch.inference_mode():
-                self.hf_model.generate(
-                    input_ids,
-                    attention_mask=torch.ones_like(input_ids),
-                    max_new_tokens=params.max_tokens,
-                    do_sample=sample,
-                    temperature=params.temperature if sample else None,
-                    top_p=params.top_p if sample else None,
-                    top_k=params.top_k if sample and params.top_k > 0 else None,
-                    stop_strings=list(params.stop) or None,
-                    tokenizer=self.tokenizer,
-                    streamer=streamer,
-                    stopping_criteria=transformers.StoppingCriteriaList([_Stop()]),
-                    pad_token_id=self.tokenizer.eos_token_id,
-                )
-
-        worker = threading.Thread(target=run, daemon=True, name="hf-generate")
-        worker.start()
-        try:
-            for text in streamer:
-                if stop.is_set():
-                    break
-                emit(text.replace(self.tokenizer.eos_token or "\0", ""))
-        finally:
-            stop.set()
-            worker.join()
+            input_ids = torch.tensor([prompt], dtype=torch.long)
+            out = self.hf_model.generate(
+                input_ids,
+                attention_mask=torch.ones_like(input_ids),
+                max_new_tokens=params.max_tokens,
+                do_sample=sample,
+                temperature=params.temperature if sample else None,
+                top_p=params.top_p if sample else None,
+                top_k=params.top_k if sample and params.top_k > 0 else None,
+                stop_strings=list(params.stop) or None,
+                tokenizer=self.tokenizer,
+                streamer=_Emit(self.tokenizer, skip_prompt=True, skip_special_tokens=True),
+                stopping_criteria=transformers.StoppingCriteriaList([_Stop()]),
+                pad_token_id=self.tokenizer.eos_token_id,
+            )
+        generated = out[0, len(prompt) :].tolist()
+        if stop.is_set():
+            return len(generated), "abort"
+        if len(generated) >= params.max_tokens and generated[-1] not in self._eos_ids:
+            return len(generated), "length"
+        return len(generated), "stop"
 
     async def stream_chat(
         self, messages: list[ChatMessage], params: GenerationParams, request_id: str
-    ) -> AsyncGenerator[str, None]:
-        input_ids = await asyncio.to_thread(self._prompt_ids, messages)
-        if input_ids.shape[1] + params.max_tokens > self.context_length:
-            raise LLMBackendError(
-                f"conversation too long: {input_ids.shape[1]} prompt tokens + "
-                f"{params.max_tokens} new tokens exceed the model context of {self.context_length}"
-            )
+    ) -> AsyncGenerator[LLMDelta, None]:
+        prompt = await self.template.prompt_ids(messages, params.max_tokens, self.context_length)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[object] = asyncio.Queue()
         stop = threading.Event()
-        self._stops[request_id] = stop
-        self._counters["requests"] += 1
-        self._counters["prompt_tokens"] += int(input_ids.shape[1])
 
-        def emit(text: str) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, text)
-
-        async def produce() -> None:
+        def emit(text: str) -> None:  # on the generation thread
             try:
-                await asyncio.to_thread(self._generate, input_ids, params, stop, emit)
-            finally:
-                queue.put_nowait(_DONE)
+                loop.call_soon_threadsafe(queue.put_nowait, text)
+            except RuntimeError:  # the event loop is gone: nobody listens any more
+                stop.set()
 
-        task = asyncio.create_task(produce())
-        # Counted as running until the worker thread really ends, even if our caller is
-        # cancelled again while waiting for it below.
-        task.add_done_callback(lambda _task: self._stops.pop(request_id, None))
+        task = asyncio.ensure_future(
+            self._generation.run(self._generate, prompt, params, stop, emit)
+        )
+        self._running += 1
+        self._counters["requests"] += 1
+        self._counters["prompt_tokens"] += len(prompt)
+
+        def ended(_task: asyncio.Future[Any]) -> None:
+            # Counted as running until the generation really ends, even if our caller
+            # is cancelled again while waiting for it below.
+            self._running -= 1
+            queue.put_nowait(_DONE)  # after every text the generation emitted
+
+        task.add_done_callback(ended)
         try:
             while (item := await queue.get()) is not _DONE:
-                if item:
-                    self._counters["text_deltas"] += 1
-                    yield str(item)
+                self._counters["text_deltas"] += 1
+                yield LLMDelta(str(item))
+            try:
+                completion_tokens, reason = task.result()
+            except ExecutorBusyError as exc:
+                raise LLMBusyError(str(exc)) from exc
+            except Exception as exc:
+                raise LLMBackendError(f"generation failed: {type(exc).__name__}: {exc}") from exc
+            yield LLMDelta(
+                finish_reason=reason,
+                prompt_tokens=len(prompt),
+                completion_tokens=completion_tokens,
+            )
         finally:
             stop.set()
-            await asyncio.shield(task)  # the worker thread has ended when this returns
+            with contextlib.suppress(Exception):
+                await asyncio.shield(task)  # the generation has ended when this returns
 
-    async def abort(self, request_id: str) -> None:
-        stop = self._stops.get(request_id)
-        if stop is not None:
-            stop.set()
+    async def count_tokens(self, texts: list[str]) -> list[int]:
+        return await self.template.count_tokens(texts)
 
     def warmup(self) -> None:
-        stop = threading.Event()
-        ids = self._prompt_ids([ChatMessage("user", "Hi")])
-        self._generate(ids, GenerationParams(max_tokens=4), stop, lambda _t: None)
+        prompt = encode_prompt(self.tokenizer, [ChatMessage("user", "Hi")])
+        self._generate(prompt, GenerationParams(max_tokens=4), threading.Event(), lambda _t: None)
 
     def stats(self) -> dict[str, Any]:
-        return {"num_running": len(self._stops), **self._counters}
+        return {"num_running": self._running, **self._counters}
+
+    async def close(self) -> None:
+        self.template.close()
+        self._generation.shutdown()

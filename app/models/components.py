@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.llm.base import ChatMessage, GenerationParams, LLMBackend, create_backend
+from app.llm import ChatMessage, GenerationParams, LLMBackend, create_backend
 from app.models import registry as model_registry
 from app.models.asr import WhisperASR
 from app.models.piper_tts import PiperTTS

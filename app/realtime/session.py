@@ -14,7 +14,7 @@ import json
 import logging
 from typing import Any
 
-from app.llm.base import LLMBackendError
+from app.llm import LLMBackendError
 from app.models.components import Components
 from app.protocol.dialect import BETA, GA, ga_session_patch, looks_ga, session_to_ga, to_ga
 from app.protocol.schemas import (

@@ -8,7 +8,7 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from app.llm.base import ChatMessage, GenerationParams, LLMBackend, LLMBusyError
+from app.llm import ChatMessage, GenerationParams, LLMBackend, LLMBusyError, LLMDelta
 from tests.conftest import client_with, is_done, receive_until, respond, send_user_text
 
 
@@ -17,6 +17,7 @@ class BusyOnceLLM(LLMBackend):
 
     name = "busy-once"
     model = "smollm2-135m-instruct"
+    context_length = 2048
 
     def __init__(self) -> None:
         self.calls = 0
@@ -24,7 +25,7 @@ class BusyOnceLLM(LLMBackend):
 
     async def stream_chat(
         self, messages: list[ChatMessage], params: GenerationParams, request_id: str
-    ) -> AsyncGenerator[str, None]:
+    ) -> AsyncGenerator[LLMDelta, None]:
         self.calls += 1
         self.priorities.append(params.priority)
         if self.calls == 1:
@@ -32,10 +33,11 @@ class BusyOnceLLM(LLMBackend):
                 "the engine's waiting queue is full (4096 tokens waiting); retry shortly",
                 retry_after_s=2.4,
             )
-        yield "Paris."
+        yield LLMDelta("Paris.")
+        yield LLMDelta(finish_reason="stop", prompt_tokens=5, completion_tokens=3)
 
-    async def abort(self, request_id: str) -> None:
-        return None
+    async def count_tokens(self, texts: list[str]) -> list[int]:
+        return [len(t.split()) for t in texts]
 
     def warmup(self) -> None:
         return None
@@ -56,6 +58,11 @@ def test_http_busy_is_429_with_retry_after(shared_components: Any) -> None:
     accepted = client.post("/v1/chat/completions", json=body)
     assert accepted.status_code == 200
     assert accepted.json()["choices"][0]["message"]["content"] == "Paris."
+    assert accepted.json()["usage"] == {
+        "prompt_tokens": 5,
+        "completion_tokens": 3,
+        "total_tokens": 8,
+    }
     assert llm.priorities == [7, 7]
 
 

@@ -15,7 +15,7 @@ import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
-from app.llm.base import ChatMessage, GenerationParams, LLMBackendError
+from app.llm import ChatMessage, GenerationParams, LLMBackendError
 from app.llm.reasoning import ThinkSplitter
 from app.models.piper_tts import ClauseChunker
 from app.protocol.schemas import encode_base64, new_id

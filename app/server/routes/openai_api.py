@@ -19,7 +19,14 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.llm.base import ChatMessage, GenerationParams, LLMBackendError, LLMBusyError
+from app.llm import (
+    ChatMessage,
+    GenerationParams,
+    LLMBackend,
+    LLMBackendError,
+    LLMBusyError,
+    LLMDelta,
+)
 from app.llm.reasoning import ThinkSplitter
 from app.models.components import Components
 from app.server.state import HttpState
@@ -141,12 +148,9 @@ async def chat_completions(
         for m in request.messages
     ]
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
-    llm = components.llm
-    stream = _pieces(llm, messages, params, completion_id)
+    stream = _pieces(components.llm, messages, params, completion_id)
     try:  # the first piece surfaces refusals (busy, too long) as HTTP errors, not in-stream
         first = await anext(stream)
-    except StopAsyncIteration:
-        first = None
     except LLMBusyError as exc:
         raise OpenAIError(
             429,
@@ -155,79 +159,87 @@ async def chat_completions(
             headers={"Retry-After": str(max(1, round(exc.retry_after_s)))},
         ) from exc
     except LLMBackendError as exc:
-        raise OpenAIError(400, str(exc), code=exc.code) from exc
+        param = "messages" if exc.code == "context_length_exceeded" else None
+        raise OpenAIError(400, str(exc), code=exc.code, param=param) from exc
     created = int(time.time())
     if request.stream:
         include_usage = bool(request.stream_options and request.stream_options.include_usage)
         return StreamingResponse(
-            _sse(
-                first, stream, completion_id, created, request.model, llm, messages, include_usage
-            ),
+            _sse(first, stream, completion_id, created, request.model, include_usage),
             media_type="text/event-stream",
         )
-    content, reasoning, finish = "", "", "stop"
+    content, reasoning = "", ""
     async with contextlib.aclosing(stream):
-        piece = first
-        while piece is not None:
-            kind, text = piece
-            if kind == "content":
-                content += text
-            elif kind == "reasoning":
-                reasoning += text
-            else:
-                finish = text
-            piece = await anext(stream, None)
+        piece: Piece | None = first
+        try:
+            while isinstance(piece, tuple):
+                kind, text = piece
+                if kind == "content":
+                    content += text
+                else:
+                    reasoning += text
+                piece = await anext(stream)
+        except LLMBackendError as exc:
+            raise OpenAIError(500, str(exc), code=exc.code) from exc
+    assert isinstance(piece, LLMDelta)  # _pieces ends with the final delta
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if reasoning:
         message["reasoning_content"] = reasoning
-    prompt_tokens = llm.prompt_tokens(messages)
-    completion_tokens = llm.count_tokens(reasoning + content)
     return JSONResponse(
         {
             "id": completion_id,
             "object": "chat.completion",
             "created": created,
             "model": request.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "choices": [{"index": 0, "message": message, "finish_reason": piece.finish_reason}],
+            "usage": _usage(piece),
         }
     )
 
 
+Piece = tuple[str, str] | LLMDelta
+
+
 async def _pieces(
-    llm: Any, messages: list[ChatMessage], params: GenerationParams, request_id: str
-) -> AsyncGenerator[tuple[str, str], None]:
-    """("content"|"reasoning", text) pieces, then ("finish", reason)."""
+    llm: LLMBackend, messages: list[ChatMessage], params: GenerationParams, request_id: str
+) -> AsyncGenerator[Piece, None]:
+    """("content"|"reasoning", text) pieces, then the backend's final delta (finish reason
+    and token counts)."""
     splitter = ThinkSplitter(starts_in_reasoning=llm.prompt_opens_reasoning(messages))
-    generated = ""
     source = llm.stream_chat(messages, params, request_id)
     async with contextlib.aclosing(source):
         async for delta in source:
-            generated += delta
-            for piece in splitter.push(delta):
+            if delta.finished:
+                for piece in splitter.flush():
+                    yield piece
+                yield delta
+                return
+            for piece in splitter.push(delta.text):
                 yield piece
-    for piece in splitter.flush():
-        yield piece
-    # "length" when the token budget ran out (approximated by re-tokenizing the output).
-    yield ("finish", "length" if llm.count_tokens(generated) >= params.max_tokens else "stop")
+    raise LLMBackendError(f"the {llm.name} backend ended the stream without a finish reason")
+
+
+def _usage(final: LLMDelta) -> dict[str, Any]:
+    usage: dict[str, Any] = {
+        "prompt_tokens": final.prompt_tokens,
+        "completion_tokens": final.completion_tokens,
+        "total_tokens": final.prompt_tokens + final.completion_tokens,
+    }
+    if final.cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": final.cached_tokens}
+    return usage
 
 
 async def _sse(
-    first: tuple[str, str] | None,
-    rest: AsyncGenerator[tuple[str, str], None],
+    first: Piece,
+    rest: AsyncGenerator[Piece, None],
     completion_id: str,
     created: int,
     model: str,
-    llm: Any,
-    messages: list[ChatMessage],
     include_usage: bool,
 ) -> AsyncIterator[str]:
     def chunk(
-        delta: dict[str, Any], finish: str | None = None, usage: dict[str, int] | None = None
+        delta: dict[str, Any], finish: str | None = None, usage: dict[str, Any] | None = None
     ) -> str:
         body: dict[str, Any] = {
             "id": completion_id,
@@ -240,32 +252,21 @@ async def _sse(
             body["usage"] = usage
         return f"data: {json.dumps(body)}\n\n"
 
-    generated = ""
     yield chunk({"role": "assistant", "content": ""})
     async with contextlib.aclosing(rest):  # a client that disconnects aborts the request
-        piece = first
+        piece: Piece | None = first
         while piece is not None:
+            if isinstance(piece, LLMDelta):
+                yield chunk({}, finish=piece.finish_reason)
+                if include_usage:
+                    yield chunk({}, usage=_usage(piece))
+                break
             kind, text = piece
-            if kind == "finish":
-                yield chunk({}, finish=text)
-            else:
-                generated += text
-                yield chunk({"content": text} if kind == "content" else {"reasoning_content": text})
+            yield chunk({"content": text} if kind == "content" else {"reasoning_content": text})
             try:
                 piece = await anext(rest)
-            except StopAsyncIteration:
-                piece = None
             except LLMBackendError as exc:
-                yield f"data: {json.dumps({'error': {'message': str(exc), 'type': 'server_error', 'code': exc.code}})}\n\n"
+                error = {"message": str(exc), "type": "server_error", "code": exc.code}
+                yield f"data: {json.dumps({'error': error})}\n\n"
                 piece = None
-    if include_usage:
-        prompt_tokens, completion_tokens = llm.prompt_tokens(messages), llm.count_tokens(generated)
-        yield chunk(
-            {},
-            usage={
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
-        )
     yield "data: [DONE]\n\n"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.llm.base import ChatMessage, GenerationParams, LLMBackend
+from app.llm import ChatMessage, GenerationParams, LLMBackend
 from tests.conftest import (
     audio_seconds,
     client_with,

@@ -1,0 +1,119 @@
+"""The LLM backend interface: the only way `app/` reaches a language model.
+
+Implementations: `embedded` (our engine, app/llm/embedded.py), `transformers` (HF
+generate, the baseline, app/llm/transformers_backend.py); `create_backend` in
+app/llm/__init__.py builds the configured one.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+FinishReason = Literal["stop", "length", "abort"]
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    max_tokens: int = 128
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    priority: int | None = None  # lower runs first; None: the backend's default
+    top_k: int = 0
+    stop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LLMDelta:
+    """One piece of a `stream_chat` stream.
+
+    Every delta but the last carries `text` (whole characters, never empty). The last
+    one carries no text: it has `finish_reason` set ("stop": end of text or a stop
+    string, "length": `max_tokens` reached, "abort": the backend stopped the request)
+    and the request's token counts. `completion_tokens` counts every generated token,
+    the end-of-text token included; `cached_tokens` is the part of the prompt served
+    from a prefix cache, None when the backend does not know.
+    """
+
+    text: str = ""
+    finish_reason: FinishReason | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None
+
+
+class LLMBackendError(Exception):
+    """A request the backend refuses or fails; the message says what was wrong.
+
+    `code` is machine-readable: "llm_error" unless given, "context_length_exceeded"
+    when the prompt and `max_tokens` do not fit the model's context.
+    """
+
+    code = "llm_error"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
+class LLMBusyError(LLMBackendError):
+    """The backend is overloaded; retry after `retry_after_s`."""
+
+    code = "server_busy"
+
+    def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class LLMBackend(abc.ABC):
+    """Streams chat completions. One instance serves every session concurrently."""
+
+    name: str
+    model: str
+    context_length: int  # the model's context window in tokens (prompt + generated)
+    _opens_reasoning: bool = False  # set at load from the chat template
+
+    @abc.abstractmethod
+    def stream_chat(
+        self, messages: list[ChatMessage], params: GenerationParams, request_id: str
+    ) -> AsyncGenerator[LLMDelta, None]:
+        """Yield text deltas of the assistant's answer, then one final delta with the
+        finish reason and token counts (see `LLMDelta`). Closing the iterator aborts the
+        request and frees what it held. Raises `LLMBackendError` (code
+        "context_length_exceeded" when the conversation does not fit) or `LLMBusyError`
+        before the first delta."""
+
+    @abc.abstractmethod
+    async def count_tokens(self, texts: list[str]) -> list[int]:
+        """Tokens of each text, without special tokens (off the event loop)."""
+
+    @abc.abstractmethod
+    def warmup(self) -> None:
+        """Run a short generation so the first real request is not slow (blocking)."""
+
+    def prompt_opens_reasoning(self, messages: list[ChatMessage]) -> bool:
+        """Whether the chat template already opens a `<think>` block in the prompt
+        (R1-Distill). Read from the template once at load, so no tokenizer call here."""
+        return bool(self._opens_reasoning)
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for /metrics."""
+        return {}
+
+    async def close(self) -> None:  # noqa: B027  (optional hook)
+        """Release threads and memory."""

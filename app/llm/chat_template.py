@@ -1,0 +1,104 @@
+"""The chat template, applied in one place for every backend: messages -> prompt token ids.
+
+The functions are blocking tokenizer work; `ChatTemplate` runs them on a backend's own
+tokenizer executor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from app.executor import ExecutorBusyError, ModelExecutor
+from app.llm.backend import ChatMessage, LLMBackendError, LLMBusyError
+
+T = TypeVar("T")
+
+THINK_OPEN = "<think>"
+
+
+def encode_prompt(tokenizer: Any, messages: list[ChatMessage]) -> list[int]:
+    """The prompt's token ids: the chat template with the assistant's turn opened.
+
+    Any failure of the template (a jinja TemplateError such as "roles must alternate", a
+    tokenizer without a template) is raised as `LLMBackendError` naming what failed."""
+    if tokenizer is None:
+        raise LLMBackendError("the model has no tokenizer, so no chat template to apply")
+    try:
+        encoded: Any = tokenizer.apply_chat_template(
+            [{"role": m.role, "content": m.content} for m in messages],
+            add_generation_prompt=True,
+            tokenize=True,
+        )
+        ids = encoded["input_ids"] if hasattr(encoded, "keys") else encoded
+        return [int(t) for t in ids]
+    except Exception as exc:
+        raise LLMBackendError(
+            f"the chat template failed on this conversation: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def opens_reasoning(tokenizer: Any) -> bool:
+    """Whether the template's generation prompt already opens a `<think>` block, as the
+    DeepSeek-R1-Distill templates do. Asked once, at load."""
+    if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        return False
+    try:
+        prompt = tokenizer.apply_chat_template(
+            [{"role": "user", "content": "x"}], add_generation_prompt=True, tokenize=False
+        )
+    except Exception:  # a template that refuses this probe fails, named, on real requests
+        return False
+    return str(prompt).rstrip().endswith(THINK_OPEN)
+
+
+def count_tokens(tokenizer: Any, texts: list[str]) -> list[int]:
+    """Tokens of each text without special tokens (blocking)."""
+    if not texts:
+        return []
+    if tokenizer is None:
+        raise LLMBackendError("the model has no tokenizer, so tokens cannot be counted")
+    encoded = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    return [len(ids) for ids in encoded]
+
+
+def check_fits(prompt_tokens: int, max_tokens: int, context_length: int) -> None:
+    """Refuse (code "context_length_exceeded") a prompt that leaves no room for `max_tokens`."""
+    if prompt_tokens + max_tokens > context_length:
+        raise LLMBackendError(
+            f"conversation too long: {prompt_tokens} prompt tokens + {max_tokens} new tokens "
+            f"exceed the model context of {context_length}",
+            code="context_length_exceeded",
+        )
+
+
+class ChatTemplate:
+    """A backend's tokenizer work off the event loop: prompts and token counts run on the
+    backend's own tokenizer thread (never asyncio's default pool, which models share)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.opens_reasoning = opens_reasoning(tokenizer)
+        self._executor = ModelExecutor("llm-tokenizer")
+
+    async def prompt_ids(
+        self, messages: list[ChatMessage], max_tokens: int, context_length: int
+    ) -> list[int]:
+        """The prompt's token ids; refused when it leaves no room for `max_tokens`."""
+        ids = await self._run(encode_prompt, self.tokenizer, messages)
+        check_fits(len(ids), max_tokens, context_length)
+        return ids
+
+    async def count_tokens(self, texts: list[str]) -> list[int]:
+        if not texts:
+            return []
+        return await self._run(count_tokens, self.tokenizer, list(texts))
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        try:
+            return await self._executor.run(fn, *args)
+        except ExecutorBusyError as exc:
+            raise LLMBusyError(f"the tokenizer is overloaded: {exc}") from exc
+
+    def close(self) -> None:
+        self._executor.shutdown()
