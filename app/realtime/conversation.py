@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from app.llm.base import ChatMessage
+from app.llm import ChatMessage
 from app.protocol.schemas import ProtocolError
 
 
