@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -9,8 +10,22 @@ import openai
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.app.llm.conftest import chat_ids
+from tests.app.llm.scripted import ScriptedLLM
+from tests.conftest import client_with
+
 MODEL = "smollm2-135m-instruct"
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+def sse_chunks(client: TestClient, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON chunks of a streamed completion (the `[DONE]` line checked and dropped)."""
+    with client.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as reply:
+        assert reply.status_code == 200, reply.read()
+        assert reply.headers["content-type"].startswith("text/event-stream")
+        lines = [line for line in reply.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "data: [DONE]"
+    return [json.loads(line[6:]) for line in lines[:-1]]
 
 
 def test_models_lists_the_llm(app_client: TestClient) -> None:
@@ -24,9 +39,43 @@ def test_chat_completion(app_client: TestClient) -> None:
     data = reply.json()
     assert data["object"] == "chat.completion"
     assert "paris" in data["choices"][0]["message"]["content"].lower()
+    assert data["choices"][0]["finish_reason"] == "stop"
+
+
+@pytest.mark.parametrize(("max_tokens", "finish_reason"), [(64, "stop"), (3, "length")])
+def test_usage_and_finish_reason_are_exact(
+    app_client: TestClient, shared_components: Any, max_tokens: int, finish_reason: str
+) -> None:
+    tokenizer = shared_components.llm.tokenizer
+    body = {"model": MODEL, "messages": QUESTION, "max_tokens": max_tokens, "temperature": 0}
+    data = app_client.post("/v1/chat/completions", json=body).json()
+    content = data["choices"][0]["message"]["content"]
+    assert data["choices"][0]["finish_reason"] == finish_reason
+    prompt_tokens = len(chat_ids(tokenizer, QUESTION))
+    # every generated token: the answer's own, and the end-of-text token when it stopped
+    completion_tokens = (
+        len(tokenizer.encode(content, add_special_tokens=False)) + 1
+        if finish_reason == "stop"
+        else max_tokens
+    )
     usage = data["usage"]
-    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
-    assert 0 < usage["completion_tokens"] <= 24
+    assert (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]) == (
+        prompt_tokens,
+        completion_tokens,
+        prompt_tokens + completion_tokens,
+    )
+    cached = usage.get("prompt_tokens_details", {}).get("cached_tokens")
+    assert cached is None or 0 <= cached <= prompt_tokens
+    chunks = sse_chunks(app_client, {**body, "stream_options": {"include_usage": True}})
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks[:-1]) == content
+    assert chunks[-2]["choices"][0]["finish_reason"] == finish_reason
+    assert [c["choices"][0]["finish_reason"] for c in chunks[:-2]] == [None] * (len(chunks) - 2)
+    assert chunks[-1]["choices"] == []
+    streamed = chunks[-1]["usage"]
+    assert (streamed["prompt_tokens"], streamed["completion_tokens"]) == (
+        prompt_tokens,
+        completion_tokens,
+    )
 
 
 def test_streamed_chat_completion_matches_plain(app_client: TestClient) -> None:
@@ -73,8 +122,8 @@ def test_streamed_chat_completion_matches_plain(app_client: TestClient) -> None:
         (
             {"model": MODEL, "messages": [{"role": "user", "content": "hi " * 20000}]},
             400,
-            None,
-            None,
+            "context_length_exceeded",
+            "messages",
         ),
     ],
 )
@@ -104,3 +153,86 @@ def test_official_sdk_chat(live_server: str) -> None:
         "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
         == reply.choices[0].message.content
     )
+
+
+def scripted_client(shared_components: Any, llm: ScriptedLLM) -> TestClient:
+    return client_with(dataclasses.replace(shared_components, llm=llm))
+
+
+R1_ANSWER = ["Two plus", " two.</th", "ink>\n\nIt is ", "4."]
+
+
+def test_scripted_reasoning_finish_and_usage(shared_components: Any) -> None:
+    llm = ScriptedLLM(
+        R1_ANSWER,
+        finish_reason="length",
+        prompt_tokens=31,
+        completion_tokens=9,
+        cached_tokens=16,
+        opens_reasoning=True,
+    )
+    client = scripted_client(shared_components, llm)
+    body = {"model": MODEL, "messages": QUESTION, "max_tokens": 9}
+    data = client.post("/v1/chat/completions", json=body).json()
+    assert data["choices"] == [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": "It is 4.",
+                "reasoning_content": "Two plus two.",
+            },
+            "finish_reason": "length",
+        }
+    ]
+    usage = {
+        "prompt_tokens": 31,
+        "completion_tokens": 9,
+        "total_tokens": 40,
+        "prompt_tokens_details": {"cached_tokens": 16},
+    }
+    assert data["usage"] == usage
+    chunks = sse_chunks(client, {**body, "stream_options": {"include_usage": True}})
+    assert [c["choices"][0]["delta"] for c in chunks[:-1]] == [
+        {"role": "assistant", "content": ""},
+        {"reasoning_content": "Two plus"},
+        {"reasoning_content": " two."},
+        {"content": "It is "},
+        {"content": "4."},
+        {},
+    ]
+    assert [c["choices"][0]["finish_reason"] for c in chunks[:-1]] == [None] * 5 + ["length"]
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == usage
+    assert llm.requests[0][1].max_tokens == 9
+
+
+def test_streamed_usage_only_when_asked(shared_components: Any) -> None:
+    client = scripted_client(shared_components, ScriptedLLM(["Paris."], prompt_tokens=7))
+    chunks = sse_chunks(client, {"model": MODEL, "messages": QUESTION})
+    assert all("usage" not in c for c in chunks)
+    assert [c["choices"][0]["finish_reason"] for c in chunks] == [None, None, "stop"]
+    plain = client.post("/v1/chat/completions", json={"model": MODEL, "messages": QUESTION})
+    assert plain.json()["usage"] == {"prompt_tokens": 7, "completion_tokens": 1, "total_tokens": 8}
+    assert "prompt_tokens_details" not in plain.json()["usage"]  # cached tokens unknown
+
+
+def test_a_stream_without_a_final_delta_is_an_error_not_success(shared_components: Any) -> None:
+    client = scripted_client(shared_components, ScriptedLLM(["Paris."], final=False))
+    body = {"model": MODEL, "messages": QUESTION}
+    reply = client.post("/v1/chat/completions", json=body)
+    assert reply.status_code == 500
+    assert reply.json()["error"] == {
+        "message": "the scripted backend ended the stream without a finish reason",
+        "type": "server_error",
+        "param": None,
+        "code": "llm_error",
+    }
+    chunks = sse_chunks(client, body)
+    assert chunks[-1] == {
+        "error": {
+            "message": "the scripted backend ended the stream without a finish reason",
+            "type": "server_error",
+            "code": "llm_error",
+        }
+    }
+    assert all(c.get("choices", [{}])[0].get("finish_reason") is None for c in chunks[:-1])

@@ -1,0 +1,142 @@
+"""The embedded backend over the bundled SmolLM2: its deltas are the engine's tokens
+decoded, and its final delta has the engine's finish reason and exact token counts."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.llm import ChatMessage, GenerationParams, LLMBackendError, LLMDelta
+from app.llm.embedded import EmbeddedBackend
+from engine import LLM, SamplingParams
+from tests.app.llm.conftest import MODEL, chat_ids
+
+FRANCE = [ChatMessage("user", "What is the capital of France?")]
+HAIKU = [ChatMessage("user", "Write a haiku about the sea.")]
+
+
+@pytest.fixture(scope="module")
+def backend(smollm2_path: Path) -> Iterator[EmbeddedBackend]:
+    backend = EmbeddedBackend(MODEL, quantization="none")
+    yield backend
+    asyncio.run(backend.close())
+
+
+@pytest.fixture(scope="module")
+def reference(smollm2_path: Path) -> LLM:
+    """A second engine, run synchronously: what the backend must reproduce."""
+    return LLM(MODEL, quantization="none")
+
+
+def collect(backend: Any, messages: list[ChatMessage], params: GenerationParams) -> list[LLMDelta]:
+    async def main() -> list[LLMDelta]:
+        return [delta async for delta in backend.stream_chat(messages, params, "test")]
+
+    return list(asyncio.run(main()))
+
+
+def as_dicts(messages: list[ChatMessage]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+@pytest.mark.parametrize(
+    ("messages", "max_tokens", "finish_reason"),
+    [(FRANCE, 64, "stop"), (HAIKU, 8, "length")],
+)
+def test_deltas_are_the_engines_tokens_decoded(
+    backend: EmbeddedBackend,
+    reference: LLM,
+    messages: list[ChatMessage],
+    max_tokens: int,
+    finish_reason: str,
+) -> None:
+    prompt = chat_ids(reference.tokenizer, as_dicts(messages))
+    expected = reference.generate([prompt], SamplingParams(max_tokens=max_tokens, temperature=0.0))[
+        0
+    ]
+    assert expected.finish_reason == finish_reason  # the case is what its name says
+    deltas = collect(backend, messages, GenerationParams(max_tokens=max_tokens))
+    *texts, final = deltas
+    assert all(d.text and d.finish_reason is None for d in texts)
+    assert "".join(d.text for d in texts) == reference.tokenizer.decode(
+        expected.token_ids, skip_special_tokens=True
+    )
+    assert final.text == "" and final.finished
+    assert final.finish_reason == finish_reason
+    assert final.prompt_tokens == len(prompt)
+    assert final.completion_tokens == len(expected.token_ids)
+    if finish_reason == "length":
+        assert final.completion_tokens == max_tokens
+    else:
+        assert final.completion_tokens < max_tokens
+        assert expected.token_ids[-1] == reference.tokenizer.eos_token_id  # counted
+
+
+def test_cached_tokens_are_the_engines_prefix_cache_hits(backend: EmbeddedBackend) -> None:
+    params = GenerationParams(max_tokens=4)
+    collect(backend, HAIKU, params)
+    again = collect(backend, HAIKU, params)[-1]
+    block = backend.llm.stats().kv_block_size
+    assert again.cached_tokens == again.prompt_tokens // block * block > 0
+
+
+def test_a_stop_string_finishes_with_stop(backend: EmbeddedBackend) -> None:
+    *texts, final = collect(backend, FRANCE, GenerationParams(max_tokens=64, stop=("Paris",)))
+    assert "".join(d.text for d in texts) == "The capital of France is "
+    assert final.finish_reason == "stop"
+
+
+def test_count_tokens_is_the_tokenizers(backend: EmbeddedBackend) -> None:
+    texts = ["The capital of France is Paris.", "", "héllo 你好 🎉", "a b c d"]
+    expected = [len(backend.tokenizer.encode(t, add_special_tokens=False)) for t in texts]
+    assert asyncio.run(backend.count_tokens(texts)) == expected
+    assert asyncio.run(backend.count_tokens([])) == []
+
+
+def test_context_length_and_reasoning_flag(backend: EmbeddedBackend) -> None:
+    assert backend.context_length == backend.llm.engine.max_model_len > 0
+    assert backend.prompt_opens_reasoning(FRANCE) is False  # SmolLM2 has no <think>
+
+
+def test_a_conversation_too_long_is_refused_with_its_code(backend: EmbeddedBackend) -> None:
+    prompt = len(chat_ids(backend.tokenizer, as_dicts(FRANCE)))
+    room = backend.context_length - prompt
+    with pytest.raises(LLMBackendError) as info:
+        collect(backend, FRANCE, GenerationParams(max_tokens=room + 1))
+    assert info.value.code == "context_length_exceeded"
+    assert f"{prompt} prompt tokens + {room + 1} new tokens" in str(info.value)
+
+
+def test_a_broken_chat_template_is_an_llm_backend_error(backend: EmbeddedBackend) -> None:
+    tokenizer = backend.tokenizer
+    saved = tokenizer.chat_template
+    tokenizer.chat_template = "{{ raise_exception('Conversation roles must alternate') }}"
+    try:
+        with pytest.raises(LLMBackendError) as info:
+            collect(backend, FRANCE, GenerationParams(max_tokens=4))
+    finally:
+        tokenizer.chat_template = saved
+    assert type(info.value) is LLMBackendError
+    assert str(info.value) == (
+        "the chat template failed on this conversation: "
+        "TemplateError: Conversation roles must alternate"
+    )
+    assert backend.llm.stats().num_running == 0
+
+
+def test_closing_the_stream_aborts_the_request(backend: EmbeddedBackend) -> None:
+    async def main() -> None:
+        stream = backend.stream_chat(HAIKU, GenerationParams(max_tokens=200), "closed-early")
+        async with contextlib.aclosing(stream):
+            first = await anext(stream)
+            assert first.text and not first.finished
+
+    asyncio.run(main())
+    stats = backend.llm.stats()
+    assert stats.num_running == 0 and stats.num_waiting == 0
+    assert stats.kv_blocks_free == stats.kv_blocks_total
