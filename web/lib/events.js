@@ -1,0 +1,158 @@
+// The Realtime protocol as the page sees it: GA event names (beta names are mapped to
+// them, so a server answering in either dialect works), the session object read in
+// either shape, `session.update` built in the GA shape, log-friendly copies of events
+// with audio payloads elided, and user-facing messages for errors and socket closes.
+
+import { base64Size } from "./pcm.js";
+
+const BETA_TO_GA = {
+  "response.audio.delta": "response.output_audio.delta",
+  "response.audio.done": "response.output_audio.done",
+  "response.audio_transcript.delta": "response.output_audio_transcript.delta",
+  "response.audio_transcript.done": "response.output_audio_transcript.done",
+  "response.text.delta": "response.output_text.delta",
+  "response.text.done": "response.output_text.done",
+  "conversation.item.created": "conversation.item.added",
+};
+
+/** Parse one WebSocket message: the event with its GA type, or null when not JSON. */
+export function parseEvent(data) {
+  let ev;
+  try {
+    ev = typeof data === "string" ? JSON.parse(data) : data;
+  } catch {
+    return null;
+  }
+  if (!ev || typeof ev !== "object" || typeof ev.type !== "string") return null;
+  const type = BETA_TO_GA[ev.type];
+  return type ? { ...ev, type, wireType: ev.type } : ev;
+}
+
+/** The fields of a session object the page shows, from the GA or the beta shape. */
+export function sessionView(session) {
+  const s = session || {};
+  const input = (s.audio && s.audio.input) || {};
+  const output = (s.audio && s.audio.output) || {};
+  const pick = (...values) => values.find((v) => v !== undefined);
+  const transcription = pick(input.transcription, s.input_audio_transcription);
+  return {
+    id: s.id,
+    voice: pick(output.voice, s.voice),
+    speed: pick(output.speed, s.speed),
+    turnDetection: pick(input.turn_detection, s.turn_detection),
+    transcriptionModel: transcription ? transcription.model : null,
+    instructions: s.instructions,
+    temperature: s.temperature,
+    modalities: pick(s.output_modalities, s.modalities),
+    maxOutputTokens: pick(s.max_output_tokens, s.max_response_output_tokens),
+  };
+}
+
+/** The GA `session` object of a `session.update` changing only the given fields.
+ *  fields: {voice, speed, turnDetection (object or null), transcriptionModel,
+ *  instructions, temperature}. */
+export function sessionPatch(fields) {
+  const session = { type: "realtime" };
+  const input = {};
+  const output = {};
+  if (fields.voice !== undefined) output.voice = fields.voice;
+  if (fields.speed !== undefined) output.speed = fields.speed;
+  if (fields.turnDetection !== undefined) input.turn_detection = fields.turnDetection;
+  if (fields.transcriptionModel !== undefined) input.transcription = { model: fields.transcriptionModel };
+  if (fields.instructions !== undefined) session.instructions = fields.instructions;
+  if (fields.temperature !== undefined) session.temperature = fields.temperature;
+  if (Object.keys(input).length || Object.keys(output).length) {
+    session.audio = {};
+    if (Object.keys(input).length) session.audio.input = input;
+    if (Object.keys(output).length) session.audio.output = output;
+  }
+  return session;
+}
+
+export function sessionUpdate(fields, eventId) {
+  const ev = { type: "session.update", session: sessionPatch(fields) };
+  if (eventId) ev.event_id = eventId;
+  return ev;
+}
+
+const AUDIO_FIELDS = {
+  "input_audio_buffer.append": "audio",
+  "response.output_audio.delta": "delta",
+  "response.audio.delta": "delta",
+};
+
+/** A copy of an event fit for the log: audio payloads replaced by their size. */
+export function elide(ev) {
+  const field = AUDIO_FIELDS[ev.type] || AUDIO_FIELDS[ev.wireType];
+  const copy = { ...ev };
+  delete copy.wireType;
+  if (field && typeof ev[field] === "string") copy[field] = `<${base64Size(ev[field])} bytes of audio>`;
+  return copy;
+}
+
+/** Whether an event carries audio (the log folds runs of them into one line). */
+export function isAudioEvent(ev) {
+  return Boolean(AUDIO_FIELDS[ev.type] || AUDIO_FIELDS[ev.wireType]);
+}
+
+/** Which pipeline slot a refused `session.update` field belongs to, from `error.param`. */
+export function slotOfParam(param) {
+  if (!param) return null;
+  if (/voice|speed/.test(param)) return "tts";
+  if (/turn_detection/.test(param)) return "turn";
+  if (/transcription/.test(param)) return "asr";
+  if (/model/.test(param)) return "llm";
+  return null;
+}
+
+const ERROR_HINTS = {
+  server_busy: "The server is busy (its queue is full), so this answer was not generated. Try again in a moment.",
+  unsupported_voice: "The server does not offer that voice.",
+  unsupported_model: "The server does not run that model.",
+  input_audio_buffer_commit_empty: "That was too short to hear: hold the button (or the space bar) while you speak.",
+  conversation_already_has_active_response: "An answer is still being generated; wait for it or interrupt it.",
+  tts_failed: "The voice failed to speak this answer.",
+};
+
+/** A message for a person, from an `error` event's `error` object. */
+export function errorMessage(error) {
+  const e = error || {};
+  const hint = ERROR_HINTS[e.code];
+  if (hint) return e.message && e.code !== "server_busy" ? `${hint} (${e.message})` : hint;
+  return e.message || e.code || "unknown error";
+}
+
+/** What a WebSocket close means for a person, and whether to reconnect. */
+export function closeInfo(code, reason) {
+  if (code === 1013) return { kind: "not_ready", message: "The server is starting up (loading and warming up its models).", retry: true };
+  if (code === 1008) return { kind: "refused", message: `The server refused the connection${reason ? `: ${reason}` : ""}.`, retry: false };
+  if (code === 4000) return { kind: "unreachable", message: "The server cannot be reached.", retry: true };
+  if (code === 1000) return { kind: "closed", message: "The connection was closed.", retry: true };
+  return { kind: "lost", message: `Lost the connection to the server${reason ? ` (${reason})` : code ? ` (code ${code})` : ""}.`, retry: true };
+}
+
+/** What an audio-device error means for a person. */
+export function micErrorMessage(err) {
+  const name = err && err.name;
+  if (name === "NotAllowedError" || name === "SecurityError" || name === "PermissionDeniedError") {
+    return { kind: "denied", message: "Microphone access was denied. Allow the microphone for this site in the browser's settings, then press Retry. You can still type or drop an audio file." };
+  }
+  if (name === "NotFoundError" || name === "OverconstrainedError" || name === "DevicesNotFoundError") {
+    return { kind: "missing", message: "No microphone was found. Connect one (or choose another in the list), then press Retry. You can still type or drop an audio file." };
+  }
+  if (name === "NotReadableError" || name === "AbortError") {
+    return { kind: "busy", message: "The microphone could not be opened (another application may be using it). Press Retry." };
+  }
+  if (name === "NoMediaDevices") {
+    return { kind: "insecure", message: "This browser offers no microphone here: the page needs HTTPS or http://localhost." };
+  }
+  return { kind: "other", message: `The microphone failed: ${(err && err.message) || err}. Press Retry.` };
+}
+
+const AUDIO_TYPES = /^audio\/|^video\/(webm|ogg|mp4)$/;
+const AUDIO_EXTENSIONS = /\.(wav|wave|mp3|ogg|oga|opus|webm|flac|m4a|aac)$/i;
+
+/** Whether a dropped file looks like audio (by MIME type or name). */
+export function looksLikeAudio(file) {
+  return AUDIO_TYPES.test(file.type || "") || AUDIO_EXTENSIONS.test(file.name || "");
+}

@@ -1,0 +1,137 @@
+// The conversation column: user turns (partial, then final transcripts; typed text),
+// answers as they stream, an R1 model's reasoning folded in a "thinking" panel, and
+// interrupted answers marked with what was heard.
+import { h } from "./dom.js";
+
+export class Conversation {
+  constructor(root) {
+    this.root = root;
+    this.items = new Map(); // item_id -> {el, text, role}
+  }
+
+  _add(el) {
+    const stick = this.root.scrollHeight - this.root.scrollTop - this.root.clientHeight < 40;
+    this.root.append(el);
+    if (stick) this.root.scrollTop = this.root.scrollHeight;
+    return el;
+  }
+
+  _user(id) {
+    let item = this.items.get(id);
+    if (!item) {
+      const el = this._add(h("div", { class: "msg user partial", "data-role": "user", "data-item": id }, "…"));
+      item = { el, role: "user", text: "" };
+      this.items.set(id, item);
+    }
+    return item;
+  }
+
+  userPartial(id) {
+    return this._user(id).el;
+  }
+
+  userDelta(id, delta) {
+    const item = this._user(id);
+    if (!item.el.classList.contains("partial")) return;
+    item.text += delta;
+    item.el.textContent = item.text || "…";
+  }
+
+  userFinal(id, transcript) {
+    const item = this._user(id);
+    item.text = transcript;
+    item.el.classList.remove("partial");
+    item.el.classList.toggle("empty", !transcript);
+    item.el.textContent = transcript || "(nothing heard)";
+  }
+
+  userFailed(id, message) {
+    const item = this._user(id);
+    item.el.classList.remove("partial");
+    item.el.classList.add("failed");
+    item.el.textContent = `(not transcribed: ${message})`;
+  }
+
+  userText(id, text) {
+    const item = this._user(id);
+    this.userFinal(id, text);
+    item.el.classList.add("typed");
+  }
+
+  _assistant(id) {
+    let item = this.items.get(id);
+    if (!item) {
+      const thinking = h("details", { class: "thinking", hidden: true }, h("summary", {}, "thinking"), h("div", { class: "reasoning-text" }));
+      const text = h("span", { class: "text" });
+      const unheard = h("span", { class: "unheard" });
+      const meta = h("div", { class: "meta" });
+      const el = this._add(h("div", { class: "msg assistant", "data-role": "assistant", "data-item": id }, thinking, text, unheard, meta));
+      item = { el, role: "assistant", text: "", reasoning: "", parts: { thinking, text, unheard, meta } };
+      this.items.set(id, item);
+    }
+    return item;
+  }
+
+  assistantStart(id, meta) {
+    const item = this._assistant(id);
+    if (meta) item.parts.meta.textContent = meta;
+    item.el.classList.add("streaming");
+  }
+
+  assistantDelta(id, delta) {
+    const item = this._assistant(id);
+    item.text += delta;
+    item.parts.text.textContent = item.text;
+  }
+
+  reasoningDelta(id, delta) {
+    const item = this._assistant(id);
+    item.reasoning += delta;
+    item.parts.thinking.hidden = false;
+    item.parts.thinking.querySelector(".reasoning-text").textContent = item.reasoning;
+  }
+
+  /** The answer ended: status completed / cancelled / failed; `heard` is what the
+   *  server kept of an interrupted answer; `meta` a line under it. */
+  assistantDone(id, { status, heard, meta, reason } = {}) {
+    const item = this.items.get(id);
+    if (!item) return;
+    item.el.classList.remove("streaming");
+    if (meta) item.parts.meta.textContent = meta;
+    if (status === "cancelled" || status === "incomplete") {
+      item.el.classList.add("interrupted");
+      const kept = typeof heard === "string" ? heard : item.text;
+      const rest = item.text.startsWith(kept) ? item.text.slice(kept.length) : "";
+      item.parts.text.textContent = kept || "…";
+      item.parts.unheard.textContent = rest;
+      item.parts.unheard.title = "generated but not heard";
+      item.el.setAttribute("aria-label", `Interrupted answer. Heard: ${kept || "nothing"}`);
+      const badge = h("span", { class: "badge" }, reason === "client_cancelled" ? "stopped" : "interrupted");
+      item.parts.meta.prepend(badge, " ");
+    } else if (status === "failed") {
+      item.el.classList.add("failed");
+    }
+  }
+
+  remove(id) {
+    const item = this.items.get(id);
+    if (item) {
+      item.el.remove();
+      this.items.delete(id);
+    }
+  }
+
+  note(text, kind = "info", action) {
+    const el = h("div", { class: `note ${kind}`, role: kind === "error" ? "alert" : undefined }, text);
+    if (action) el.append(" ", h("button", { type: "button", onclick: action.run }, action.label));
+    return this._add(el);
+  }
+
+  divider(text) {
+    return this._add(h("div", { class: "divider", role: "separator" }, text));
+  }
+
+  has(id) {
+    return this.items.has(id);
+  }
+}

@@ -1,0 +1,221 @@
+// The pipeline on screen: stage cards Input (turn detection + ASR) -> LLM -> TTS with
+// their component, live state and last-turn latency; a palette per stage built from
+// GET /v1/r1voice/components whose entries can be dragged onto a card (HTML5 drag and
+// drop) or chosen by click / keyboard; and the per-turn latency chart.
+import { accepts, CARD_OF, DRAG_TYPE, SLOTS, slotDragType, slotFromDragTypes } from "../lib/components.js";
+import { chartSvg, STAGES } from "../lib/chart.js";
+import { STATE_LABELS } from "../lib/stages.js";
+import { $, h } from "./dom.js";
+
+const fmtMs = (ms) => (ms === null || ms === undefined ? "–" : `${Math.round(ms)} ms`);
+
+export class PipelineView {
+  /** hooks: onChoose(slot, key) */
+  constructor(hooks) {
+    this.hooks = hooks;
+    this.palettes = {};
+    this.cards = {};
+    for (const card of document.querySelectorAll(".card[data-card]")) {
+      this.cards[card.dataset.card] = card;
+      this._dropTarget(card);
+      card.querySelector(".change").addEventListener("click", () => this.openPalette(card.dataset.card));
+    }
+  }
+
+  _dropTarget(card) {
+    const name = card.dataset.card;
+    const slotOf = (e) => slotFromDragTypes(e.dataTransfer && e.dataTransfer.types);
+    card.addEventListener("dragenter", (e) => {
+      const slot = slotOf(e);
+      if (!slot) return;
+      card.classList.toggle("drop-ok", accepts(name, slot));
+      card.classList.toggle("drop-no", !accepts(name, slot));
+      if (accepts(name, slot)) e.preventDefault();
+    });
+    card.addEventListener("dragover", (e) => {
+      const slot = slotOf(e);
+      if (!slot) return;
+      if (accepts(name, slot)) {
+        e.preventDefault();
+        e.dataTransfer.dropEffect = "copy";
+      } else e.dataTransfer.dropEffect = "none";
+    });
+    card.addEventListener("dragleave", (e) => {
+      if (!card.contains(e.relatedTarget)) card.classList.remove("drop-ok", "drop-no");
+    });
+    card.addEventListener("drop", (e) => {
+      const raw = e.dataTransfer.getData(DRAG_TYPE);
+      card.classList.remove("drop-ok", "drop-no");
+      if (!raw) return; // a file: the page's own drop handler takes it
+      e.preventDefault();
+      e.stopPropagation();
+      let payload;
+      try {
+        payload = JSON.parse(raw);
+      } catch {
+        return;
+      }
+      if (!accepts(name, payload.slot)) {
+        this.setRefusal(payload.slot, `A ${SLOTS[payload.slot].title.toLowerCase()} component goes on the ${CARD_OF[payload.slot].toUpperCase()} card.`, name);
+        return;
+      }
+      this.hooks.onChoose(payload.slot, payload.key, "drop");
+    });
+  }
+
+  /** Focus the first choice of a card's palette (the keyboard path to "drag"). */
+  openPalette(card) {
+    const palette = $(`palette-${card}`);
+    for (const d of palette.querySelectorAll("details")) if (d.querySelector("[aria-pressed=true]")) d.open = true;
+    const target = palette.querySelector(".component[aria-pressed=true]") || palette.querySelector(".component:not([aria-disabled=true])");
+    palette.scrollIntoView({ block: "nearest" });
+    if (target) target.focus();
+  }
+
+  setPalettesLoading(message) {
+    for (const card of Object.keys(this.cards)) {
+      const list = $(`palette-${card}`).querySelector(".lists");
+      list.replaceChildren(h("p", { class: "loading" }, message));
+    }
+  }
+
+  setPalettes(palettes) {
+    this.palettes = palettes;
+    const byCard = { input: [], llm: [], tts: [] };
+    for (const [slot, rows] of Object.entries(palettes)) byCard[CARD_OF[slot]].push([slot, rows]);
+    for (const [card, groups] of Object.entries(byCard)) {
+      const lists = $(`palette-${card}`).querySelector(".lists");
+      lists.replaceChildren(...groups.map(([slot, rows]) => this._group(slot, rows)));
+    }
+  }
+
+  _group(slot, rows) {
+    const title = SLOTS[slot].title;
+    const headingId = `palette-${slot}-title`;
+    if (slot !== "tts") {
+      return h("div", { class: "group" }, h("h4", { id: headingId }, title), this._list(slot, rows, headingId));
+    }
+    // voices: the main ones first, then espeak-ng's languages and OpenAI's alias names folded
+    const langs = rows.filter((r) => r.engine === "espeak-ng" && r.id !== "espeak-ng");
+    const aliases = rows.filter((r) => r.engine === "alias");
+    const main = rows.filter((r) => !langs.includes(r) && !aliases.includes(r));
+    const filter = h("input", { type: "search", class: "filter", placeholder: "filter languages", "aria-label": "Filter espeak-ng languages" });
+    const langList = this._list(slot, langs, headingId);
+    filter.addEventListener("input", () => {
+      const q = filter.value.trim().toLowerCase();
+      for (const li of langList.children) li.hidden = Boolean(q) && !li.textContent.toLowerCase().includes(q);
+    });
+    return h(
+      "div",
+      { class: "group" },
+      h("h4", { id: headingId }, title),
+      this._list(slot, main, headingId),
+      langs.length ? h("details", { class: "more" }, h("summary", {}, `espeak-ng languages (${langs.length})`), filter, langList) : null,
+      aliases.length ? h("details", { class: "more" }, h("summary", {}, `OpenAI voice names (${aliases.length})`), this._list(slot, aliases, headingId)) : null,
+    );
+  }
+
+  _list(slot, rows, headingId) {
+    return h("ul", { class: "components", "aria-labelledby": headingId }, rows.map((row) => h("li", {}, this._item(slot, row))));
+  }
+
+  _item(slot, row) {
+    const reasonId = `reason-${slot}-${row.key.replace(/[^\w-]/g, "_")}`;
+    const card = CARD_OF[slot].toUpperCase();
+    const btn = h(
+      "button",
+      {
+        type: "button",
+        class: "component",
+        draggable: row.available ? "true" : "false",
+        "aria-disabled": row.available ? undefined : "true",
+        "aria-pressed": "false",
+        "aria-describedby": row.reason || row.description ? reasonId : undefined,
+        title: row.available ? `Drag onto the ${card} card, or press to use it` : row.reason,
+        dataset: { slot, key: row.key },
+      },
+      h("span", { class: "label" }, row.label),
+      row.reason ? h("small", { class: "reason", id: reasonId }, row.reason) : row.description ? h("small", { class: "desc", id: reasonId }, row.description) : null,
+    );
+    btn.addEventListener("click", () => this.hooks.onChoose(slot, row.key, "click"));
+    btn.addEventListener("dragstart", (e) => {
+      if (!row.available) {
+        e.preventDefault();
+        this.setRefusal(slot, row.reason || "not available");
+        return;
+      }
+      e.dataTransfer.setData(DRAG_TYPE, JSON.stringify({ slot, key: row.key }));
+      e.dataTransfer.setData(slotDragType(slot), row.key);
+      e.dataTransfer.setData("text/plain", row.label);
+      e.dataTransfer.effectAllowed = "copy";
+      document.body.classList.add("dragging-component");
+      this.cards[CARD_OF[slot]].classList.add("drop-hint");
+    });
+    btn.addEventListener("dragend", () => {
+      document.body.classList.remove("dragging-component");
+      for (const c of Object.values(this.cards)) c.classList.remove("drop-hint", "drop-ok", "drop-no");
+    });
+    return btn;
+  }
+
+  labelOf(slot, key) {
+    const row = (this.palettes[slot] || []).find((r) => r.key === key);
+    if (row) return row.label;
+    if (slot === "turn") return key === "none" ? "Manual (push-to-talk)" : key;
+    return key ?? "–";
+  }
+
+  /** The server's confirmed choice for a slot. */
+  setCurrent(slot, key) {
+    const el = document.querySelector(`[data-slot-value="${slot}"]`);
+    el.textContent = this.labelOf(slot, key);
+    el.dataset.key = key ?? "";
+    el.classList.remove("pending");
+    for (const btn of document.querySelectorAll(`.component[data-slot="${slot}"]`)) {
+      btn.setAttribute("aria-pressed", String(btn.dataset.key === key));
+    }
+  }
+
+  setPending(slot, key) {
+    const el = document.querySelector(`[data-slot-value="${slot}"]`);
+    el.textContent = `${this.labelOf(slot, key)} (waiting for the server…)`;
+    el.classList.add("pending");
+    this.setRefusal(slot, null);
+  }
+
+  /** A refused choice: why (or null to clear). */
+  setRefusal(slot, message, card = CARD_OF[slot]) {
+    const el = this.cards[card].querySelector(".refusal");
+    el.hidden = !message;
+    el.textContent = message || "";
+    if (message) {
+      this.cards[card].classList.add("refused");
+      setTimeout(() => this.cards[card].classList.remove("refused"), 1200);
+    }
+  }
+
+  setStages(stages) {
+    for (const [card, key] of [["input", "asr"], ["llm", "llm"], ["tts", "tts"]]) {
+      const el = this.cards[card].querySelector(".state");
+      el.dataset.state = stages[key];
+      el.textContent = STATE_LABELS[stages[key]] || stages[key];
+      this.cards[card].dataset.state = stages[key];
+    }
+  }
+
+  /** The last turn's per-stage latency (from turnSegments). */
+  setLatency(seg) {
+    this.cards.input.querySelector(".latency").textContent = `transcript ${fmtMs(seg.asr)}`;
+    this.cards.llm.querySelector(".latency").textContent = `first token +${fmtMs(seg.llm)}`;
+    this.cards.tts.querySelector(".latency").textContent = `first audio +${fmtMs(seg.tts)}`;
+    for (const c of Object.values(this.cards)) c.querySelector(".latency").dataset.filled = "true";
+  }
+
+  setTurns(turns) {
+    $("chart-svg").innerHTML = chartSvg(turns);
+    $("chart-legend").replaceChildren(
+      ...STAGES.map((s) => h("span", { class: "key" }, h("i", { style: `background:${s.color}` }), s.label)),
+      h("span", { class: "hint" }, turns.length ? `voice-to-voice, ms, per turn (${turns.length})` : "speak a turn to see its latency"),
+    );
+  }
+}
