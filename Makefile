@@ -22,6 +22,8 @@ $(STAMP): pyproject.toml Makefile
 	command -v espeak-ng >/dev/null || (apt-get update -q && apt-get install -y -q espeak-ng)
 	# chromium: the headless browser of the page's end-to-end tests (tests/e2e, driven by Playwright)
 	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
+	# node: runs the page's JS unit tests (tests/web, node's built-in runner; no npm packages)
+	command -v node >/dev/null || (apt-get update -q && apt-get install -y -q nodejs)
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -43,6 +45,7 @@ format: install
 
 test: models lint
 	$(VENV)/bin/pytest -q
+	node --test tests/web
 
 bench: models
 	$(VENV)/bin/r1voice bench engine --quick --json bench-results/engine.json
