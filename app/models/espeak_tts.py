@@ -10,6 +10,7 @@ import numpy as np
 import soundfile as sf
 
 from app.audio import resample
+from app.executor import CancelToken
 
 WORDS_PER_MINUTE = 175  # espeak-ng's default rate, scaled by the session's speed
 
@@ -27,7 +28,10 @@ class EspeakTTS:
         self.language = language
         self.name = f"espeak-ng:{language}"
 
-    def synthesize(self, text: str, out_rate: int, speed: float = 1.0) -> np.ndarray:
+    def synthesize(
+        self, text: str, out_rate: int, speed: float = 1.0, cancel: CancelToken | None = None
+    ) -> np.ndarray:
+        """Blocking: one call per clause, so `cancel` is only checked by the caller."""
         wpm = str(int(WORDS_PER_MINUTE * max(speed, 0.25)))
         # "--" ends the options, so text starting with "-" is spoken, not parsed.
         result = subprocess.run(

@@ -6,6 +6,8 @@
 - OpenAI's voice names (`alloy`, `echo`, ...) are accepted as aliases of the default
   voice, so standard clients that always send one keep working.
 Backends load lazily on first use, except the default, which loads (and warms up) at start.
+The list of voices is read once at start (asking espeak-ng takes 11-17 ms), and every
+synthesis runs on the TTS executor, never on the event loop.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
+from app.executor import CancelToken, ModelExecutor
 from app.models.espeak_tts import EspeakTTS, espeak_languages
 from app.models.piper_tts import PiperTTS
 
@@ -37,22 +40,29 @@ OPENAI_VOICES = (
 class TTSBackend(Protocol):
     name: str
 
-    def synthesize(self, text: str, out_rate: int, speed: float = 1.0) -> np.ndarray: ...
+    def synthesize(
+        self, text: str, out_rate: int, speed: float = 1.0, cancel: CancelToken | None = None
+    ) -> np.ndarray: ...
 
 
 class VoiceCatalog:
+    """The voices a session may pick, and the TTS executor they all speak on."""
+
     def __init__(self, default: PiperTTS) -> None:
         self.default_name = default.name
         self._loaded: dict[str, TTSBackend] = {default.name: default}
         self._lock = threading.Lock()
-
-    def voices(self) -> list[str]:
         names = [self.default_name, *OPENAI_VOICES]
-        if espeak_languages():
-            names += ["espeak-ng", *(f"espeak-ng:{lang}" for lang in espeak_languages())]
+        languages = espeak_languages()
+        if languages:
+            names += ["espeak-ng", *(f"espeak-ng:{lang}" for lang in languages)]
         if os.environ.get("R1VOICE_COQUI_MODEL"):
             names.append("coqui")
-        return names
+        self._voices = names
+        self.executor = ModelExecutor("tts", workers=1, max_pending=64)
+
+    def voices(self) -> list[str]:
+        return list(self._voices)
 
     def resolve(self, voice: str | None) -> str:
         if voice in (None, *OPENAI_VOICES):
@@ -76,7 +86,18 @@ class VoiceCatalog:
         raise RuntimeError(f"unknown voice '{name}'")
 
     def synthesize(
-        self, text: str, out_rate: int, speed: float = 1.0, voice: str | None = None
+        self,
+        text: str,
+        out_rate: int,
+        speed: float = 1.0,
+        voice: str | None = None,
+        cancel: CancelToken | None = None,
     ) -> np.ndarray:
         """Speak `text` with `voice` (blocking: call it off the event loop)."""
-        return self.backend(voice).synthesize(text, out_rate, speed)
+        return self.backend(voice).synthesize(text, out_rate, speed, cancel)
+
+    async def speak(self, text: str, out_rate: int, speed: float, voice: str) -> np.ndarray:
+        """`synthesize` on the TTS executor; a cancelled caller stops it at a sentence."""
+        return await self.executor.run_cancellable(
+            lambda token: self.synthesize(text, out_rate, speed, voice, token)
+        )

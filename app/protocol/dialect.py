@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from app.protocol.schemas import BETA_FORMATS
+
 BETA, GA = "beta", "ga"
 
 _RENAMED = {
@@ -93,15 +95,7 @@ def session_to_ga(beta: dict[str, Any]) -> dict[str, Any]:
     """Our beta-shaped session object -> the GA shape."""
 
     def fmt(value: Any) -> Any:
-        names = {
-            "pcm16": ("audio/pcm", 24000),
-            "g711_ulaw": ("audio/pcmu", 8000),
-            "g711_alaw": ("audio/pcma", 8000),
-        }
-        if isinstance(value, str):
-            kind, rate = names[value]
-            return {"type": kind, "rate": rate}
-        return value
+        return BETA_FORMATS[value].model_dump() if isinstance(value, str) else value
 
     return {
         "type": "realtime",

@@ -11,24 +11,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import uuid
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:20]}"
-
-
-class ProtocolError(Exception):
-    """A client event we refuse; becomes an `error` event, the session goes on."""
-
-    def __init__(self, code: str, message: str, *, param: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.param = param
+from app.protocol.errors import ProtocolError
 
 
 class _Lenient(BaseModel):
@@ -53,6 +40,11 @@ BETA_FORMATS = {
     "g711_ulaw": AudioFormat(type="audio/pcmu", rate=8000),
     "g711_alaw": AudioFormat(type="audio/pcma", rate=8000),
 }
+
+
+# A token limit: a positive count or "inf" (the session's ceiling). 0 and negatives are
+# refused with invalid_value rather than silently meaning "the default".
+TokenLimit = Annotated[int, Field(ge=1, le=1_000_000)] | Literal["inf"]
 
 
 class TurnDetection(_Lenient):
@@ -81,7 +73,7 @@ class SessionPatch(_Lenient):
     input_audio_transcription: InputTranscription | None = None
     turn_detection: TurnDetection | None = Field(default=None)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
-    max_response_output_tokens: int | Literal["inf"] | None = None
+    max_response_output_tokens: TokenLimit | None = None
     speed: float | None = Field(default=None, ge=0.25, le=4.0)
     # r1voice extension: scheduling priority of this session's answers (lower runs first).
     priority: int | None = Field(default=None, ge=-100, le=1000)
@@ -142,8 +134,8 @@ class ResponseOptions(_Lenient):
     output_modalities: list[Literal["text", "audio"]] | None = None
     instructions: str | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
-    max_output_tokens: int | Literal["inf"] | None = None
-    max_response_output_tokens: int | Literal["inf"] | None = None
+    max_output_tokens: TokenLimit | None = None
+    max_response_output_tokens: TokenLimit | None = None
 
 
 class ResponseCreate(_ClientEvent):
@@ -222,27 +214,3 @@ def decode_base64(data: str, param: str = "audio") -> bytes:
         raise ProtocolError(
             "invalid_base64", f"'{param}' is not valid base64: {exc}", param=param
         ) from exc
-
-
-def encode_base64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def error_event(
-    code: str,
-    message: str,
-    *,
-    param: str | None = None,
-    event_id: str | None = None,
-    kind: str = "invalid_request_error",
-) -> dict[str, Any]:
-    return {
-        "type": "error",
-        "error": {
-            "type": kind,
-            "code": code,
-            "message": message,
-            "param": param,
-            "event_id": event_id,
-        },
-    }

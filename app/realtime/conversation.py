@@ -1,27 +1,50 @@
-"""The conversation of one session: ordered items, their text, truncation and deletion."""
+"""The conversation of one session: ordered items, their text, and the token budget.
+
+A conversation grows without bound, the model's context does not. Before each answer
+the history is fitted into a token budget: the oldest whole turns (a user item and what
+follows it up to the next user item) are dropped first, `system` items and the
+instructions never are, and the cut always falls on a turn boundary, so what is kept is
+an unchanged suffix of the conversation and its prefix KV stays reusable from then on.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from app.llm import ChatMessage
-from app.protocol.schemas import ProtocolError
+from app.protocol.errors import ProtocolError
+
+# Chat-template tokens around each message (role header, end marker); a safe overestimate
+# for the Llama/Qwen2/SmolLM2 templates, so an estimate that fits really fits.
+MESSAGE_OVERHEAD_TOKENS = 8
+
+TokenCounter = Callable[[list[str]], Awaitable[list[int]]]
 
 
 @dataclass
 class Item:
-    """A user turn (typed or spoken) or an assistant answer."""
+    """A user turn (typed or spoken), an assistant answer, or a client's system note."""
 
     id: str
     role: str
     text: str | None = None  # None until a spoken turn is transcribed
-    audio: bool = False  # spoken (user) or spoken-aloud (assistant)
+    audio: bool = False  # spoken (user) or spoken aloud (assistant)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    _counted: tuple[str, int] | None = None  # (text, its tokens): recounted when text changes
 
     def __post_init__(self) -> None:
         if self.text is not None:
             self.ready.set()
+
+
+@dataclass
+class History:
+    """What an answer is generated from, and the items dropped to make it fit."""
+
+    messages: list[ChatMessage]
+    dropped: list[Item]
 
 
 class Conversation:
@@ -65,11 +88,58 @@ class Conversation:
             "item_not_found", f"no conversation item with id '{item_id}'", param=param
         )
 
-    async def history(self, instructions: str) -> list[ChatMessage]:
-        """The chat so far, waiting for spoken turns still being transcribed."""
-        messages = [ChatMessage("system", instructions)]
+    async def history(
+        self,
+        instructions: str,
+        budget: int,
+        count_tokens: TokenCounter,
+        pending_user_text: str | None = None,
+    ) -> History:
+        """The chat so far within `budget` tokens, waiting for turns still being transcribed.
+
+        `pending_user_text` is a user turn not in the conversation yet (an early answer
+        to a turn still being spoken). Dropped items are removed from the conversation.
+        """
         for item in list(self.items):
             await item.ready.wait()
-            if item.text:
-                messages.append(ChatMessage(item.role, item.text))
-        return messages
+        items = [item for item in self.items if item.text]
+        await self._count(items, count_tokens)
+        fixed = [instructions, *([pending_user_text] if pending_user_text else [])]
+        fixed_tokens = sum(await count_tokens(fixed)) + MESSAGE_OVERHEAD_TOKENS * len(fixed)
+        cut = _first_kept(items, budget - fixed_tokens)
+        dropped = [item for item in items[:cut] if item.role != "system"]
+        for item in dropped:
+            self.items.remove(item)
+        kept = [item for item in items if item not in dropped]
+        messages = [ChatMessage("system", instructions)]
+        messages += [ChatMessage(item.role, item.text or "") for item in kept]
+        if pending_user_text:
+            messages.append(ChatMessage("user", pending_user_text))
+        return History(messages, dropped)
+
+    @staticmethod
+    async def _count(items: list[Item], count_tokens: TokenCounter) -> None:
+        stale = [item for item in items if item._counted is None or item._counted[0] != item.text]
+        if stale:
+            counts = await count_tokens([item.text or "" for item in stale])
+            for item, n in zip(stale, counts, strict=True):
+                item._counted = (item.text or "", n)
+
+
+def _first_kept(items: list[Item], budget: int) -> int:
+    """Index of the first item kept: the earliest turn boundary whose suffix fits `budget`
+    (system items always count). The latest user turn is kept even when it alone does
+    not fit: the backend then refuses it with a clear error."""
+
+    def cost(item: Item) -> int:
+        return (item._counted[1] if item._counted else 0) + MESSAGE_OVERHEAD_TOKENS
+
+    system_cost = sum(cost(item) for item in items if item.role == "system")
+    boundaries = [i for i, item in enumerate(items) if item.role == "user"] or [0]
+    if boundaries[0] != 0:
+        boundaries.insert(0, 0)
+    for cut in boundaries:
+        rest = sum(cost(item) for item in items[cut:] if item.role != "system")
+        if system_cost + rest <= budget:
+            return cut
+    return boundaries[-1]

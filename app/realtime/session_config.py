@@ -62,13 +62,7 @@ class SessionConfig:
                 f"voice '{patch.voice}' is not available; available: {voices}",
                 param="session.voice",
             )
-        limit = patch.max_response_output_tokens
-        if isinstance(limit, int) and limit <= 0:
-            raise ProtocolError(
-                "invalid_value",
-                "max_response_output_tokens must be a positive integer or 'inf'",
-                param="session.max_response_output_tokens",
-            )
+        limit = patch.max_response_output_tokens  # validated by the schema (>= 1 or "inf")
         if patch.input_audio_transcription and patch.input_audio_transcription.model not in (
             None,
             self.transcription_model,

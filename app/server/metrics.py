@@ -9,6 +9,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from app.realtime.responses.response import ResponseOutcome
+
 LATENCY_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
 TURN_STAGES = ("transcript", "first_token", "first_audio")
 
@@ -54,8 +56,12 @@ class Metrics:
             self._llm = _LLMStatsCollector(stats)
             self.registry.register(self._llm)
 
-    def observe_turn(self, stage_seconds: dict[str, float | None]) -> None:
-        for stage, seconds in stage_seconds.items():
+    def record_response(self, outcome: ResponseOutcome) -> None:
+        """A response ended: count it by status and observe a voice turn's stages."""
+        if not outcome.visible:
+            return  # an early answer the client never saw
+        self.responses.labels(status=outcome.status).inc()
+        for stage, seconds in (outcome.stage_seconds or {}).items():
             if seconds is not None:  # negative when the answer started early (speculation)
                 self.turn_latency.labels(stage=stage).observe(max(seconds, 0.0))
 

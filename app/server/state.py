@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Request, WebSocket
 
 from app.models.components import Components
+from app.realtime.session import Session
 from app.server.metrics import Metrics
 from app.settings import Settings
 
@@ -21,8 +22,7 @@ class ServerState:
     ready: bool = False
     load_error: str | None = None
     ready_after_s: float | None = None
-    active_sessions: int = 0
-    sessions: dict[str, Any] = field(default_factory=dict)  # id -> Session, for inspection
+    sessions: dict[str, Session] = field(default_factory=dict)  # open sessions by id
     metrics: Metrics = field(default_factory=Metrics)
 
 

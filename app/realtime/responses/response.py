@@ -3,27 +3,79 @@
 The LLM producer and the TTS consumer run concurrently (a queue of clauses between
 them), so the first clause is spoken while the model still writes the rest. R1
 reasoning (`<think>`) goes out as `r1voice.reasoning.delta` and is never spoken.
-Audio is sent at real-time pace a little ahead of playback (`audio_lead_ms`), so a
-barge-in leaves little queued. Cancelling aborts the LLM request and stops TTS at once;
-after a barge-in only what was played stays in the conversation.
+Cancelling aborts the LLM request (closing its stream) and stops TTS at once; after a
+barge-in only what was played stays in the conversation. Whatever goes wrong ends as
+`response.done` with status `failed` and an `error` event; the session goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from app.llm import ChatMessage, GenerationParams, LLMBackendError
+from app.llm import GenerationParams, LLMBackend, LLMBackendError
 from app.llm.reasoning import ThinkSplitter
-from app.models.piper_tts import ClauseChunker
-from app.protocol.schemas import encode_base64, new_id
+from app.models.voices import VoiceCatalog
+from app.protocol import events
+from app.protocol.schemas import AudioFormat
+from app.realtime.conversation import Conversation, Item
+from app.realtime.responses.clause_chunker import ClauseChunker
+from app.realtime.responses.gate import EventGate, EventSink
 from app.realtime.responses.speaker import Speaker
 
-if TYPE_CHECKING:
-    from app.realtime.session import Session
-    from app.realtime.turns.coordinator import CommittedTurn
+log = logging.getLogger("r1voice.response")
+
+
+@dataclass
+class TurnTiming:
+    """When the spoken turn an answer replies to ended, and when its transcript was ready."""
+
+    speech_stopped_at: float
+    transcript_at: float | None = None
+
+
+@dataclass(frozen=True)
+class ResponseSpec:
+    """What to answer and how, resolved from the session and `response.create`."""
+
+    audio: bool
+    instructions: str
+    params: GenerationParams
+    voice: str
+    speed: float
+    output_format: AudioFormat
+    early_user_text: str | None = None  # an early answer to a turn not yet committed
+
+
+@dataclass(frozen=True)
+class ResponseOutcome:
+    status: str  # "completed" | "cancelled" | "failed" | "discarded"
+    visible: bool  # False for a held early answer that was never released
+    stage_seconds: dict[str, float | None] | None = None  # voice turns: end of speech -> stage
+
+
+@dataclass(frozen=True)
+class ResponseDeps:
+    """The narrow world a response talks to."""
+
+    sink: EventSink
+    conversation: Conversation
+    llm: LLMBackend
+    voices: VoiceCatalog
+    audio_lead_ms: int
+
+
+class StageFailure(Exception):
+    """A pipeline stage failed; `code` names it in the `error` event."""
+
+    def __init__(self, code: str, cause: BaseException) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.code = code
 
 
 class Response:
@@ -31,226 +83,180 @@ class Response:
 
     def __init__(
         self,
-        session: Session,
-        options: Any,
-        turn: CommittedTurn | None,
-        held_user_text: str | None = None,
+        spec: ResponseSpec,
+        deps: ResponseDeps,
+        timing: TurnTiming | None,
+        on_done: Callable[[Response, ResponseOutcome], None],
     ) -> None:
-        self.session = session
-        # A speculative response (started during the silence window on the early
-        # transcript) buffers its events until `release()`; nothing is heard before.
-        self.held_user_text = held_user_text
-        self._held: list[dict[str, Any]] | None = [] if held_user_text is not None else None
-        self._released = asyncio.Event()
-        if held_user_text is None:
-            self._released.set()
-        self.discarded = False
-        self.id = new_id("resp")
-        self.item_id = new_id("item")
-        cfg = session.config
-        modalities = (
-            options and (options.output_modalities or options.modalities)
-        ) or cfg.modalities
-        self.audio = "audio" in modalities
-        self.instructions = (options and options.instructions) or cfg.instructions
-        limit = options and (options.max_output_tokens or options.max_response_output_tokens)
-        temperature = options.temperature if options and options.temperature is not None else None
-        self.params = GenerationParams(
-            max_tokens=cfg.max_output_tokens if limit in (None, "inf") else int(limit),
-            temperature=cfg.temperature if temperature is None else temperature,
-            priority=cfg.priority,
-        )
-        self.turn = turn
-        self.text = ""
-        self.reasoning = ""
-        self.status = "in_progress"
-        self.first_token_at: float | None = None
-        self.done = False
-        self._task: asyncio.Task[None] | None = None
-        self._cancel_reason = "client_cancelled"
+        self.spec, self.deps, self.timing, self._on_done = spec, deps, timing, on_done
+        self.id = events.new_id("resp")
+        self.item_id = events.new_id("item")
+        self.gate = EventGate(deps.sink, held=spec.early_user_text is not None)
         self.speaker = (
-            Speaker(
-                session.components.tts,
-                cfg.voice,
-                cfg.speed,
-                cfg.output_format,
-                session.components.settings.audio_lead_ms,
-                self._send_audio,
-            )
-            if self.audio
+            Speaker(self._synthesize, spec.output_format, deps.audio_lead_ms, self._send_audio)
+            if spec.audio
             else None
         )
+        self.text = ""
+        self._done = False
+        self.first_token_at: float | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._cancel_reason = "client_cancelled"
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run())
+    @property
+    def done(self) -> bool:
+        return self._done
 
-    async def cancel(self, reason: str = "client_cancelled") -> None:
-        """Stop generating and speaking; `response.done` reports status `cancelled`."""
-        self._cancel_reason = reason
-        if self.speaker is not None:  # no more audio leaves, even before the task unwinds
-            self.speaker.muted = True
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+    @property
+    def early_user_text(self) -> str | None:
+        return self.spec.early_user_text
 
     @property
     def audio_ms(self) -> float:
         return self.speaker.audio_ms if self.speaker else 0.0
 
-    @property
-    def first_audio_at(self) -> float | None:
-        return self.speaker.first_audio_at if self.speaker else None
-
     def text_played(self, audio_end_ms: float) -> str:
         return self.speaker.text_played(audio_end_ms) if self.speaker else self.text
+
+    def start(self) -> None:
+        self._announce()  # now, so a response cancelled before its first step still reports
+        self._task = asyncio.create_task(self._run(), name=f"response-{self.id}")
+        self._task.add_done_callback(self._finish_if_never_ran)
+
+    def _finish_if_never_ran(self, _task: asyncio.Task[None]) -> None:
+        if not self._done:  # cancelled before its first step: _run's finally never ran
+            self._finish("cancelled", {"type": "cancelled", "reason": self._cancel_reason})
+
+    async def cancel(self, reason: str = "client_cancelled") -> None:
+        """Stop generating and speaking; `response.done` reports status `cancelled`.
+
+        Returns once the response has finished. If the caller itself is cancelled while
+        waiting, that cancellation propagates (it is not mistaken for the response's).
+        """
+        self._cancel_reason = reason
+        if self.speaker is not None:  # no more audio leaves, even before the task unwinds
+            self.speaker.muted = True
+        task = self._task
+        if task is None or task.done():
+            return
+        task.cancel()
+        await asyncio.wait([task])  # raises CancelledError only if *we* are cancelled
+
+    def release(self, timing: TurnTiming, previous_item_id: str | None) -> None:
+        """The turn really ended with the words this early answer replied to: show it."""
+        self.timing = timing
+        self.gate.release(previous_item_id)
+
+    async def discard(self) -> None:
+        """Speech resumed or the final words differ: drop it, unseen."""
+        await self.cancel("discarded")
 
     # -- the run ------------------------------------------------------------------------
 
     def _emit(self, event_type: str, **fields: Any) -> None:
-        self._out({"type": event_type, "response_id": self.id, **fields})
-
-    def _out(self, event: dict[str, Any]) -> None:
-        if self._held is not None:
-            self._held.append(event)
-        else:
-            self.session.emit(event)
-
-    def release(self, turn: CommittedTurn) -> None:
-        """The turn really ended: send what a held (speculative) response has so far."""
-        held, self._held = self._held or [], None
-        self.turn = turn
-        for event in held:
-            if event["type"] == "conversation.item.created":
-                event["previous_item_id"] = turn.item.id
-            self.session.emit(event)
-        self._released.set()
-
-    async def discard(self) -> None:
-        """Speech resumed: drop a held response without the client ever seeing it."""
-        self.discarded = True
-        await self.cancel("discarded")
+        self.gate.emit(events.event(event_type, response_id=self.id, **fields))
 
     def _item(self, status: str) -> dict[str, Any]:
-        part = (
-            {"type": "audio", "transcript": self.text}
-            if self.audio
-            else {"type": "text", "text": self.text}
+        content = (
+            [] if status == "in_progress" else [events.assistant_part(self.spec.audio, self.text)]
         )
-        return {
-            "id": self.item_id,
-            "object": "realtime.item",
-            "type": "message",
-            "status": status,
-            "role": "assistant",
-            "content": [part] if status != "in_progress" else [],
-        }
+        return events.message_item(self.item_id, "assistant", status, content)
 
-    async def _run(self) -> None:
-        session = self.session
-        previous = session.conversation.last_id
-        self._out(
-            {
-                "type": "response.created",
-                "response": {
-                    "id": self.id,
-                    "object": "realtime.response",
-                    "status": "in_progress",
-                    "output": [],
-                },
-            }
-        )
+    def _announce(self) -> None:
+        self.gate.emit(events.event("response.created", response=self._object("in_progress", [])))
         self._emit("response.output_item.added", output_index=0, item=self._item("in_progress"))
-        self._out(
-            {
-                "type": "conversation.item.created",
-                "previous_item_id": previous,
-                "item": self._item("in_progress"),
-            }
+        self.gate.emit(
+            events.item_created(self.deps.conversation.last_id, self._item("in_progress"))
         )
-        part = {"type": "audio", "transcript": ""} if self.audio else {"type": "text", "text": ""}
         self._emit(
             "response.content_part.added",
             item_id=self.item_id,
             output_index=0,
             content_index=0,
-            part=part,
+            part=events.assistant_part(self.spec.audio, ""),
         )
+
+    def _object(
+        self, status: str, output: list[dict[str, Any]], details: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return events.response_object(self.id, status, output, details)
+
+    async def _run(self) -> None:
         clauses: asyncio.Queue[str | None] = asyncio.Queue()
-        speaker = (
-            asyncio.create_task(self.speaker.run(clauses, self._released)) if self.speaker else None
+        speaking = (
+            asyncio.create_task(self.speaker.run(clauses, self.gate.released))
+            if self.speaker
+            else None
         )
         status: str = "completed"
         details: dict[str, Any] | None = None
         try:
             await self._generate(clauses)
-            if speaker is not None:
-                await speaker
+            if speaking is not None:
+                try:
+                    await speaking
+                except Exception as exc:
+                    raise StageFailure("tts_failed", exc) from exc
+            await self.gate.released.wait()  # a held text answer waits for its turn to end
         except asyncio.CancelledError:
             status, details = "cancelled", {"type": "cancelled", "reason": self._cancel_reason}
             if self._cancel_reason == "turn_detected" and self.speaker is not None:
                 self.text = self.speaker.text_played(self.speaker.played_ms())  # what was heard
-        except LLMBackendError as exc:
-            session.report_llm_error(exc)
-            status, details = (
-                "failed",
-                {"type": "failed", "error": {"code": exc.code, "message": str(exc)}},
-            )
-        except RuntimeError as exc:  # a TTS voice failed (e.g. espeak-ng missing)
-            self._out(
-                {
-                    "type": "error",
-                    "error": {"type": "server_error", "code": "tts_failed", "message": str(exc)},
-                }
-            )
-            status, details = (
-                "failed",
-                {"type": "failed", "error": {"code": "tts_failed", "message": str(exc)}},
-            )
+        except Exception as exc:  # every failure is reported; the session goes on
+            code = exc.code if isinstance(exc, LLMBackendError | StageFailure) else "server_error"
+            if code == "server_error":
+                log.exception("response %s failed", self.id)
+            kind = "invalid_request_error" if code == "llm_error" else "server_error"
+            self.gate.emit(events.error(code, f"the response failed: {exc}", kind=kind))
+            status = "failed"
+            details = {"type": "failed", "error": {"code": code, "message": str(exc)}}
         finally:
-            if speaker is not None and not speaker.done():
-                speaker.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await speaker
+            if speaking is not None and not speaking.done():
+                speaking.cancel()
+                await asyncio.wait([speaking])
             self._finish(status, details)
 
     async def _generate(self, clauses: asyncio.Queue[str | None]) -> None:
-        llm = self.session.components.llm
-        messages = await self.session.conversation.history(self.instructions)
-        if self.held_user_text is not None:
-            messages.append(ChatMessage("user", self.held_user_text))
-        splitter = ThinkSplitter(starts_in_reasoning=llm.prompt_opens_reasoning(messages))
+        llm, spec = self.deps.llm, self.spec
+        history = await self.deps.conversation.history(
+            spec.instructions,
+            llm.context_length - spec.params.max_tokens,
+            llm.count_tokens,
+            spec.early_user_text,
+        )
+        for item in history.dropped:  # the conversation really lost them: say so now
+            self.deps.sink(events.item_deleted(item.id))
+        splitter = ThinkSplitter(starts_in_reasoning=llm.prompt_opens_reasoning(history.messages))
         chunker = ClauseChunker()
-        delta_type = "response.audio_transcript.delta" if self.audio else "response.text.delta"
-        stream = llm.stream_chat(messages, self.params, self.id)
+        stream = llm.stream_chat(history.messages, spec.params, self.id)
         async with contextlib.aclosing(stream):  # abort the LLM request even if cancelled here
             async for delta in stream:
+                if not delta.text:
+                    continue
                 if self.first_token_at is None:
                     self.first_token_at = time.monotonic()
-                for kind, text in splitter.push(delta):
-                    self._route(kind, text, delta_type, chunker, clauses)
+                for kind, text in splitter.push(delta.text):
+                    self._route(kind, text, chunker, clauses)
         for kind, text in splitter.flush():
-            self._route(kind, text, delta_type, chunker, clauses)
+            self._route(kind, text, chunker, clauses)
         for clause in chunker.flush():
             clauses.put_nowait(clause)
         clauses.put_nowait(None)
 
     def _route(
-        self,
-        kind: str,
-        text: str,
-        delta_type: str,
-        chunker: ClauseChunker,
-        clauses: asyncio.Queue[str | None],
+        self, kind: str, text: str, chunker: ClauseChunker, clauses: asyncio.Queue[str | None]
     ) -> None:
         if kind == "reasoning":
-            self.reasoning += text
             self._emit("r1voice.reasoning.delta", item_id=self.item_id, delta=text)
             return
         self.text += text
+        delta_type = "response.audio_transcript.delta" if self.spec.audio else "response.text.delta"
         self._emit(delta_type, item_id=self.item_id, output_index=0, content_index=0, delta=text)
         for clause in chunker.push(text):
             clauses.put_nowait(clause)
+
+    async def _synthesize(self, text: str, rate: int) -> Any:
+        return await self.deps.voices.speak(text, rate, self.spec.speed, self.spec.voice)
 
     def _send_audio(self, piece: bytes) -> None:
         self._emit(
@@ -258,64 +264,62 @@ class Response:
             item_id=self.item_id,
             output_index=0,
             content_index=0,
-            delta=encode_base64(piece),
+            delta=events.encode_base64(piece),
         )
 
     def _finish(self, status: str, details: dict[str, Any] | None) -> None:
-        self.status = status
-        self.done = True
-        common = {"item_id": self.item_id, "output_index": 0, "content_index": 0}
-        if self.audio:
+        self._done = True
+        visible = not (self._cancel_reason == "discarded" or self.gate.holding)
+        if visible:
+            self._report(status, details)
+        seconds = self._stage_seconds() if visible else None
+        self._on_done(self, ResponseOutcome(status if visible else "discarded", visible, seconds))
+        if visible and self.timing is not None and seconds is not None:
+            self.gate.emit(
+                events.event(
+                    "r1voice.turn.metrics",
+                    response_id=self.id,
+                    **{
+                        f"speech_stopped_to_{k}_ms": None if v is None else round(v * 1000, 1)
+                        for k, v in seconds.items()
+                    },
+                    audio_ms=round(self.audio_ms, 1),
+                    status=status,
+                )
+            )
+
+    def _report(self, status: str, details: dict[str, Any] | None) -> None:
+        common: dict[str, Any] = {"item_id": self.item_id, "output_index": 0, "content_index": 0}
+        if self.spec.audio:
             self._emit("response.audio.done", **common)
             self._emit("response.audio_transcript.done", transcript=self.text, **common)
-            part = {"type": "audio", "transcript": self.text}
         else:
             self._emit("response.text.done", text=self.text, **common)
-            part = {"type": "text", "text": self.text}
-        self._emit("response.content_part.done", part=part, **common)
+        self._emit(
+            "response.content_part.done",
+            part=events.assistant_part(self.spec.audio, self.text),
+            **common,
+        )
         item_status = "completed" if status == "completed" else "incomplete"
         self._emit("response.output_item.done", output_index=0, item=self._item(item_status))
-        if self.discarded or self._held is not None:  # never heard: leaves no trace
-            return
         if self.text:
-            self.session.add_assistant_item(self)
-        self._out(
-            {
-                "type": "response.done",
-                "response": {
-                    "id": self.id,
-                    "object": "realtime.response",
-                    "status": status,
-                    "status_details": details,
-                    "output": [self._item(item_status)],
-                    "usage": None,
-                },
-            }
+            self.deps.conversation.add(
+                Item(id=self.item_id, role="assistant", text=self.text, audio=self.spec.audio)
+            )
+        self.gate.emit(
+            events.event(
+                "response.done", response=self._object(status, [self._item(item_status)], details)
+            )
         )
-        self.session.metrics.responses.labels(status=status).inc()
-        self._report_latency()
 
-    def _report_latency(self) -> None:
-        """The latency breakdown of a voice turn: to Prometheus and to the client."""
-        turn = self.turn
-        if turn is None:
-            return
+    def _stage_seconds(self) -> dict[str, float | None] | None:
+        """The latency breakdown of a voice turn, from the end of speech."""
+        timing = self.timing
+        if timing is None:
+            return None
         stages = {
-            "transcript": turn.transcript_at,
+            "transcript": timing.transcript_at,
             "first_token": self.first_token_at,
-            "first_audio": self.first_audio_at,
+            "first_audio": self.speaker.first_audio_at if self.speaker else None,
         }
-        seconds = {k: None if v is None else v - turn.speech_stopped_at for k, v in stages.items()}
-        self.session.metrics.observe_turn(seconds)
-        self._out(
-            {
-                "type": "r1voice.turn.metrics",
-                "response_id": self.id,
-                **{
-                    f"speech_stopped_to_{k}_ms": None if v is None else round(v * 1000, 1)
-                    for k, v in seconds.items()
-                },
-                "audio_ms": round(self.audio_ms, 1),
-                "status": self.status,
-            }
-        )
+        return {k: None if v is None else v - timing.speech_stopped_at for k, v in stages.items()}

@@ -1,6 +1,6 @@
 """Speaks one answer: clauses in, paced audio deltas out, and a record of what was sent.
 
-TTS runs off the event loop. Audio leaves at real-time pace, at most `lead` ahead of
+TTS runs on the TTS executor. Audio leaves at real-time pace, at most `lead` ahead of
 the client's playback, so a barge-in leaves little queued; the timeline of clauses lets
 the conversation keep only the words that were actually heard.
 """
@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from app.audio import encode_audio
-from app.models.voices import VoiceCatalog
 from app.protocol.schemas import AudioFormat
 
 AUDIO_CHUNK_MS = 100  # size of each audio delta
 
+# (clause, output rate) -> samples: the voice, speed and executor are bound by the caller.
+Synthesize = Callable[[str, int], Awaitable[np.ndarray]]
 
-@dataclass
+
+@dataclass(frozen=True)
 class SpokenClause:
     text: str
     start_ms: float
@@ -27,18 +31,21 @@ class SpokenClause:
 
 
 class Speaker:
+    """Turns clauses into paced audio pieces handed to `send`."""
+
     def __init__(
         self,
-        voices: VoiceCatalog,
-        voice: str,
-        speed: float,
+        synthesize: Synthesize,
         fmt: AudioFormat,
         lead_ms: int,
         send: Callable[[bytes], None],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.voices, self.voice, self.speed, self.fmt = voices, voice, speed, fmt
+        self.synthesize = synthesize
+        self.fmt = fmt
         self.lead_s = lead_ms / 1000
         self.send = send
+        self.clock = clock
         self.bytes_per_ms = fmt.rate / 1000 * (2 if fmt.type == "audio/pcm" else 1)
         self.clauses: list[SpokenClause] = []
         self.audio_ms = 0.0
@@ -46,13 +53,10 @@ class Speaker:
         self.muted = False
 
     async def run(self, clauses: asyncio.Queue[str | None], released: asyncio.Event) -> None:
-        """Speak clauses until None; audio waits for `released` (held speculative answers)."""
+        """Speak clauses until None; audio waits for `released` (held early answers)."""
         chunk = int(AUDIO_CHUNK_MS * self.bytes_per_ms) // 2 * 2
         while (clause := await clauses.get()) is not None:
-            samples = await asyncio.to_thread(
-                self.voices.synthesize, clause, self.fmt.rate, self.speed, self.voice
-            )
-            data = encode_audio(samples, self.fmt.type)
+            data = encode_audio(await self.synthesize(clause, self.fmt.rate), self.fmt.type)
             await released.wait()
             # Recorded before sending, so a barge-in mid-clause knows what it covered.
             self.clauses.append(
@@ -60,8 +64,8 @@ class Speaker:
             )
             for offset in range(0, len(data), chunk):
                 if self.first_audio_at is None:
-                    self.first_audio_at = time.monotonic()
-                ahead = self.audio_ms / 1000 - (time.monotonic() - self.first_audio_at)
+                    self.first_audio_at = self.clock()
+                ahead = self.audio_ms / 1000 - (self.clock() - self.first_audio_at)
                 if ahead > self.lead_s:
                     await asyncio.sleep(ahead - self.lead_s)
                 if self.muted:
@@ -74,7 +78,7 @@ class Speaker:
         """How much of the audio the client has played by now (given the paced sending)."""
         if self.first_audio_at is None:
             return 0.0
-        return min(self.audio_ms, (time.monotonic() - self.first_audio_at) * 1000)
+        return min(self.audio_ms, (self.clock() - self.first_audio_at) * 1000)
 
     def text_played(self, audio_end_ms: float) -> str:
         """The answer's text up to `audio_end_ms` of its audio (whole words)."""

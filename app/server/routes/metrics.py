@@ -13,5 +13,5 @@ router = APIRouter(tags=["metrics"])
 @router.get("/metrics")
 async def metrics(state: HttpState) -> Response:
     state.metrics.ready.set(1 if state.ready else 0)
-    state.metrics.sessions.set(state.active_sessions)
+    state.metrics.sessions.set(len(state.sessions))
     return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)

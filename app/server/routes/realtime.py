@@ -51,8 +51,7 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
         )
         return
     await websocket.accept(subprotocol=_choose_subprotocol(websocket.scope.get("subprotocols", [])))
-    session = Session(state.components, state.metrics, _dialect(websocket))
-    state.active_sessions += 1
+    session = Session(state.components, _dialect(websocket), state.metrics.record_response)
     state.sessions[session.id] = session
 
     async def send_events() -> None:
@@ -75,7 +74,6 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
     except WebSocketDisconnect:
         pass
     finally:
-        state.active_sessions -= 1
         state.sessions.pop(session.id, None)
         await session.close()
         with contextlib.suppress(Exception):

@@ -1,11 +1,11 @@
-"""Piper synthesis and the clause chunker that lets the first audio leave early."""
+"""Piper synthesis."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from app.models import registry as model_registry
-from app.models.piper_tts import ClauseChunker, PiperTTS
+from app.models.piper_tts import PiperTTS
 
 
 def test_piper_speaks_at_the_requested_rate() -> None:
@@ -16,35 +16,3 @@ def test_piper_speaks_at_the_requested_rate() -> None:
     assert np.abs(audio).max() > 0.1
     faster = tts.synthesize("Hello there, how are you?", 24_000, speed=2.0)
     assert faster.size < audio.size * 0.75
-
-
-def _chunk(text: str, step: int = 3) -> list[str]:
-    chunker = ClauseChunker()
-    out = []
-    for i in range(0, len(text), step):
-        out += chunker.push(text[i : i + step])
-    return out + chunker.flush()
-
-
-def test_first_clause_leaves_early_then_longer_pieces() -> None:
-    text = "Sure, the capital of France is Paris. It is known for art, food, and the Eiffel Tower!"
-    pieces = _chunk(text)
-    assert pieces[0] == "Sure, the capital of France is Paris."
-    assert " ".join(pieces) == text
-    assert all(len(p) >= 10 for p in pieces[:-1])
-
-
-def test_short_first_clause_waits_for_ten_characters() -> None:
-    assert _chunk("Hi, there. Ok.")[0] == "Hi, there."
-
-
-def test_numbers_and_abbreviations_are_not_cut_inside() -> None:
-    pieces = _chunk("It costs 3.50 dollars, roughly.")
-    assert pieces == ["It costs 3.50 dollars,", "roughly."]
-
-
-def test_sentence_end_at_end_of_stream_is_spoken_at_once() -> None:
-    chunker = ClauseChunker()
-    assert chunker.push("The capital of France is Paris.") == ["The capital of France is Paris."]
-    assert chunker.push(" It costs 3.") == []  # a number may go on ("3.50")
-    assert chunker.push("50 euros") == []

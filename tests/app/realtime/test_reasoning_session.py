@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
 
-from app.llm import ChatMessage, GenerationParams, LLMBackend
+from app.llm import ChatMessage
 from tests.conftest import (
     audio_seconds,
     client_with,
@@ -18,31 +17,7 @@ from tests.conftest import (
     respond,
     send_user_text,
 )
-
-
-class ScriptedLLM(LLMBackend):
-    """Replays fixed deltas; stands in for an R1 model (none is bundled)."""
-
-    name = "scripted"
-    model = "scripted-r1"
-
-    def __init__(self, deltas: list[str], opens_reasoning: bool = False) -> None:
-        self.deltas = deltas
-        self._opens_reasoning = opens_reasoning
-        self.prompts: list[list[ChatMessage]] = []
-
-    async def stream_chat(
-        self, messages: list[ChatMessage], params: GenerationParams, request_id: str
-    ) -> AsyncGenerator[str, None]:
-        self.prompts.append(messages)
-        for delta in self.deltas:
-            yield delta
-
-    async def abort(self, request_id: str) -> None:
-        return None
-
-    def warmup(self) -> None:
-        return None
+from tests.fakes import ScriptedLLM
 
 
 def _turn(components: Any, llm: ScriptedLLM) -> list[dict[str, Any]]:

@@ -284,16 +284,16 @@ def test_silence_between_turns_does_not_pile_up(app_client: TestClient) -> None:
         stream_audio(ws, np.zeros(REALTIME_RATE * 30, dtype=np.float32), chunk_ms=200)
         ws.send_text(json.dumps({"type": "sync.please"}))  # events are handled in order
         assert ws.receive_json()["error"]["code"] == "unknown_event_type"
-        buffered_s = state.sessions[session_id].input.buffer.size / 16_000
+        buffered_s = state.sessions[session_id].turns.audio.buffer.size / 16_000
     assert 0 < buffered_s < 5
 
 
 def test_without_vad_the_buffer_is_bounded(
     app_client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.realtime.turns import coordinator as input_turns
+    from app.realtime.turns import input_audio
 
-    monkeypatch.setattr(input_turns, "MAX_BUFFER_S", 2)
+    monkeypatch.setattr(input_audio, "MAX_BUFFER_S", 2)
     with app_client.websocket_connect("/v1/realtime") as ws:
         ws.receive_json()
         ws.send_text(json.dumps({"type": "session.update", "session": {"turn_detection": None}}))

@@ -7,7 +7,8 @@ import pytest
 
 from app.audio import resample
 from app.models import registry as model_registry
-from app.models.vad import SileroModel, VADConfig, VADStream
+from app.models.vad import SileroModel
+from app.realtime.turns.vad_stream import VADConfig, VADStream
 from tests.conftest import load_clip
 
 
@@ -63,3 +64,21 @@ def test_pause_comes_before_stop_and_resume_after_short_silence(model: SileroMod
     paused = [s for k, s in _events(model, audio, 320, 1200) if k == "speech_paused"]
     stopped = [s for k, s in _events(model, audio, 320, 1200) if k == "speech_stopped"]
     assert paused[-1] == stopped[-1]  # both mark where the silence began
+
+
+def test_reset_keeps_the_stream_position(model: SileroModel) -> None:
+    """Bug: reset() re-ran __init__ and rewound the position to 0, so after a clear the
+    next utterance was placed inside the previous turn (which then got reopened)."""
+    speech = resample(load_clip("jfk.flac"), 24_000, 16_000)[: 4 * 16_000]
+    silence = np.zeros(2 * 16_000, np.float32)
+    vad = VADStream(model, VADConfig())
+    vad.process(np.concatenate([silence, speech]))
+    fed = silence.size + speech.size
+    assert vad.position == fed
+    vad.reset(fed)  # the buffer was cleared mid-speech
+    assert not vad.speaking and vad.position == fed
+    events = vad.process(np.concatenate([silence, speech[:16_000]]))
+    assert events[0].kind == "speech_started"
+    assert events[0].sample >= fed + silence.size - 512  # where the new speech really is
+    with pytest.raises(ValueError):
+        vad.reset(0)  # positions never go back

@@ -1,0 +1,95 @@
+"""Server events of the Realtime protocol, built in one place (beta names; see dialect.py).
+
+Every event the server sends is a plain dict made here, so an item or a response object
+has exactly one shape whichever part of the session sends it.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from typing import Any
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+
+
+def encode_base64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def event(event_type: str, **fields: Any) -> dict[str, Any]:
+    return {"type": event_type, **fields}
+
+
+def error(
+    code: str,
+    message: str,
+    *,
+    param: str | None = None,
+    event_id: str | None = None,
+    kind: str = "invalid_request_error",
+) -> dict[str, Any]:
+    return event(
+        "error",
+        error={
+            "type": kind,
+            "code": code,
+            "message": message,
+            "param": param,
+            "event_id": event_id,
+        },
+    )
+
+
+def message_item(
+    item_id: str, role: str, status: str, content: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A conversation item of type message (the `item` of item and output_item events)."""
+    return {
+        "id": item_id,
+        "object": "realtime.item",
+        "type": "message",
+        "status": status,
+        "role": role,
+        "content": content,
+    }
+
+
+def assistant_part(audio: bool, text: str) -> dict[str, Any]:
+    return {"type": "audio", "transcript": text} if audio else {"type": "text", "text": text}
+
+
+def item_created(previous_item_id: str | None, item: dict[str, Any]) -> dict[str, Any]:
+    return event("conversation.item.created", previous_item_id=previous_item_id, item=item)
+
+
+def item_deleted(item_id: str) -> dict[str, Any]:
+    return event("conversation.item.deleted", item_id=item_id)
+
+
+def response_object(
+    response_id: str,
+    status: str,
+    output: list[dict[str, Any]],
+    status_details: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "id": response_id,
+        "object": "realtime.response",
+        "status": status,
+        "status_details": status_details,
+        "output": output,
+        "usage": None,
+    }
+
+
+def transcription(kind: str, item_id: str, **fields: Any) -> dict[str, Any]:
+    """`conversation.item.input_audio_transcription.<kind>` for content part 0."""
+    return event(
+        f"conversation.item.input_audio_transcription.{kind}",
+        item_id=item_id,
+        content_index=0,
+        **fields,
+    )

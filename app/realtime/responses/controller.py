@@ -1,0 +1,112 @@
+"""The responses of one session: at most one active, recent ones kept for truncation.
+
+This is the narrow interface the turn coordinator and the session use to start, cancel
+and look up answers; a response reports its end back through a callback, so nothing
+here holds a pointer to its owner.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+
+from app.llm import GenerationParams
+from app.protocol.errors import ProtocolError
+from app.protocol.schemas import ResponseOptions
+from app.realtime.responses.response import (
+    Response,
+    ResponseDeps,
+    ResponseOutcome,
+    ResponseSpec,
+    TurnTiming,
+)
+from app.realtime.session_config import SessionConfig
+
+RECENT_RESPONSES = 64  # answers that can still be truncated
+
+
+class Responses:
+    def __init__(
+        self,
+        config: SessionConfig,
+        deps: ResponseDeps,
+        on_outcome: Callable[[ResponseOutcome], None] = lambda _outcome: None,
+    ) -> None:
+        self._config = config
+        self._deps = deps
+        self._on_outcome = on_outcome
+        self.active: Response | None = None
+        self._recent: OrderedDict[str, Response] = OrderedDict()  # item id -> response
+        self._closed = False
+
+    @property
+    def responding(self) -> bool:
+        return self.active is not None
+
+    def start(
+        self,
+        options: ResponseOptions | None = None,
+        timing: TurnTiming | None = None,
+        early_user_text: str | None = None,
+    ) -> Response | None:
+        """Start an answer; None once the session is closing. Refused while one runs."""
+        if self._closed:
+            return None
+        if self.active is not None:
+            raise ProtocolError(
+                "conversation_already_has_active_response",
+                f"response {self.active.id} is still in progress; cancel it first or wait "
+                "for response.done",
+            )
+        response = Response(self._spec(options, early_user_text), self._deps, timing, self._ended)
+        self.active = response
+        self._recent[response.item_id] = response
+        while len(self._recent) > RECENT_RESPONSES:
+            self._recent.popitem(last=False)
+        response.start()
+        return response
+
+    async def cancel(self) -> None:
+        """`response.cancel`: refused when nothing runs (the spec's error code)."""
+        if self.active is None:
+            raise ProtocolError("response_cancel_not_active", "there is no response to cancel")
+        await self.active.cancel("client_cancelled")
+
+    async def interrupt(self, reason: str) -> None:
+        """Cancel the active answer, if any (barge-in, a continued turn)."""
+        if self.active is not None:
+            await self.active.cancel(reason)
+
+    def recent(self, item_id: str) -> Response | None:
+        return self._recent.get(item_id)
+
+    async def close(self) -> None:
+        """No answer starts from now on; the active one is cancelled."""
+        self._closed = True
+        await self.interrupt("client_cancelled")
+
+    def _ended(self, response: Response, outcome: ResponseOutcome) -> None:
+        if self.active is response:
+            self.active = None
+        if not outcome.visible:
+            self._recent.pop(response.item_id, None)
+        self._on_outcome(outcome)
+
+    def _spec(self, options: ResponseOptions | None, early_user_text: str | None) -> ResponseSpec:
+        cfg = self._config
+        opts = options or ResponseOptions()
+        modalities = opts.output_modalities or opts.modalities or cfg.modalities
+        limit = opts.max_output_tokens or opts.max_response_output_tokens
+        return ResponseSpec(
+            audio="audio" in modalities,
+            instructions=opts.instructions or cfg.instructions,
+            params=GenerationParams(
+                max_tokens=limit if isinstance(limit, int) else cfg.max_output_tokens,
+                temperature=cfg.temperature if opts.temperature is None else opts.temperature,
+                priority=cfg.priority,
+            ),
+            voice=cfg.voice,
+            speed=cfg.speed,
+            output_format=cfg.output_format,
+            early_user_text=early_user_text,
+        )

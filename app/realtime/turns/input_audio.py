@@ -1,0 +1,88 @@
+"""A session's input audio: wire bytes -> 16 kHz samples in a buffer, and the VAD over them.
+
+Positions are samples of the 16 kHz stream since the session began; the buffer and the
+VAD count the same samples, so a VAD event's position addresses the buffer directly.
+Decoding, resampling and VAD run on the VAD model's executor (never on the event loop),
+and the size of an append is checked against the buffer's cap before any of that work.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.audio import PIPELINE_RATE, AudioBuffer, StreamResampler, decode_audio
+from app.models.vad import SileroModel
+from app.protocol.errors import ProtocolError
+from app.protocol.schemas import AudioFormat, TurnDetection, decode_base64
+from app.realtime.turns.vad_stream import VADConfig, VADEvent, VADStream
+
+MAX_BUFFER_S = 15 * 60  # without VAD, a client must commit at least this often
+
+
+def vad_config(turn_detection: TurnDetection | None) -> VADConfig:
+    td = turn_detection
+    return (
+        VADConfig(td.threshold, td.prefix_padding_ms, td.silence_duration_ms) if td else VADConfig()
+    )
+
+
+class InputAudio:
+    def __init__(
+        self, vad_model: SileroModel, fmt: AudioFormat, turn_detection: TurnDetection | None
+    ) -> None:
+        self.vad_model = vad_model
+        self.format = fmt
+        self.buffer = AudioBuffer()
+        self.vad_on = turn_detection is not None
+        self.vad = VADStream(vad_model, vad_config(turn_detection))
+        self._resampler = StreamResampler(fmt.rate, PIPELINE_RATE)
+
+    def reconfigure(self, fmt: AudioFormat, turn_detection: TurnDetection | None) -> None:
+        if fmt.rate != self.format.rate:
+            self._resampler = StreamResampler(fmt.rate, PIPELINE_RATE)
+        self.format = fmt
+        self.vad.config = vad_config(turn_detection)
+        vad_on = turn_detection is not None
+        if vad_on and not self.vad_on:  # the VAD saw none of the audio since it was off
+            self.vad.reset(self.buffer.end)
+        self.vad_on = vad_on
+
+    async def append(self, audio_b64: str) -> list[VADEvent]:
+        """Buffer one `input_audio_buffer.append`; returns the VAD events it causes."""
+        wire_bytes = len(audio_b64) * 3 // 4
+        samples_16k = wire_bytes // (2 if self.format.type == "audio/pcm" else 1)
+        samples_16k = samples_16k * PIPELINE_RATE // self.format.rate
+        if self.buffer.size + samples_16k > MAX_BUFFER_S * PIPELINE_RATE:
+            raise ProtocolError(
+                "input_audio_buffer_full",
+                f"the input audio buffer would exceed {MAX_BUFFER_S // 60} minutes; "
+                "commit or clear it (or turn on server_vad), or send smaller appends",
+                param="audio",
+            )
+        samples, events = await self.vad_model.executor.run(self._ingest, audio_b64, self.vad_on)
+        self.buffer.append(samples)
+        return events
+
+    def _ingest(self, audio_b64: str, detect: bool) -> tuple[np.ndarray, list[VADEvent]]:
+        data = decode_base64(audio_b64)
+        if self.format.type == "audio/pcm" and len(data) % 2:
+            raise ProtocolError(
+                "invalid_audio_format",
+                f"PCM16 audio must have an even number of bytes, got {len(data)}; "
+                "send little-endian 16-bit mono samples",
+                param="audio",
+            )
+        samples = self._resampler.process(decode_audio(data, self.format.type))
+        return samples, (self.vad.process(samples) if detect and samples.size else [])
+
+    def clear(self) -> None:
+        """Drop everything buffered; the VAD forgets speech in progress."""
+        self.buffer.drop_before(self.buffer.end)
+        self.vad.reset(self.buffer.end)
+
+    def take_all(self) -> tuple[np.ndarray, int]:
+        """The whole buffer (a manual commit) and the stream position where it ends."""
+        end = self.buffer.end
+        audio = self.buffer.view(self.buffer.start, end).copy()
+        self.clear()
+        return audio, end

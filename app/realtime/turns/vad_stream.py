@@ -1,0 +1,118 @@
+"""One session's voice activity detection over its 16 kHz input stream.
+
+The stream position (in samples) is the clock every turn is measured on, so the VAD
+owns it: `reset()` forgets speech state and model state but never rewinds the position
+(rewinding made the next utterance look like it began inside the previous turn); it
+continues at the position of the audio buffer's end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.models.vad import CONTEXT, FRAME, RATE, SileroModel
+
+
+@dataclass(frozen=True)
+class VADEvent:
+    """`kind`: "speech_started" | "speech_paused" | "speech_resumed" | "speech_stopped".
+
+    A pause is `early_ms` of silence inside speech: the turn may be ending, so work can
+    start early. `sample` is the position in the session's 16 kHz input stream.
+    """
+
+    kind: str
+    sample: int
+
+
+@dataclass
+class VADConfig:
+    threshold: float = 0.5
+    prefix_padding_ms: int = 300
+    silence_duration_ms: int = 500
+    early_ms: int = 200
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"threshold must be in [0, 1], got {self.threshold}")
+        if self.silence_duration_ms <= 0 or self.early_ms <= 0 or self.prefix_padding_ms < 0:
+            raise ValueError("silence_duration_ms and early_ms must be > 0, padding >= 0")
+
+
+class VADStream:
+    """Feed 16 kHz samples, get speech start/pause/resume/stop events with positions.
+
+    Speech starts on the first frame above `threshold`; it stops after
+    `silence_duration_ms` of frames below `threshold - 0.15` (hysteresis, as Silero's
+    own VADIterator does, so a soft syllable does not end the turn). `process` is
+    blocking (one ONNX call per 32 ms frame): run it on the VAD model's executor.
+    """
+
+    def __init__(self, model: SileroModel, config: VADConfig, position: int = 0) -> None:
+        self.model = model
+        self.config = config
+        self.position = position  # stream position of the next sample fed
+        self._forget_speech()
+
+    def _forget_speech(self) -> None:
+        self._state = np.zeros((2, 1, 128), dtype=np.float32)
+        self._context = np.zeros(CONTEXT, dtype=np.float32)
+        self._pending = np.zeros(0, dtype=np.float32)
+        self.speaking = False
+        self._silence_samples = 0
+        self._paused = False
+
+    def reset(self, position: int) -> None:
+        """Forget speech in progress (buffer cleared or committed, VAD switched back on)
+        and continue at stream `position`, which never goes back."""
+        if position < self.position - self._pending.size:
+            raise ValueError(f"stream position {position} is before {self.position}")
+        self.position = position
+        self._forget_speech()
+
+    def process(self, samples: np.ndarray) -> list[VADEvent]:
+        """Consume samples (any length); return the events they cause, in order."""
+        events: list[VADEvent] = []
+        buf = np.concatenate([self._pending, samples]) if self._pending.size else samples
+        frame_start = self.position - self._pending.size
+        n_frames = buf.size // FRAME
+        for i in range(n_frames):
+            frame = buf[i * FRAME : (i + 1) * FRAME]
+            prob, self._state = self.model.frame_probability(
+                np.concatenate([self._context, frame]), self._state
+            )
+            self._context = frame[-CONTEXT:]
+            events.extend(self._update(prob, frame_start))
+            frame_start += FRAME
+        self._pending = buf[n_frames * FRAME :].copy()
+        self.position += samples.size
+        return events
+
+    def _update(self, prob: float, frame_start: int) -> list[VADEvent]:
+        cfg = self.config
+        if not self.speaking:
+            if prob >= cfg.threshold:
+                self.speaking = True
+                self._silence_samples = 0
+                return [VADEvent("speech_started", frame_start)]
+            return []
+        if prob < max(cfg.threshold - 0.15, 0.01):
+            self._silence_samples += FRAME
+            silence_start = frame_start + FRAME - self._silence_samples
+            if self._silence_samples * 1000 >= cfg.silence_duration_ms * RATE:
+                self.speaking = False
+                self._silence_samples = 0
+                self._paused = False
+                return [VADEvent("speech_stopped", silence_start)]
+            early = min(cfg.early_ms, cfg.silence_duration_ms)
+            if not self._paused and self._silence_samples * 1000 >= early * RATE:
+                self._paused = True
+                return [VADEvent("speech_paused", silence_start)]
+        elif prob >= cfg.threshold or self._silence_samples == 0:
+            self._silence_samples = 0
+            if self._paused:
+                self._paused = False
+                return [VADEvent("speech_resumed", frame_start)]
+        return []

@@ -1,0 +1,95 @@
+"""Scripted stand-ins for one part at a time (Pipecat's run_test style): feed a part
+inputs, assert its exact outputs. Real models are used everywhere else."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import numpy as np
+
+from app.llm import ChatMessage, GenerationParams, LLMBackend, LLMDelta
+from app.models.asr import Transcript
+
+
+class ScriptedLLM(LLMBackend):
+    """Replays fixed deltas (an R1 model's `<think>` text, say); records every prompt.
+
+    `hold` (an asyncio.Event) makes each stream wait before its first delta, so a test
+    can act while a response is in flight; `fail` raises it instead of answering.
+    Tokens are counted as whitespace-separated words.
+    """
+
+    name = "scripted"
+    model = "scripted-llm"
+
+    def __init__(
+        self,
+        deltas: list[str] | None = None,
+        opens_reasoning: bool = False,
+        context_length: int = 4096,
+        hold: asyncio.Event | None = None,
+        fail: BaseException | None = None,
+    ) -> None:
+        self.deltas = deltas if deltas is not None else ["Hello ", "there."]
+        self._opens_reasoning = opens_reasoning
+        self.context_length = context_length
+        self.hold = hold
+        self.fail = fail
+        self.prompts: list[list[ChatMessage]] = []
+        self.running: set[str] = set()  # requests whose stream is open
+
+    async def stream_chat(
+        self, messages: list[ChatMessage], params: GenerationParams, request_id: str
+    ) -> AsyncGenerator[LLMDelta, None]:
+        self.prompts.append(messages)
+        self.running.add(request_id)
+        try:
+            if self.hold is not None:
+                await self.hold.wait()
+            if self.fail is not None:
+                raise self.fail
+            for text in self.deltas[: params.max_tokens]:
+                yield LLMDelta(text=text)
+            finish = "length" if len(self.deltas) > params.max_tokens else "stop"
+            yield LLMDelta(finish_reason=finish, completion_tokens=len(self.deltas))
+        finally:
+            self.running.discard(request_id)
+
+    async def count_tokens(self, texts: list[str]) -> list[int]:
+        return [len(text.split()) for text in texts]
+
+    def warmup(self) -> None:
+        return None
+
+
+class ScriptedASR:
+    """Returns the scripted transcripts in order (the last one repeats); records calls."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.calls: list[tuple[int, str | None]] = []  # (samples, prefix)
+        self.busy = False
+
+    async def run(self, audio_16k: np.ndarray, prefix: str | None = None) -> Transcript:
+        self.calls.append((audio_16k.size, prefix))
+        await asyncio.sleep(0)
+        text = self.texts[min(len(self.calls) - 1, len(self.texts) - 1)]
+        return Transcript(text=text, language="en", duration_s=audio_16k.size / 16_000)
+
+
+class ScriptedVoices:
+    """A TTS catalog whose every clause is `seconds_per_clause` of a quiet tone."""
+
+    def __init__(self, seconds_per_clause: float = 0.2) -> None:
+        self.seconds = seconds_per_clause
+        self.spoken: list[str] = []
+
+    def voices(self) -> list[str]:
+        return ["scripted"]
+
+    async def speak(self, text: str, out_rate: int, speed: float, voice: str) -> Any:
+        self.spoken.append(text)
+        await asyncio.sleep(0)
+        return np.full(int(self.seconds * out_rate), 0.1, dtype=np.float32)
