@@ -1,10 +1,17 @@
 """Real-browser fixtures: headless Debian Chromium (driven by Playwright) with a fake
-microphone that plays a WAV we synthesize, against the live uvicorn server."""
+microphone that plays a WAV we synthesize, against the live uvicorn server (or a server of
+the test's own, with parts replaced: a busy LLM, a TTS that records the voices it used, a
+server that is not ready yet)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
+import socket
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,12 +19,19 @@ from typing import Any
 import numpy as np
 import pytest
 import soundfile as sf
+import uvicorn
 from playwright.sync_api import Browser, Error, Page, Playwright, sync_playwright
+
+from tests.conftest import app_with
 
 CHROMIUM = os.environ.get("R1VOICE_CHROMIUM", "/usr/bin/chromium")
 WAV_RATE = 48_000
-# Where to save a screenshot of each page at the end of its test (for a look by eye).
-SCREENSHOT_DIR = os.environ.get("R1VOICE_E2E_SCREENSHOTS")
+# Where screenshots of each step go (for a look by eye; gitignored).
+SCREENSHOT_DIR = Path(
+    os.environ.get(
+        "R1VOICE_E2E_SCREENSHOTS", Path(__file__).resolve().parents[2] / "test-artifacts" / "e2e"
+    )
+)
 # Records every state user bubbles pass through (class and text, in order), so a test can
 # see the partial transcript that the final one replaces.
 RECORD_USER_BUBBLES = """
@@ -33,8 +47,8 @@ new MutationObserver(() => {
 """
 
 
-def chromium_args(wav: Path) -> list[str]:
-    return [
+def chromium_args(wav: Path, *, grant_mic: bool = True, fake_mic: bool = True) -> list[str]:
+    args = [
         "--no-sandbox",  # we run as root (CI)
         "--disable-gpu",
         "--disable-quic",
@@ -42,11 +56,16 @@ def chromium_args(wav: Path) -> list[str]:
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
-        "--use-fake-ui-for-media-stream",  # grant the microphone without a prompt
-        "--use-fake-device-for-media-stream",
-        f"--use-file-for-fake-audio-capture={wav}",  # the fake mic plays (and loops) this
         "--autoplay-policy=no-user-gesture-required",
     ]
+    if grant_mic:  # otherwise headless Chromium denies the microphone, as a user may
+        args.append("--use-fake-ui-for-media-stream")  # grant the microphone without a prompt
+    if fake_mic:  # otherwise there is no microphone at all (these machines have none)
+        args += [
+            "--use-fake-device-for-media-stream",
+            f"--use-file-for-fake-audio-capture={wav}",  # the fake mic plays (and loops) this
+        ]
+    return args
 
 
 @pytest.fixture(scope="module")  # stopped before other modules' tests run their event loops
@@ -72,40 +91,139 @@ def speech_wav(components: Any, path: Path, parts: list[str | float]) -> Path:
     return path
 
 
+class ServerHandle:
+    """A uvicorn server of one test, on a free loopback port, over an app sharing the
+    loaded models (`state` is its ServerState: flip `state.ready` to mimic warm-up)."""
+
+    def __init__(self, components: Any, ready: bool = True) -> None:
+        self.app = app_with(components)
+        self.state = self.app.state.server
+        self.state.ready = ready
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        config = uvicorn.Config(
+            self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True, name="uvicorn-e2e")
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.05)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def start_server() -> Iterator[Callable[..., ServerHandle]]:
+    """start_server(components, ready=True) -> a server of this test's own."""
+    servers: list[ServerHandle] = []
+
+    def start(components: Any, ready: bool = True) -> ServerHandle:
+        servers.append(ServerHandle(components, ready))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def spy_voices(monkeypatch: pytest.MonkeyPatch, catalog: Any) -> list[str]:
+    """Record the voice of every synthesis (what the server used for the answer's audio,
+    independent of what the page shows): every TTS call goes through `catalog.backend`."""
+    used: list[str] = []
+    real = catalog.backend
+
+    def backend(voice: str | None) -> Any:
+        used.append(catalog.resolve(voice))
+        return real(voice)
+
+    monkeypatch.setattr(catalog, "backend", backend)
+    return used
+
+
+class Snapper:
+    """Screenshots of each step of a test, numbered, under SCREENSHOT_DIR/<test>/."""
+
+    def __init__(self, test_name: str) -> None:
+        self.dir = SCREENSHOT_DIR / re.sub(r"[^\w.-]+", "_", test_name)
+        shutil.rmtree(self.dir, ignore_errors=True)  # only this run's steps
+        self.count = 0
+
+    def __call__(self, page: Page, step: str) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.count += 1
+        page.screenshot(path=str(self.dir / f"{self.count:02d}-{step}.png"), full_page=True)
+
+
+@pytest.fixture
+def snap(request: Any) -> Snapper:
+    return Snapper(request.node.name)
+
+
 @pytest.fixture
 def open_page(
     playwright_driver: Playwright, live_server: str, tmp_path: Path, request: Any
-) -> Iterator[Callable[[Path], Page]]:
-    """open_page(wav) -> the page at / in a fresh Chromium whose microphone plays `wav`.
-    Uncaught page errors fail the test."""
+) -> Iterator[Callable[..., Page]]:
+    """open_page(wav, server=None, grant_mic=True, fake_mic=True, expect_errors=()) -> the
+    page at / in a fresh Chromium whose microphone plays `wav`. Uncaught page errors, console
+    errors and HTTP errors fail the test, except those matching a pattern of
+    `expect_errors` (e.g. the refused handshakes of a server still warming up)."""
     browsers: list[Browser] = []
     errors: list[str] = []
     pages: list[Page] = []
+    allowed: list[re.Pattern[str]] = []
 
-    def open_(wav: Path) -> Page:
+    def record(text: str) -> None:
+        if not any(p.search(text) for p in allowed):
+            errors.append(text)
+
+    def open_(
+        wav: Path,
+        server: str | None = None,
+        *,
+        grant_mic: bool = True,
+        fake_mic: bool = True,
+        expect_errors: tuple[str, ...] = (),
+        before_load: Callable[[Page], None] | None = None,
+    ) -> Page:
+        allowed.extend(re.compile(p) for p in expect_errors)
         try:
             browser = playwright_driver.chromium.launch(
-                executable_path=CHROMIUM, headless=True, args=chromium_args(wav)
+                executable_path=CHROMIUM,
+                headless=True,
+                args=chromium_args(wav, grant_mic=grant_mic, fake_mic=fake_mic),
             )
         except Error as exc:
             pytest.fail(f"could not launch Chromium ({CHROMIUM}): {exc}")
         browsers.append(browser)
-        page = browser.new_page(viewport={"width": 900, "height": 700})
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
         page.add_init_script(RECORD_USER_BUBBLES)
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        page.on("pageerror", lambda exc: record(str(exc)))
+        page.on("console", lambda msg: record(msg.text) if msg.type == "error" else None)
         page.on(
             "response",
-            lambda r: errors.append(f"HTTP {r.status} for {r.url}") if r.status >= 400 else None,
+            lambda r: record(f"HTTP {r.status} for {r.url}") if r.status >= 400 else None,
         )
-        page.goto(f"http://{live_server}/")
+        if before_load is not None:
+            before_load(page)
+        page.goto(f"http://{server or live_server}/")
         pages.append(page)
         return page
 
     yield open_
-    if SCREENSHOT_DIR:
-        for i, page in enumerate(pages):
-            page.screenshot(path=f"{SCREENSHOT_DIR}/{request.node.name}-{i}.png", full_page=True)
+    snapper: Snapper = request.getfixturevalue("snap")
+    for page in pages:
+        with contextlib.suppress(Error):
+            snapper(page, "end")
     for browser in browsers:
         browser.close()
     assert not errors, f"errors on the page: {errors}"

@@ -1,6 +1,6 @@
 """The page in a real browser: headless Chromium, a fake microphone playing synthesized
 speech, the live server with real models. Behaviour is checked through the DOM and the
-page's `window.r1voice` debug counters (see web/app.js)."""
+page's `window.r1voice` debug state (see web/app.js)."""
 
 from __future__ import annotations
 
@@ -11,48 +11,52 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import speech_wav
-
-QUESTION = "What is the capital of France?"
-TIMEOUT_MS = 30_000  # generous: two CPU cores run ASR, the LLM and TTS
-
-
-def _connected(page: Page) -> None:
-    expect(page.locator("#status")).to_have_text("connected", timeout=TIMEOUT_MS)
-    expect(page.locator("#talk")).to_be_enabled()
-
-
-def _debug(page: Page) -> dict[str, Any]:
-    return page.evaluate("() => window.r1voice")  # type: ignore[no-any-return]
-
-
-def _user_final(page: Page, pattern: str) -> Any:
-    return page.locator(".msg.user:not(.partial)", has_text=re.compile(pattern, re.I))
+from tests.e2e.conftest import Snapper, speech_wav
+from tests.e2e.helpers import (
+    HEARD,
+    QUESTION,
+    TIMEOUT_MS,
+    assistant,
+    connected,
+    debug,
+    played_more_than,
+    responses_done,
+    user_final,
+)
 
 
-def _assistant(page: Page, pattern: str) -> Any:
-    return page.locator(".msg.assistant", has_text=re.compile(pattern, re.I))
-
-
-def test_voice_turn(
-    open_page: Callable[[Path], Page], shared_components: Any, tmp_path: Path
+def test_voice_turn_shows_the_pipeline_at_work(
+    open_page: Callable[..., Page], shared_components: Any, tmp_path: Path, snap: Snapper
 ) -> None:
     wav = speech_wav(shared_components, tmp_path / "question.wav", [0.5, QUESTION, 6.0])
     page = open_page(wav)
-    _connected(page)
+    connected(page)
+    snap(page, "connected")
+    expect(page.locator("#card-input .state")).to_have_text("idle")
     page.click("#talk")
     expect(page.locator("#talk")).to_have_attribute("aria-pressed", "true")
     expect(page.locator("#talk")).to_have_text("Stop")
+    expect(page.locator("#card-input .state")).not_to_have_text("idle", timeout=TIMEOUT_MS)
 
-    expect(_user_final(page, "capital of france").first).to_be_visible(timeout=TIMEOUT_MS)
-    expect(_assistant(page, "paris").first).to_be_visible(timeout=TIMEOUT_MS)
-    page.wait_for_function("() => window.r1voice.events['response.done'] >= 1", timeout=TIMEOUT_MS)
-    page.wait_for_function("() => window.r1voice.played > 0", timeout=TIMEOUT_MS)
+    expect(user_final(page, HEARD).first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(assistant(page).first).to_be_visible(timeout=TIMEOUT_MS)
+    responses_done(page, 1)
+    played_more_than(page, 0)
+    snap(page, "answered")
+
+    # every stage card shows its latency for the turn, and the chart has the turn's bar
+    for card, label in (("input", "transcript"), ("llm", "first token"), ("tts", "first audio")):
+        expect(page.locator(f"#card-{card} .latency")).to_have_text(
+            re.compile(rf"{label} \+?\d+ ms"), timeout=TIMEOUT_MS
+        )
+    expect(page.locator("#chart-svg g.bar")).to_have_count(1)
+    expect(page.locator("#chart-svg rect[data-stage]").first).to_be_visible()
     expect(page.locator("#metrics")).to_contain_text("first audio")
 
-    debug = _debug(page)
-    assert debug["audioDeltas"] > 0 and debug["audioSamples"] > 0, debug
-    assert debug["events"].get("response.audio_transcript.delta", 0) > 0, debug
+    state = debug(page)
+    assert state["audioDeltas"] > 0 and state["scheduled"] > 0, state
+    assert state["events"].get("response.output_audio_transcript.delta", 0) > 0, state["events"]
+    assert state["turns"] and state["turns"][0]["speech_stopped_to_first_audio_ms"] is not None
     # the user bubble was a partial before the final: the "…" placeholder at least (a
     # question this short is over before two Whisper passes agree on any words)
     states = page.evaluate("() => window.__userBubbles")
@@ -60,25 +64,63 @@ def test_voice_turn(
     final = [i for i, s in enumerate(states) if "partial" not in s["cls"]]
     assert partial and final and partial[0] < final[0], states
 
+    # the developer view logged both directions, audio elided
+    page.click("#devlog summary")
+    expect(
+        page.locator('#devlog-list li.out[data-type="input_audio_buffer.append"]').first
+    ).to_be_attached()
+    expect(
+        page.locator('#devlog-list li.in[data-type="response.output_audio.delta"]').first
+    ).to_be_attached()
+    page.fill("#devlog-filter", "session.created")
+    expect(page.locator("#devlog-list li:not([hidden])")).to_have_count(1)
+    page.locator("#devlog-list li:not([hidden]) summary").click()
+    expect(page.locator("#devlog-list li:not([hidden]) pre")).to_contain_text('"session.created"')
+    snap(page, "event-log")
+
     page.click("#talk")
     expect(page.locator("#talk")).to_have_text("Talk")
+    expect(page.locator("#card-input .state")).to_have_text("idle", timeout=TIMEOUT_MS)
 
 
-def test_typed_message(
-    open_page: Callable[[Path], Page], shared_components: Any, tmp_path: Path
+def test_typed_message_settings_and_copy_config(
+    open_page: Callable[..., Page], shared_components: Any, tmp_path: Path, snap: Snapper
 ) -> None:
     page = open_page(speech_wav(shared_components, tmp_path / "silence.wav", [1.0]))
-    _connected(page)
+    connected(page)
     page.fill("#text", QUESTION)
     page.click("#text-form button[type=submit]")
     expect(page.locator("#text")).to_have_value("")
     expect(page.locator(".msg.user", has_text=QUESTION)).to_have_count(1, timeout=TIMEOUT_MS)
-    expect(_assistant(page, "paris").first).to_be_visible(timeout=TIMEOUT_MS)
-    page.wait_for_function("() => window.r1voice.events['response.done'] >= 1", timeout=TIMEOUT_MS)
+    expect(assistant(page, "paris").first).to_be_visible(timeout=TIMEOUT_MS)
+    responses_done(page, 1)
+
+    # the settings drawer changes the session; the server confirms in session.updated
+    page.click("#settings-toggle")
+    expect(page.locator("#settings")).to_be_visible()
+    expect(page.locator("#settings-toggle")).to_have_attribute("aria-expanded", "true")
+    page.fill("#s-instructions", "Answer in exactly one short sentence.")
+    page.fill("#s-silence", "700")
+    page.locator("#s-speed").fill("1.5")
+    snap(page, "settings")
+    page.click("#settings-form button[type=submit]")
+    page.wait_for_function(
+        "() => window.r1voice.session.instructions === 'Answer in exactly one short sentence.'",
+        timeout=TIMEOUT_MS,
+    )
+    view = debug(page)["session"]
+    assert view["speed"] == 1.5 and view["turnDetection"]["silence_duration_ms"] == 700, view
+    page.keyboard.press("Escape")
+    expect(page.locator("#settings")).to_be_hidden()
+
+    page.click("#copy-config")
+    expect(page.locator("#copy-config")).to_have_text(re.compile("Copied|Copy failed"))
+    copied = page.evaluate("() => JSON.parse(window.r1voice.copied)")
+    assert copied["type"] == "realtime" and copied["audio"]["output"]["speed"] == 1.5, copied
 
 
 def test_speaking_over_the_answer_interrupts_it(
-    open_page: Callable[[Path], Page], shared_components: Any, tmp_path: Path
+    open_page: Callable[..., Page], shared_components: Any, tmp_path: Path, snap: Snapper
 ) -> None:
     """The fake mic asks for a long story, then, while the story plays, a second question:
     the page flushes playback, marks the story interrupted and shows the second answer."""
@@ -88,27 +130,26 @@ def test_speaking_over_the_answer_interrupts_it(
         [0.5, "Tell me a long story about a dragon and a knight.", 6.0, QUESTION, 8.0],
     )
     page = open_page(wav)
-    _connected(page)
+    connected(page)
     page.click("#talk")
-    expect(_user_final(page, "dragon").first).to_be_visible(timeout=TIMEOUT_MS)
-    expect(_user_final(page, "capital of france").first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(user_final(page, "dragon|knight|story").first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(user_final(page, HEARD).first).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.locator(".msg.assistant.interrupted")).to_have_count(1, timeout=TIMEOUT_MS)
-    expect(_assistant(page, "paris").first).to_be_visible(timeout=TIMEOUT_MS)
-    page.wait_for_function("() => window.r1voice.events['response.done'] >= 2", timeout=TIMEOUT_MS)
-    debug = _debug(page)
+    expect(page.locator(".msg.assistant.interrupted .badge")).to_have_text("interrupted")
+    responses_done(page, 2)
+    snap(page, "interrupted")
+    state = debug(page)
     # a barge-in flush came while the story's audio was playing (the first speech_started,
     # for the question itself, flushed an empty player)
-    barge_in = [f for f in debug["flushes"] if f["reason"] == "speech_started" and f["played"] > 0]
-    assert barge_in, debug["flushes"]
-    assert debug["audioDeltas"] > barge_in[0]["audioDeltas"], "no audio for the second answer"
-    page.wait_for_function(
-        f"() => window.r1voice.played > {barge_in[0]['played']}", timeout=TIMEOUT_MS
-    )
+    barge_in = [f for f in state["flushes"] if f["reason"] == "speech_started" and f["played"] > 0]
+    assert barge_in, state["flushes"]
+    assert state["audioDeltas"] > barge_in[0]["audioDeltas"], "no audio for the second answer"
+    played_more_than(page, barge_in[0]["played"])
     # in order: the story (interrupted), the second question, its answer
     bubbles = page.locator(".msg").evaluate_all(
         "els => els.map(e => e.className + ': ' + e.textContent)"
     )
     story = next(i for i, b in enumerate(bubbles) if "interrupted" in b)
-    question = next(i for i, b in enumerate(bubbles) if "capital of france" in b.lower())
-    answer = next(i for i, b in enumerate(bubbles) if "paris" in b.lower())
+    question = next(i for i, b in enumerate(bubbles) if HEARD.search(b) and "user" in b)
+    answer = max(i for i, b in enumerate(bubbles) if "assistant" in b)
     assert story < question < answer, bubbles
