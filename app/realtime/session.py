@@ -31,7 +31,7 @@ from app.protocol.schemas import (
 from app.realtime.conversation import Conversation, Item
 from app.realtime.outbox import Outbox
 from app.realtime.responses.controller import Responses
-from app.realtime.responses.response import ResponseDeps, ResponseOutcome
+from app.realtime.responses.spec import ResponseDeps, ResponseOutcome
 from app.realtime.session_config import SessionConfig
 from app.realtime.turns.coordinator import TurnCoordinator, TurnPolicy
 from app.realtime.turns.input_audio import InputAudio

@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from app.realtime.responses.response import ResponseOutcome
+from app.realtime.responses.spec import ResponseOutcome
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
 TURN_STAGES = ("transcript", "first_token", "first_audio")

@@ -13,13 +13,8 @@ from collections.abc import Callable
 from app.llm import GenerationParams
 from app.protocol.errors import ProtocolError
 from app.protocol.schemas import ResponseOptions
-from app.realtime.responses.response import (
-    Response,
-    ResponseDeps,
-    ResponseOutcome,
-    ResponseSpec,
-    TurnTiming,
-)
+from app.realtime.responses.response import Response
+from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec, TurnTiming
 from app.realtime.session_config import SessionConfig
 
 RECENT_RESPONSES = 64  # answers that can still be truncated

@@ -15,67 +15,24 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from app.llm import GenerationParams, LLMBackend, LLMBackendError
+from app.llm import LLMBackendError
 from app.llm.reasoning import ThinkSplitter
-from app.models.voices import VoiceCatalog
 from app.protocol import events
-from app.protocol.schemas import AudioFormat
-from app.realtime.conversation import Conversation, Item
+from app.realtime.conversation import Item
 from app.realtime.responses.clause_chunker import ClauseChunker
-from app.realtime.responses.gate import EventGate, EventSink
+from app.realtime.responses.gate import EventGate
 from app.realtime.responses.speaker import Speaker
+from app.realtime.responses.spec import (
+    ResponseDeps,
+    ResponseOutcome,
+    ResponseSpec,
+    StageFailure,
+    TurnTiming,
+)
 
 log = logging.getLogger("r1voice.response")
-
-
-@dataclass
-class TurnTiming:
-    """When the spoken turn an answer replies to ended, and when its transcript was ready."""
-
-    speech_stopped_at: float
-    transcript_at: float | None = None
-
-
-@dataclass(frozen=True)
-class ResponseSpec:
-    """What to answer and how, resolved from the session and `response.create`."""
-
-    audio: bool
-    instructions: str
-    params: GenerationParams
-    voice: str
-    speed: float
-    output_format: AudioFormat
-    early_user_text: str | None = None  # an early answer to a turn not yet committed
-
-
-@dataclass(frozen=True)
-class ResponseOutcome:
-    status: str  # "completed" | "cancelled" | "failed" | "discarded"
-    visible: bool  # False for a held early answer that was never released
-    stage_seconds: dict[str, float | None] | None = None  # voice turns: end of speech -> stage
-
-
-@dataclass(frozen=True)
-class ResponseDeps:
-    """The narrow world a response talks to."""
-
-    sink: EventSink
-    conversation: Conversation
-    llm: LLMBackend
-    voices: VoiceCatalog
-    audio_lead_ms: int
-
-
-class StageFailure(Exception):
-    """A pipeline stage failed; `code` names it in the `error` event."""
-
-    def __init__(self, code: str, cause: BaseException) -> None:
-        super().__init__(f"{type(cause).__name__}: {cause}")
-        self.code = code
 
 
 class Response:

@@ -20,7 +20,6 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 
@@ -30,81 +29,14 @@ from app.protocol.errors import ProtocolError
 from app.protocol.schemas import AudioFormat, TurnDetection
 from app.realtime.conversation import Conversation, Item
 from app.realtime.responses.gate import EventSink, same_utterance
-from app.realtime.responses.response import TurnTiming
+from app.realtime.responses.spec import TurnTiming
 from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.transcriber import SpeechRecognizer, TurnTranscriber, stop_task
+from app.realtime.turns.turn import CommittedTurn, ResponseStarter, SpeechTurn, TurnPolicy
 from app.realtime.turns.vad_stream import FRAME, VADEvent
 
 log = logging.getLogger("r1voice.turns")
 MIN_COMMIT_MS = 100
-
-
-class Answer(Protocol):
-    """What the coordinator needs of a started answer."""
-
-    @property
-    def done(self) -> bool: ...
-
-    @property
-    def early_user_text(self) -> str | None: ...
-
-    def release(self, timing: TurnTiming, previous_item_id: str | None) -> None: ...
-
-    async def discard(self) -> None: ...
-
-
-class ResponseStarter(Protocol):
-    """What the coordinator needs of the session's responses."""
-
-    @property
-    def responding(self) -> bool: ...
-
-    def start(
-        self, *, timing: TurnTiming | None = None, early_user_text: str | None = None
-    ) -> Answer | None: ...
-
-    async def interrupt(self, reason: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class TurnPolicy:
-    barge_in_hold_ms: int = 300
-    merge_window_ms: int = 1500
-
-    @property
-    def hold(self) -> int:
-        return self.barge_in_hold_ms * PIPELINE_RATE // 1000
-
-    @property
-    def merge_window(self) -> int:
-        return self.merge_window_ms * PIPELINE_RATE // 1000
-
-
-@dataclass
-class SpeechTurn:
-    """The turn being spoken right now."""
-
-    item_id: str
-    start: int  # stream position (16 kHz samples) where speech started
-    transcriber: TurnTranscriber
-    confirmed: bool = False  # past the barge-in hold, announced with speech_started
-    carry: tuple[np.ndarray, int] | None = None  # a continued turn: (earlier audio, its end)
-    early: Answer | None = None  # answer started on the early transcript, not yet shown
-
-
-@dataclass
-class CommittedTurn:
-    """A committed spoken turn; kept so a quick continuation can reopen it."""
-
-    item: Item
-    audio: np.ndarray
-    end_sample: int
-    timing: TurnTiming
-    vad: bool
-    transcriber: TurnTranscriber
-    early: Answer | None = None
-    task: asyncio.Task[None] | None = None
-    answer: Answer | None = None
 
 
 @dataclass

@@ -1,0 +1,66 @@
+"""The typed inputs and outputs of one response: what to answer, what it talks to, how it ended."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from app.llm import GenerationParams, LLMBackend
+from app.protocol.schemas import AudioFormat
+from app.realtime.conversation import Conversation
+from app.realtime.responses.gate import EventSink
+
+
+class Voices(Protocol):
+    """What a response needs of TTS (the VoiceCatalog, or a scripted one in tests)."""
+
+    async def speak(self, text: str, out_rate: int, speed: float, voice: str) -> np.ndarray: ...
+
+
+@dataclass
+class TurnTiming:
+    """When the spoken turn an answer replies to ended, and when its transcript was ready."""
+
+    speech_stopped_at: float
+    transcript_at: float | None = None
+
+
+@dataclass(frozen=True)
+class ResponseSpec:
+    """What to answer and how, resolved from the session and `response.create`."""
+
+    audio: bool
+    instructions: str
+    params: GenerationParams
+    voice: str
+    speed: float
+    output_format: AudioFormat
+    early_user_text: str | None = None  # an early answer to a turn not yet committed
+
+
+@dataclass(frozen=True)
+class ResponseOutcome:
+    status: str  # "completed" | "cancelled" | "failed" | "discarded"
+    visible: bool  # False for a held early answer that was never released
+    stage_seconds: dict[str, float | None] | None = None  # voice turns: end of speech -> stage
+
+
+@dataclass(frozen=True)
+class ResponseDeps:
+    """The narrow world a response talks to."""
+
+    sink: EventSink
+    conversation: Conversation
+    llm: LLMBackend
+    voices: Voices
+    audio_lead_ms: int
+
+
+class StageFailure(Exception):
+    """A pipeline stage failed; `code` names it in the `error` event."""
+
+    def __init__(self, code: str, cause: BaseException) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.code = code

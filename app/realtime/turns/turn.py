@@ -1,0 +1,82 @@
+"""The state of a turn (spoken now, or committed) and what the coordinator needs of answers."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from app.audio import PIPELINE_RATE
+from app.realtime.conversation import Item
+from app.realtime.responses.spec import TurnTiming
+from app.realtime.turns.transcriber import TurnTranscriber
+
+
+class Answer(Protocol):
+    """What the coordinator needs of a started answer."""
+
+    @property
+    def done(self) -> bool: ...
+
+    @property
+    def early_user_text(self) -> str | None: ...
+
+    def release(self, timing: TurnTiming, previous_item_id: str | None) -> None: ...
+
+    async def discard(self) -> None: ...
+
+
+class ResponseStarter(Protocol):
+    """What the coordinator needs of the session's responses."""
+
+    @property
+    def responding(self) -> bool: ...
+
+    def start(
+        self, *, timing: TurnTiming | None = None, early_user_text: str | None = None
+    ) -> Answer | None: ...
+
+    async def interrupt(self, reason: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class TurnPolicy:
+    barge_in_hold_ms: int = 300
+    merge_window_ms: int = 1500
+
+    @property
+    def hold(self) -> int:
+        return self.barge_in_hold_ms * PIPELINE_RATE // 1000
+
+    @property
+    def merge_window(self) -> int:
+        return self.merge_window_ms * PIPELINE_RATE // 1000
+
+
+@dataclass
+class SpeechTurn:
+    """The turn being spoken right now."""
+
+    item_id: str
+    start: int  # stream position (16 kHz samples) where speech started
+    transcriber: TurnTranscriber
+    confirmed: bool = False  # past the barge-in hold, announced with speech_started
+    carry: tuple[np.ndarray, int] | None = None  # a continued turn: (earlier audio, its end)
+    early: Answer | None = None  # answer started on the early transcript, not yet shown
+
+
+@dataclass
+class CommittedTurn:
+    """A committed spoken turn; kept so a quick continuation can reopen it."""
+
+    item: Item
+    audio: np.ndarray
+    end_sample: int
+    timing: TurnTiming
+    vad: bool
+    transcriber: TurnTranscriber
+    early: Answer | None = None
+    task: asyncio.Task[None] | None = None
+    answer: Answer | None = None
