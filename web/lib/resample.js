@@ -32,7 +32,8 @@ export class Resampler {
     this.halfTaps = halfTaps;
     this.buffer = new Float32Array(0); // input not yet fully used (with history)
     this.base = 0; // absolute input index of buffer[0]
-    this.pos = 0; // absolute input position of the next output sample
+    this.count = 0; // output samples produced
+    this.pos = 0; // absolute input position of the next output sample (count * step, exactly)
     this.consumed = 0; // absolute input samples received
   }
 
@@ -79,7 +80,8 @@ export class Resampler {
     const out = [];
     while (this.pos <= limit) {
       out.push(this._value(this.pos));
-      this.pos += this.step;
+      this.count += 1;
+      this.pos = (this.count * this.inRate) / this.outRate;
     }
     // keep what later outputs still need
     const keepFrom = Math.max(this.base, Math.floor(this.pos - this.radius) - 1);
