@@ -171,7 +171,7 @@ def snap(request: Any) -> Snapper:
 
 @pytest.fixture
 def open_page(
-    playwright_driver: Playwright, live_server: str, tmp_path: Path, request: Any
+    playwright_driver: Playwright, live_server: str, snap: Snapper
 ) -> Iterator[Callable[..., Page]]:
     """open_page(wav, server=None, grant_mic=True, fake_mic=True, expect_errors=()) -> the
     page at / in a fresh Chromium whose microphone plays `wav`. Uncaught page errors, console
@@ -220,10 +220,9 @@ def open_page(
         return page
 
     yield open_
-    snapper: Snapper = request.getfixturevalue("snap")
     for page in pages:
         with contextlib.suppress(Error):
-            snapper(page, "end")
+            snap(page, "end")
     for browser in browsers:
         browser.close()
     assert not errors, f"errors on the page: {errors}"

@@ -30,15 +30,13 @@ export class PipelineView {
       if (!slot) return;
       card.classList.toggle("drop-ok", accepts(name, slot));
       card.classList.toggle("drop-no", !accepts(name, slot));
-      if (accepts(name, slot)) e.preventDefault();
+      e.preventDefault();
     });
+    // every card takes the drop: a wrong one then says where the component goes
     card.addEventListener("dragover", (e) => {
-      const slot = slotOf(e);
-      if (!slot) return;
-      if (accepts(name, slot)) {
-        e.preventDefault();
-        e.dataTransfer.dropEffect = "copy";
-      } else e.dataTransfer.dropEffect = "none";
+      if (!slotOf(e)) return;
+      e.preventDefault();
+      e.dataTransfer.dropEffect = "copy";
     });
     card.addEventListener("dragleave", (e) => {
       if (!card.contains(e.relatedTarget)) card.classList.remove("drop-ok", "drop-no");

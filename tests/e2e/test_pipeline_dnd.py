@@ -1,0 +1,165 @@
+"""Swapping pipeline components: real HTML5 drag and drop of palette entries onto stage
+cards (Playwright's drag_to: pointer down, moves, up, which Chromium turns into dragstart /
+dragover / drop), the keyboard and click alternatives, and refused choices."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, Route, expect
+
+from tests.e2e.conftest import ServerHandle, Snapper, speech_wav, spy_voices
+from tests.e2e.helpers import (
+    QUESTION,
+    TIMEOUT_MS,
+    assistant,
+    connected,
+    debug,
+    played_more_than,
+    responses_done,
+    session_value,
+)
+
+ESPEAK = '.component[data-slot="tts"][data-key="espeak-ng"]'
+
+
+def test_drag_the_espeak_voice_onto_the_tts_card(
+    open_page: Callable[..., Page],
+    start_server: Callable[..., ServerHandle],
+    shared_components: Any,
+    tmp_path: Path,
+    snap: Snapper,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    used = spy_voices(monkeypatch, shared_components.tts)
+    server = start_server(shared_components)
+    page = open_page(speech_wav(shared_components, tmp_path / "silence.wav", [1.0]), server.address)
+    connected(page)
+    default = shared_components.tts.default_name
+    expect(session_value(page, "tts")).to_have_attribute("data-key", default)
+
+    # a voice dropped on the wrong card is refused there, and nothing is sent
+    page.locator(ESPEAK).drag_to(page.locator("#card-llm"))
+    expect(page.locator("#card-llm .refusal")).to_contain_text("TTS card")
+    expect(session_value(page, "tts")).to_have_attribute("data-key", default)
+
+    page.locator(ESPEAK).drag_to(page.locator("#card-tts"))
+    expect(session_value(page, "tts")).to_have_attribute(
+        "data-key", "espeak-ng", timeout=TIMEOUT_MS
+    )
+    expect(page.locator(ESPEAK)).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#announce")).to_contain_text("espeak-ng")
+    assert debug(page)["session"]["voice"] == "espeak-ng"  # as session.updated confirmed
+    snap(page, "dropped")
+    sent = page.evaluate(
+        "() => [...document.querySelectorAll('#devlog-list li.out[data-type=\"session.update\"]')]"
+        ".map(li => li.event.session)"
+    )
+    assert sent == [{"type": "realtime", "audio": {"output": {"voice": "espeak-ng"}}}], sent
+
+    # the next answer's audio comes from espeak-ng (the server's TTS calls say so)
+    before = len(used)
+    page.fill("#text", QUESTION)
+    page.click("#text-form button[type=submit]")
+    expect(assistant(page, "paris").first).to_be_visible(timeout=TIMEOUT_MS)
+    responses_done(page, 1)
+    played_more_than(page, 0)
+    answer_voices = set(used[before:])
+    assert answer_voices == {"espeak-ng"}, used
+    assert debug(page)["responses"][-1]["voice"] == "espeak-ng"
+    expect(page.locator(".msg.assistant .meta").last).to_contain_text("espeak-ng")
+    snap(page, "answered-with-espeak")
+
+
+def test_keyboard_and_click_alternatives(
+    open_page: Callable[..., Page], shared_components: Any, tmp_path: Path, snap: Snapper
+) -> None:
+    page = open_page(speech_wav(shared_components, tmp_path / "silence.wav", [1.0]))
+    connected(page)
+
+    # "Change…" on a card moves focus to its palette; Enter on an entry uses it
+    page.locator("#card-input .change").focus()
+    page.keyboard.press("Enter")
+    focused = page.evaluate("() => document.activeElement.dataset.key")
+    assert focused == "server_vad", focused
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.dataset.key") == "none"
+    page.keyboard.press("Enter")
+    expect(session_value(page, "turn")).to_have_attribute("data-key", "none", timeout=TIMEOUT_MS)
+    assert debug(page)["session"]["turnDetection"] is None
+    expect(page.locator("input[name=mode][value=push-to-talk]")).to_be_checked()
+    expect(page.locator("#talk")).to_have_text("Hold to talk")
+    snap(page, "manual-turns")
+
+    # back to server VAD by a click on the palette entry
+    page.click('.component[data-slot="turn"][data-key="server_vad"]')
+    expect(session_value(page, "turn")).to_have_attribute(
+        "data-key", "server_vad", timeout=TIMEOUT_MS
+    )
+    expect(page.locator("#talk")).to_have_text("Talk")
+
+    # a voice by keyboard: open the espeak-ng languages, pick German
+    page.click("#palette-tts details.more summary")
+    page.fill("#palette-tts .filter", "german")
+    german = page.locator('.component[data-slot="tts"][data-key="espeak-ng:de"]')
+    expect(german).to_be_visible()
+    german.focus()
+    page.keyboard.press("Enter")
+    expect(session_value(page, "tts")).to_have_attribute(
+        "data-key", "espeak-ng:de", timeout=TIMEOUT_MS
+    )
+    expect(session_value(page, "tts")).to_have_text("espeak-ng: German")
+
+    # an unavailable component says why, on its card, and changes nothing
+    unavailable = page.locator('.component[data-slot="asr"][aria-disabled="true"]').first
+    expect(unavailable).to_have_attribute("draggable", "false")
+    reason = unavailable.locator(".reason").text_content() or ""
+    assert "R1VOICE_ASR_MODEL=" in reason, reason
+    unavailable.focus()  # aria-disabled, yet focusable: Enter explains
+    page.keyboard.press("Enter")
+    expect(page.locator("#card-input .refusal")).to_contain_text("R1VOICE_ASR_MODEL=")
+    loaded = shared_components.asr.name
+    expect(session_value(page, "asr")).to_have_attribute("data-key", loaded)
+    # the loaded ASR model dropped on its card is confirmed
+    page.locator(f'.component[data-slot="asr"][data-key="{loaded}"]').drag_to(
+        page.locator("#card-input")
+    )
+    expect(session_value(page, "asr")).to_have_attribute("data-key", loaded, timeout=TIMEOUT_MS)
+    expect(session_value(page, "asr")).not_to_have_class("pending", timeout=TIMEOUT_MS)
+    snap(page, "keyboard")
+
+
+def test_a_drop_the_server_refuses_says_why_and_reverts(
+    open_page: Callable[..., Page], shared_components: Any, tmp_path: Path, snap: Snapper
+) -> None:
+    """A palette entry the server does not accept (added to the components list here):
+    the server's `error` (param naming the voice) is shown on the card, which keeps the
+    voice the server still uses."""
+
+    def add_ghost_voice(route: Route) -> None:
+        response = route.fetch()
+        body = response.json()
+        body["tts"].append(
+            {"id": "ghost-voice", "label": "Ghost voice", "available": True, "reason": None}
+        )
+        route.fulfill(response=response, body=json.dumps(body))
+
+    page = open_page(
+        speech_wav(shared_components, tmp_path / "silence.wav", [1.0]),
+        before_load=lambda p: p.route("**/v1/r1voice/components", add_ghost_voice),
+    )
+    connected(page)
+    default = shared_components.tts.default_name
+    page.locator('.component[data-key="ghost-voice"]').drag_to(page.locator("#card-tts"))
+    expect(page.locator("#card-tts .refusal")).to_contain_text("refused", timeout=TIMEOUT_MS)
+    expect(page.locator("#card-tts .refusal")).to_contain_text("ghost-voice")
+    expect(session_value(page, "tts")).to_have_attribute("data-key", default)
+    expect(session_value(page, "tts")).to_have_text(default)
+    expect(page.locator('.component[data-key="ghost-voice"]')).to_have_attribute(
+        "aria-pressed", "false"
+    )
+    snap(page, "refused")
