@@ -106,7 +106,7 @@ class Conversation:
         await self._count(items, count_tokens)
         fixed = [instructions, *([pending_user_text] if pending_user_text else [])]
         fixed_tokens = sum(await count_tokens(fixed)) + MESSAGE_OVERHEAD_TOKENS * len(fixed)
-        cut = _first_kept(items, budget - fixed_tokens)
+        cut = _first_kept(items, budget - fixed_tokens, can_drop_all=bool(pending_user_text))
         dropped = [item for item in items[:cut] if item.role != "system"]
         for item in dropped:
             self.items.remove(item)
@@ -126,10 +126,11 @@ class Conversation:
                 item._counted = (item.text or "", n)
 
 
-def _first_kept(items: list[Item], budget: int) -> int:
+def _first_kept(items: list[Item], budget: int, can_drop_all: bool) -> int:
     """Index of the first item kept: the earliest turn boundary whose suffix fits `budget`
     (system items always count). The latest user turn is kept even when it alone does
-    not fit: the backend then refuses it with a clear error."""
+    not fit (the backend then refuses it with a clear error), unless the user's turn is
+    not among the items (`can_drop_all`: an early answer's pending text)."""
 
     def cost(item: Item) -> int:
         return (item._counted[1] if item._counted else 0) + MESSAGE_OVERHEAD_TOKENS
@@ -138,6 +139,8 @@ def _first_kept(items: list[Item], budget: int) -> int:
     boundaries = [i for i, item in enumerate(items) if item.role == "user"] or [0]
     if boundaries[0] != 0:
         boundaries.insert(0, 0)
+    if can_drop_all:
+        boundaries.append(len(items))
     for cut in boundaries:
         rest = sum(cost(item) for item in items[cut:] if item.role != "system")
         if system_cost + rest <= budget:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
 from app.audio import resample
+from app.executor import CancelToken
 from app.models import registry as model_registry
 from app.models.asr import WhisperASR
 from tests.conftest import load_clip
@@ -32,3 +35,17 @@ def test_corrupt_model_names_the_model_and_the_fix(tmp_path) -> None:  # type: i
     (tmp_path / "model.bin").write_bytes((source / "model.bin").read_bytes()[:1000])
     with pytest.raises(RuntimeError, match=r"whisper-tiny\.en.*r1voice models prepare"):
         WhisperASR(tmp_path, name="whisper-tiny.en")
+
+
+def test_a_cancelled_pass_stops_and_decodes_nothing(asr: WhisperASR) -> None:
+    token = CancelToken()
+    token.cancel()  # the caller went away before the pass began (or between segments)
+    speech = resample(load_clip("jfk.flac"), 24_000, 16_000)
+    assert asr.transcribe(speech, cancel=token).text == ""
+
+
+def test_runs_on_its_own_executor(asr: WhisperASR) -> None:
+    speech = resample(load_clip("jfk.flac"), 24_000, 16_000)[: 3 * 16_000]
+    text = asyncio.run(asr.run(speech)).text.lower()
+    assert "fellow" in text or "americans" in text
+    assert asr.executor.name == "asr" and not asr.busy

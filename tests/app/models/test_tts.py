@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.executor import CancelToken
 from app.models import registry as model_registry
 from app.models.piper_tts import PiperTTS
 
@@ -16,3 +17,10 @@ def test_piper_speaks_at_the_requested_rate() -> None:
     assert np.abs(audio).max() > 0.1
     faster = tts.synthesize("Hello there, how are you?", 24_000, speed=2.0)
     assert faster.size < audio.size * 0.75
+
+
+def test_a_cancelled_synthesis_stops_at_the_next_sentence() -> None:
+    tts = PiperTTS(model_registry.locate("piper-en_US-joe-medium", "tts"), name="joe")
+    token = CancelToken()
+    token.cancel()
+    assert tts.synthesize("One sentence. And another one.", 24_000, cancel=token).size == 0

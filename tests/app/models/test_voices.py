@@ -40,3 +40,16 @@ def test_coqui_without_the_extra_says_how_to_install(tmp_path: Any) -> None:
 
     with pytest.raises(RuntimeError, match=r"pip install \.\[coqui\]"):
         CoquiTTS(tmp_path)
+
+
+def test_voice_list_is_read_once_at_start(
+    shared_components: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug: every session.update ran `espeak-ng --voices` twice on the event loop."""
+    import subprocess
+
+    def no_subprocess(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("voices() ran a program")
+
+    monkeypatch.setattr(subprocess, "run", no_subprocess)
+    assert "espeak-ng:de" in shared_components.tts.voices()

@@ -1,0 +1,242 @@
+"""One response driven alone (scripted LLM and TTS): the exact events out, how it ends,
+and that the LLM request is closed whatever happens."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from app.llm import ChatMessage, GenerationParams, LLMBackendError, LLMDelta
+from app.protocol.schemas import AudioFormat
+from app.realtime.conversation import Conversation, Item
+from app.realtime.responses.response import Response
+from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec, TurnTiming
+from tests.fakes import ScriptedLLM, ScriptedVoices
+
+COMMON_START = [
+    "response.created",
+    "response.output_item.added",
+    "conversation.item.created",
+    "response.content_part.added",
+]
+
+
+class Harness:
+    def __init__(self, llm: ScriptedLLM, audio: bool = False, early: str | None = None) -> None:
+        self.llm = llm
+        self.events: list[dict[str, Any]] = []
+        self.outcomes: list[ResponseOutcome] = []
+        self.conversation = Conversation()
+        self.conversation.add(Item(id="user1", role="user", text="What is it?"))
+        self.voices = ScriptedVoices(seconds_per_clause=0.2)
+        deps = ResponseDeps(self.events.append, self.conversation, llm, self.voices, 10_000)
+        spec = ResponseSpec(
+            audio=audio,
+            instructions="be brief",
+            params=GenerationParams(max_tokens=16),
+            voice="scripted",
+            speed=1.0,
+            output_format=AudioFormat(),
+            early_user_text=early,
+        )
+        self.response = Response(spec, deps, TurnTiming(0.0, 0.0), self._done)
+
+    def _done(self, _response: Response, outcome: ResponseOutcome) -> None:
+        self.outcomes.append(outcome)
+
+    @property
+    def types(self) -> list[str]:
+        return [e["type"] for e in self.events]
+
+
+async def run_to_end(h: Harness) -> None:
+    h.response.start()
+    while not h.response.done:
+        await asyncio.sleep(0.001)
+
+
+def test_text_response_events_in_order() -> None:
+    h = Harness(ScriptedLLM(["Hello ", "there."]))
+    asyncio.run(run_to_end(h))
+    assert h.types == [
+        *COMMON_START,
+        "response.text.delta",
+        "response.text.delta",
+        "response.text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.done",
+        "r1voice.turn.metrics",
+    ]
+    assert [e["delta"] for e in h.events if e["type"] == "response.text.delta"] == [
+        "Hello ",
+        "there.",
+    ]
+    done = h.events[h.types.index("response.done")]["response"]
+    assert done["status"] == "completed"
+    assert done["output"][0]["content"] == [{"type": "text", "text": "Hello there."}]
+    assert h.events[2]["previous_item_id"] == "user1"
+    assert h.llm.prompts == [
+        [ChatMessage("system", "be brief"), ChatMessage("user", "What is it?")]
+    ]
+    assert h.conversation.items[-1].text == "Hello there."
+    assert h.outcomes == [ResponseOutcome("completed", True, h.outcomes[0].stage_seconds)]
+    assert h.llm.running == set()
+
+
+def test_audio_response_speaks_each_clause() -> None:
+    h = Harness(ScriptedLLM(["Hello ", "there."]), audio=True)
+    asyncio.run(run_to_end(h))
+    assert h.types == [
+        *COMMON_START,
+        "response.audio_transcript.delta",
+        "response.audio_transcript.delta",
+        "response.audio.delta",
+        "response.audio.delta",
+        "response.audio.done",
+        "response.audio_transcript.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.done",
+        "r1voice.turn.metrics",
+    ]
+    audio = b"".join(
+        base64.b64decode(e["delta"]) for e in h.events if e["type"] == "response.audio.delta"
+    )
+    assert len(audio) == 2 * int(0.2 * 24_000)  # PCM16 of the one 0.2 s clause
+    assert h.voices.spoken == ["Hello there."]
+    assert h.response.text_played(h.response.audio_ms) == "Hello there."
+
+
+def test_unexpected_failure_is_reported_failed_not_completed() -> None:
+    """Bug: an exception other than three known types ended as status `completed`."""
+    h = Harness(ScriptedLLM(fail=RuntimeError("boom")))
+    asyncio.run(run_to_end(h))
+    assert h.types == [
+        *COMMON_START,
+        "error",
+        "response.text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.done",
+        "r1voice.turn.metrics",
+    ]
+    error = h.events[h.types.index("error")]["error"]
+    assert (error["code"], error["type"]) == ("server_error", "server_error")
+    assert "boom" in error["message"]
+    done = h.events[h.types.index("response.done")]["response"]
+    assert done["status"] == "failed" and done["status_details"]["error"]["code"] == "server_error"
+    assert done["output"][0]["status"] == "incomplete"
+    assert h.outcomes[0].status == "failed"
+
+
+def test_backend_refusal_keeps_its_code() -> None:
+    refusal = LLMBackendError("conversation too long", code="context_length_exceeded")
+    h = Harness(ScriptedLLM(fail=refusal))
+    asyncio.run(run_to_end(h))
+    assert h.events[h.types.index("error")]["error"]["code"] == "context_length_exceeded"
+    assert h.events[h.types.index("response.done")]["response"]["status"] == "failed"
+
+
+def test_cancel_closes_the_llm_request() -> None:
+    async def main(h: Harness) -> None:
+        h.response.start()
+        while not h.llm.running:
+            await asyncio.sleep(0.001)
+        await h.response.cancel("turn_detected")
+
+    h = Harness(ScriptedLLM(hold=asyncio.Event()))
+    asyncio.run(main(h))
+    done = h.events[h.types.index("response.done")]["response"]
+    assert done["status_details"] == {"type": "cancelled", "reason": "turn_detected"}
+    assert h.llm.running == set()  # the stream was closed, so the engine request aborted
+    assert h.outcomes[0].status == "cancelled"
+
+
+def test_cancel_before_the_first_step_still_reports() -> None:
+    async def main(h: Harness) -> None:
+        h.response.start()
+        await h.response.cancel()  # the task has not run a single step yet
+
+    h = Harness(ScriptedLLM())
+    asyncio.run(main(h))
+    assert h.types == [
+        *COMMON_START,
+        "response.text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.done",
+        "r1voice.turn.metrics",
+    ]
+    assert h.events[h.types.index("response.done")]["response"]["status"] == "cancelled"
+
+
+class SlowCleanupLLM(ScriptedLLM):
+    """Its stream takes a while to close: the response's unwinding waits for it."""
+
+    def __init__(self) -> None:
+        super().__init__(hold=asyncio.Event())
+        self.closed = asyncio.Event()
+
+    async def stream_chat(
+        self, messages: list[ChatMessage], params: GenerationParams, request_id: str
+    ) -> AsyncGenerator[LLMDelta, None]:
+        try:
+            async for delta in super().stream_chat(messages, params, request_id):
+                yield delta
+        finally:
+            await asyncio.shield(self.closed.wait())
+
+
+def test_cancel_does_not_swallow_the_callers_own_cancellation() -> None:
+    """Bug: Response.cancel suppressed CancelledError, including the caller's."""
+
+    async def main(h: Harness, llm: SlowCleanupLLM) -> bool:
+        h.response.start()
+        while not llm.running:
+            await asyncio.sleep(0.001)
+        caller = asyncio.create_task(h.response.cancel())
+        await asyncio.sleep(0.01)  # the caller now waits for the response to unwind
+        caller.cancel()
+        await asyncio.wait([caller])
+        llm.closed.set()
+        while not h.response.done:
+            await asyncio.sleep(0.001)
+        return caller.cancelled()
+
+    llm = SlowCleanupLLM()
+    h = Harness(llm)
+    assert asyncio.run(main(h, llm)) is True
+    assert h.events[h.types.index("response.done")]["response"]["status"] == "cancelled"
+
+
+def test_early_answer_is_unseen_until_released() -> None:
+    async def main(h: Harness) -> list[str]:
+        h.response.start()
+        for _ in range(50):
+            await asyncio.sleep(0.001)
+        before = list(h.types)
+        h.response.release(TurnTiming(0.0, 0.0), "user1")
+        while not h.response.done:
+            await asyncio.sleep(0.001)
+        return before
+
+    h = Harness(ScriptedLLM(["Fine."]), early="how are you")
+    assert asyncio.run(main(h)) == []  # nothing was seen while it was held
+    assert h.types[:4] == COMMON_START and h.types[-2] == "response.done"
+    assert h.llm.prompts[0][-1] == ChatMessage("user", "how are you")
+
+
+def test_discarded_early_answer_leaves_no_trace() -> None:
+    async def main(h: Harness) -> None:
+        h.response.start()
+        await asyncio.sleep(0.01)
+        await h.response.discard()
+
+    h = Harness(ScriptedLLM(["Fine."]), early="how are")
+    asyncio.run(main(h))
+    assert h.events == []
+    assert h.outcomes == [ResponseOutcome("discarded", False, None)]
+    assert [i.id for i in h.conversation.items] == ["user1"]

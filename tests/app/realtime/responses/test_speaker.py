@@ -1,0 +1,83 @@
+"""The speaker alone: clauses in, paced 100 ms audio pieces out, and what was heard."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+
+from app.protocol.schemas import AudioFormat
+from app.realtime.responses.speaker import Speaker
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def speak(clauses: list[str], seconds: float, fmt: AudioFormat, lead_ms: int = 60_000):  # type: ignore[no-untyped-def]
+    sent: list[bytes] = []
+
+    async def synthesize(text: str, rate: int) -> np.ndarray:
+        return np.full(int(seconds * rate), 0.25, np.float32)
+
+    clock = Clock()
+    speaker = Speaker(synthesize, fmt, lead_ms, sent.append, clock)
+
+    async def main() -> None:
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        for clause in [*clauses, None]:
+            queue.put_nowait(clause)
+        released = asyncio.Event()
+        released.set()
+        await speaker.run(queue, released)
+
+    asyncio.run(main())
+    return speaker, sent, clock
+
+
+def test_pieces_are_100ms_and_clauses_are_timed() -> None:
+    speaker, sent, _clock = speak(["Hello there,", "how are you today?"], 0.25, AudioFormat())
+    assert [len(p) for p in sent] == [4800, 4800, 2400] * 2  # 24 kHz PCM16: 100+100+50 ms
+    assert speaker.audio_ms == 500.0
+    assert [(c.start_ms, c.end_ms) for c in speaker.clauses] == [(0.0, 250.0), (250.0, 500.0)]
+
+
+def test_text_played_keeps_whole_clauses_and_a_share_of_words() -> None:
+    speaker, _sent, clock = speak(["Hello there,", "how are you today?"], 0.25, AudioFormat())
+    assert speaker.text_played(250) == "Hello there,"
+    assert speaker.text_played(375) == "Hello there, how are"  # half of the second clause
+    assert speaker.text_played(0) == ""
+    clock.now = 0.3  # 300 ms after the first audio: that much was played
+    assert speaker.played_ms() == 300.0
+
+
+def test_g711_pieces_are_one_byte_a_sample() -> None:
+    _speaker, sent, _clock = speak(
+        ["Hi there, friend."], 0.2, AudioFormat(type="audio/pcmu", rate=8000)
+    )
+    assert [len(p) for p in sent] == [800, 800]
+
+
+def test_muted_speaker_sends_nothing_more() -> None:
+    sent: list[bytes] = []
+
+    async def synthesize(text: str, rate: int) -> np.ndarray:
+        return np.zeros(rate, np.float32)
+
+    speaker = Speaker(synthesize, AudioFormat(), 60_000, sent.append)
+    speaker.muted = True
+
+    async def main() -> None:
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        queue.put_nowait("A whole second.")
+        queue.put_nowait(None)
+        released = asyncio.Event()
+        released.set()
+        await speaker.run(queue, released)
+
+    asyncio.run(main())
+    assert sent == []

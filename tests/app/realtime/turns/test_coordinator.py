@@ -1,0 +1,233 @@
+"""The turn coordinator driven alone: scripted VAD events and ASR in, exact events and
+answer requests out."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from app.protocol.schemas import AudioFormat, TurnDetection
+from app.realtime.conversation import Conversation
+from app.realtime.responses.spec import TurnTiming
+from app.realtime.turns.coordinator import TurnCoordinator
+from app.realtime.turns.input_audio import InputAudio
+from app.realtime.turns.turn import TurnPolicy
+from app.realtime.turns.vad_stream import VADEvent
+from tests.fakes import ScriptedASR
+
+
+class ScriptedAudio(InputAudio):
+    """Each append adds `samples` of silence and returns the scripted VAD events."""
+
+    def __init__(self) -> None:
+        super().__init__(None, AudioFormat(), TurnDetection())  # type: ignore[arg-type]
+        self.script: list[tuple[int, list[VADEvent], bool]] = []
+
+    async def append(self, audio_b64: str) -> list[VADEvent]:
+        samples, vad_events, speaking = self.script.pop(0)
+        self.buffer.append(np.zeros(samples, np.float32))
+        self.vad.speaking = speaking
+        self.vad.position = self.buffer.end
+        return vad_events
+
+
+@dataclass
+class FakeAnswer:
+    early_user_text: str | None
+    done: bool = False
+    released_after: str | None = None
+    discarded: bool = False
+
+    def release(self, timing: TurnTiming, previous_item_id: str | None) -> None:
+        self.released_after = previous_item_id
+
+    async def discard(self) -> None:
+        self.discarded, self.done = True, True
+
+
+@dataclass
+class FakeResponses:
+    responding: bool = False
+    started: list[FakeAnswer] = field(default_factory=list)
+    interrupts: list[str] = field(default_factory=list)
+
+    def start(
+        self, *, timing: TurnTiming | None = None, early_user_text: str | None = None
+    ) -> FakeAnswer:
+        answer = FakeAnswer(early_user_text)
+        self.started.append(answer)
+        return answer
+
+    async def interrupt(self, reason: str) -> None:
+        self.interrupts.append(reason)
+
+
+class Harness:
+    def __init__(self, transcripts: list[str]) -> None:
+        self.audio = ScriptedAudio()
+        self.asr = ScriptedASR(transcripts)
+        self.asr.busy = True  # no partial passes: only final ones, deterministic
+        self.events: list[dict[str, Any]] = []
+        self.conversation = Conversation()
+        self.responses = FakeResponses()
+        self.coordinator = TurnCoordinator(
+            self.audio,
+            self.asr,
+            self.conversation,
+            self.responses,
+            self.events.append,
+            TurnPolicy(barge_in_hold_ms=300, merge_window_ms=1500),
+            TurnDetection(),
+        )
+
+    async def feed(self, samples: int, vad_events: list[tuple[str, int]], speaking: bool) -> None:
+        self.audio.script.append((samples, [VADEvent(k, s) for k, s in vad_events], speaking))
+        await self.coordinator.append("")
+
+    async def settle(self) -> None:
+        for _ in range(20):
+            await asyncio.sleep(0)
+        while self.coordinator._tasks:
+            await asyncio.wait(set(self.coordinator._tasks))
+
+    def types(self) -> list[str]:
+        return [e["type"] for e in self.events]
+
+
+async def spoken_turn(h: Harness, start: int, stop: int) -> None:
+    await h.feed(start + 100 - h.audio.buffer.end, [("speech_started", start)], True)
+    await h.feed(stop + 8000 - h.audio.buffer.end, [("speech_stopped", stop)], False)
+    await h.settle()
+
+
+TURN = [
+    "input_audio_buffer.speech_started",
+    "input_audio_buffer.speech_stopped",
+    "input_audio_buffer.committed",
+    "conversation.item.created",
+    "conversation.item.input_audio_transcription.completed",
+]
+
+
+def test_a_spoken_turn_is_committed_transcribed_and_answered() -> None:
+    h = Harness(["hello there"])
+    asyncio.run(spoken_turn(h, 16_000, 40_000))
+    assert h.types() == TURN
+    started, stopped, committed = h.events[:3]
+    assert started["audio_start_ms"] == 1000 and stopped["audio_end_ms"] == 2500
+    assert started["item_id"] == stopped["item_id"] == committed["item_id"]
+    assert committed["previous_item_id"] is None
+    assert h.events[4]["transcript"] == "hello there"
+    assert [i.text for i in h.conversation.items] == ["hello there"]
+    audio_samples, _prefix = h.asr.calls[0]
+    assert audio_samples == 40_000 - 16_000 + 300 * 16  # the turn plus prefix padding
+    assert len(h.responses.started) == 1 and h.responses.started[0].early_user_text is None
+
+
+def test_after_a_clear_the_next_utterance_is_a_new_turn() -> None:
+    """Bug: a clear kept the last turn (and rewound the VAD), so the next utterance
+    reopened and deleted the previous turn."""
+
+    async def main(h: Harness) -> None:
+        await spoken_turn(h, 16_000, 40_000)
+        await h.coordinator.clear()
+        await spoken_turn(h, 49_000, 70_000)  # within the merge window of the first
+
+    h = Harness(["first words", "second words"])
+    asyncio.run(main(h))
+    assert h.types() == TURN + TURN
+    assert "conversation.item.deleted" not in h.types()
+    assert [i.text for i in h.conversation.items] == ["first words", "second words"]
+
+
+def test_speech_soon_after_a_turn_continues_it() -> None:
+    async def main(h: Harness) -> None:
+        await spoken_turn(h, 16_000, 40_000)
+        await h.feed(49_000 - h.audio.buffer.end, [("speech_started", 49_000)], True)
+        assert h.types() == TURN  # not confirmed yet: a cough would not count
+        await h.feed(6000, [], True)  # past the barge-in hold: confirmed, reopens
+        await h.feed(8000, [("speech_stopped", 60_000)], False)
+        await h.settle()
+
+    h = Harness(["and so", "and so my fellow americans"])
+    asyncio.run(main(h))
+    first_id = h.events[2]["item_id"]
+    assert h.types()[5:7] == ["input_audio_buffer.speech_started", "conversation.item.deleted"]
+    assert h.events[6]["item_id"] == first_id
+    assert [i.text for i in h.conversation.items] == ["and so my fellow americans"]
+    first_audio = 40_000 - 16_000 + 4800
+    assert h.asr.calls[1][0] == first_audio + (60_000 - 40_000)  # both parts together
+
+
+def test_vad_switched_off_mid_turn_drops_the_turn() -> None:
+    """Bug: `turn_detection: null` mid-turn left the turn (and its partial loop) open."""
+
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        assert h.coordinator.turn is not None
+        await h.coordinator.reconfigure(AudioFormat(), None)
+
+    h = Harness(["unused"])
+    asyncio.run(main(h))
+    assert h.coordinator.turn is None
+    assert h.types() == ["input_audio_buffer.speech_started"]
+    assert h.audio.buffer.size == 16_100  # the audio stays for a manual commit
+
+
+def test_early_answer_released_when_the_final_transcript_matches() -> None:
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_paused", 30_000)], True)
+        await h.settle()  # the early pass finished: an early answer started
+        assert [a.early_user_text for a in h.responses.started] == ["what time is it"]
+        await h.feed(8000, [("speech_stopped", 30_000)], False)
+        await h.settle()
+
+    h = Harness(["what time is it"])
+    asyncio.run(main(h))
+    (answer,) = h.responses.started  # no second answer started
+    assert answer.released_after == h.events[2]["item_id"]
+    assert len(h.asr.calls) == 1  # the early pass was the final one
+
+
+def test_early_answer_discarded_when_speech_resumes() -> None:
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_paused", 30_000)], True)
+        await h.settle()
+        await h.feed(4000, [("speech_resumed", 33_000)], True)
+
+    h = Harness(["what time"])
+    asyncio.run(main(h))
+    assert [(a.early_user_text, a.discarded) for a in h.responses.started] == [("what time", True)]
+
+
+def test_no_answer_starts_after_close() -> None:
+    """Bug: closing cancelled the answer before the early ASR pass, whose callback could
+    then start an answer nobody cancelled."""
+
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_paused", 30_000)], True)
+        await h.coordinator.close()  # before the early pass reports
+        await h.settle()
+
+    h = Harness(["what time"])
+    asyncio.run(main(h))
+    assert h.responses.started == []
+    assert h.coordinator.turn is None
+
+
+def test_barge_in_interrupts_the_answer_after_the_hold() -> None:
+    async def main(h: Harness) -> None:
+        h.responses.responding = True
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        assert h.responses.interrupts == [] and h.types() == []  # maybe a cough
+        await h.feed(5000, [], True)
+        assert h.responses.interrupts == ["turn_detected"]
+        assert h.types() == ["input_audio_buffer.speech_started"]
+
+    asyncio.run(main(Harness(["stop"])))

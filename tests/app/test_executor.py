@@ -1,0 +1,80 @@
+"""Per-model executors: a model's calls never wait behind another model's, queues are
+bounded, and work whose caller went away does not run (or stops at its next chunk)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from app.executor import CancelToken, ExecutorBusyError, ModelExecutor
+
+
+def test_one_models_call_does_not_wait_behind_anothers() -> None:
+    """Bug: VAD, ASR and TTS shared asyncio's default pool; a VAD chunk waited behind ASR."""
+
+    async def main() -> list[str]:
+        asr, vad = ModelExecutor("asr"), ModelExecutor("vad")
+        release = threading.Event()
+        order: list[str] = []
+        slow = [asyncio.create_task(asr.run(release.wait)) for _ in range(3)]
+        await vad.run(lambda: order.append(threading.current_thread().name))
+        order.append("vad done while asr busy" if not release.is_set() else "late")
+        release.set()
+        await asyncio.gather(*slow)
+        asr.shutdown(), vad.shutdown()
+        return order
+
+    names = asyncio.run(main())
+    assert names[0].startswith("vad") and names[1] == "vad done while asr busy"
+
+
+def test_queue_is_bounded() -> None:
+    async def main() -> None:
+        executor = ModelExecutor("asr", max_pending=2)
+        release = threading.Event()
+        running = [asyncio.create_task(executor.run(release.wait)) for _ in range(2)]
+        await asyncio.sleep(0.01)
+        with pytest.raises(ExecutorBusyError, match="asr: 2 calls are already queued"):
+            await executor.run(lambda: None)
+        release.set()
+        await asyncio.gather(*running)
+        assert executor.pending == 0
+        executor.shutdown()
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_queued_call_never_runs_and_a_running_one_sees_its_token() -> None:
+    async def main() -> tuple[list[str], bool]:
+        executor = ModelExecutor("tts")
+        started, release = threading.Event(), threading.Event()
+        ran: list[str] = []
+        seen_cancel: list[bool] = []
+
+        def long_call(token: CancelToken) -> None:
+            started.set()
+            release.wait()
+            seen_cancel.append(token.cancelled)
+
+        first = asyncio.create_task(executor.run_cancellable(long_call))
+        await asyncio.to_thread(started.wait)
+        queued = asyncio.create_task(executor.run(lambda: ran.append("queued")))
+        await asyncio.sleep(0.01)
+        first.cancel()
+        queued.cancel()
+        await asyncio.wait([first, queued])
+        release.set()
+        await executor.run(lambda: None)  # the worker is free again: everything before ran
+        executor.shutdown()
+        return ran, seen_cancel[0]
+
+    ran, cancelled = asyncio.run(main())
+    assert ran == []  # the queued call was dropped before it started
+    assert cancelled  # the running call saw its caller's cancellation
+
+
+def test_bad_sizes_are_refused() -> None:
+    with pytest.raises(ValueError, match="workers and max_pending must be >= 1"):
+        ModelExecutor("x", workers=0)
