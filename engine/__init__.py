@@ -12,14 +12,16 @@
     await allm.abort("r1")  # frees the request's KV blocks before it returns
 
 Files, one concept each: config (EngineConfig), sampling_params, sequence,
-block_manager (paged KV pool + prefix cache), scheduler, model_runner, sampler,
-detokenizer, output_processor, llm_engine (step), llm, async_llm; models/ and layers/
-hold our own Llama/Qwen2 forward pass.
+block_manager (paged KV pool + prefix cache), scheduler (+ scheduler_output),
+model_runner, sampler, detokenizer, output_processor, llm_engine (step), step_clock,
+engine_stats, backpressure, model_loader, llm, async_llm (+ request_stream); models/
+and layers/ hold our own Llama/Qwen2 forward pass.
 """
 
 from engine.async_llm import AsyncLLM
 from engine.config import EngineConfig
 from engine.errors import (
+    ConfigError,
     EngineBusyError,
     EngineError,
     InvalidRequestError,
@@ -33,6 +35,7 @@ from engine.sampling_params import SamplingParams
 __all__ = [
     "LLM",
     "AsyncLLM",
+    "ConfigError",
     "EngineBusyError",
     "EngineConfig",
     "EngineError",

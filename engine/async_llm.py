@@ -5,34 +5,25 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass
 from typing import Any
 
+from engine.backpressure import capacity_error
 from engine.errors import EngineError
 from engine.llm_engine import LLMEngine, Prompt
 from engine.outputs import EngineStats, RequestOutput, StreamDelta
+from engine.request_stream import RequestStream, deliver
 from engine.sampling_params import SamplingParams
 from engine.sequence import Sequence
+from engine.step_clock import ClockReading
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class _Stream:
-    loop: asyncio.AbstractEventLoop
-    queue: asyncio.Queue[StreamDelta]
-    text_sent: int = 0
-    tokens_sent: int = 0
-
-
-def _deliver(items: list[tuple[_Stream, StreamDelta]]) -> None:
-    for stream, delta in items:
-        stream.queue.put_nowait(delta)
 
 
 class AsyncLLM:
@@ -40,23 +31,32 @@ class AsyncLLM:
 
     Only the engine thread touches the engine: callers send it commands (add, abort,
     warm up) through a queue, and it pushes deltas back into each caller's event loop.
-    Model steps never run on an event loop thread.
+    Model steps never run on an event loop thread. Statistics come from a snapshot the
+    engine thread publishes after every step and command, so ``stats()`` is safe (and
+    never waits for a step) from any thread.
     """
 
     def __init__(self, model: str, **kwargs: Any) -> None:
         self.engine = LLMEngine(model, **kwargs)
         self.tokenizer = self.engine.tokenizer
         self.model_path = self.engine.model_path
+        # Replaced whole (one reference assignment) by the engine thread; read anywhere.
+        self._snapshot: tuple[EngineStats, ClockReading, float] = self._take_snapshot()
         self._commands: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future]]
         self._commands = queue.SimpleQueue()
         self._wakeup = threading.Event()
         self._stop = False
         self._stepped_empty = False
-        self._streams: dict[str, _Stream] = {}
+        self._streams: dict[str, RequestStream] = {}
         self._thread = threading.Thread(target=self._loop, name="r1voice-engine", daemon=True)
         self._thread.start()
 
     # ---- public API -----------------------------------------------------------------
+
+    @property
+    def max_model_len(self) -> int:
+        """The longest sequence (prompt + completion) a request may reach, in tokens."""
+        return self.engine.max_model_len
 
     async def stream(
         self,
@@ -76,17 +76,18 @@ class AsyncLLM:
         """
         loop = asyncio.get_running_loop()
         rid = request_id if request_id is not None else uuid.uuid4().hex
-        stream = _Stream(loop, asyncio.Queue())
+        stream = RequestStream(loop, asyncio.Queue())
         if not isinstance(prompt, str):  # refuse at once when the queue is already full
-            self.engine.check_capacity(len(prompt))
+            self._check_capacity(len(prompt))
 
         def add() -> None:
             self.engine.add_request(prompt, params, rid, priority, cache_salt)
             self._streams[rid] = stream
 
-        await asyncio.wrap_future(self._call(add))
+        added = self._call(add)
         done = False
-        try:
+        try:  # from here on, any exit (cancellation included) aborts what the add made
+            await asyncio.wrap_future(added)
             while not done:
                 delta = await stream.queue.get()
                 done = delta.finished
@@ -95,7 +96,10 @@ class AsyncLLM:
                 yield delta
         finally:
             if not done:
-                future = self._call(lambda: self._abort(rid))
+                # Commands run in order, so this runs after the add if the add ran at
+                # all; it aborts only a request this stream registered (not another
+                # caller's with the same id, when ours was refused as a duplicate).
+                future = self._call(lambda: self._abort_stream(rid, stream))
                 # Wait for the blocks to be freed when we can; an abandoned generator
                 # finalized outside its loop just leaves the abort queued.
                 with contextlib.suppress(Exception):
@@ -145,7 +149,33 @@ class AsyncLLM:
         await asyncio.wrap_future(self._call(self._free_all))
 
     def stats(self) -> EngineStats:
-        return self.engine.stats()
+        """The engine's latest published statistics; callable from any thread.
+
+        Counters are as of the last step or command; wall-time shares run to now.
+        """
+        snap, reading, _ = self._snapshot
+        shares = reading.shares(time.monotonic())
+        return dataclasses.replace(
+            snap,
+            busy_share=shares["busy"],
+            idle_waiting_share=shares["stalled"],
+            idle_empty_share=shares["idle"],
+        )
+
+    def _check_capacity(self, num_tokens: int) -> None:
+        """Backpressure from the caller's thread, on the published snapshot only."""
+        (snap, _, tokens_per_s), config = self._snapshot, self.engine.config
+        error = capacity_error(
+            snap.num_waiting,
+            snap.waiting_tokens,
+            num_tokens,
+            config.max_waiting_tokens,
+            config.max_waiting_requests,
+            tokens_per_s,
+        )
+        if error is not None:
+            self._call(self.engine.count_refusal)  # the counter is the engine thread's
+            raise error
 
     async def shutdown(self) -> None:
         """Stop the engine thread (live streams end as aborted)."""
@@ -204,40 +234,48 @@ class AsyncLLM:
             if not future.set_running_or_notify_cancel():
                 continue
             try:
-                future.set_result(fn())
+                result = fn()
             except BaseException as exc:
+                self._publish_stats()
                 future.set_exception(exc)
+            else:
+                self._publish_stats()  # before the caller resumes: it sees the effect
+                future.set_result(result)
+
+    def _take_snapshot(self) -> tuple[EngineStats, ClockReading, float]:
+        clock = self.engine.clock
+        return self.engine.stats(), clock.reading(), clock.tokens_per_s
+
+    def _publish_stats(self) -> None:
+        self._snapshot = self._take_snapshot()
 
     def _publish(self, seqs: list[Sequence]) -> None:
-        """Send each sequence's news to its stream: one wake-up per event loop per step."""
-        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Stream, StreamDelta]]] = {}
+        """Send each sequence's news to its stream: one wake-up per event loop per step.
+
+        Statistics first, so a caller woken by a delta already sees the step's effect.
+        """
+        self._publish_stats()
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[RequestStream, StreamDelta]]] = {}
         for seq in seqs:
             stream = self._streams.get(seq.request_id)
             if stream is None:
                 continue
-            text = self.engine.stream_text(seq)
-            num_tokens = seq.num_completion_tokens
-            delta = StreamDelta(
-                request_id=seq.request_id,
-                text=text[stream.text_sent :],
-                token_ids=seq.token_ids[seq.num_tokens - num_tokens + stream.tokens_sent :],
-                finished=seq.is_finished,
-                finish_reason=seq.finish_reason,
-                num_prompt_tokens=seq.num_prompt_tokens,
-                num_cached_tokens=seq.num_cached_tokens,
-            )
-            stream.text_sent, stream.tokens_sent = len(text), num_tokens
             if seq.is_finished:
                 del self._streams[seq.request_id]
-            if delta.text or delta.token_ids or delta.finished:
+            delta = stream.delta(seq, self.engine.stream_text(seq))
+            if delta is not None:
                 by_loop.setdefault(stream.loop, []).append((stream, delta))
         for loop, items in by_loop.items():
             try:
-                loop.call_soon_threadsafe(_deliver, items)
+                loop.call_soon_threadsafe(deliver, items)
             except RuntimeError:  # the caller's event loop is gone: nobody is listening
                 for _, delta in items:
                     self.engine.abort(delta.request_id)
                     self._streams.pop(delta.request_id, None)
+
+    def _abort_stream(self, request_id: str, stream: RequestStream) -> None:
+        if self._streams.get(request_id) is stream:
+            self._abort(request_id)
 
     def _abort(self, request_id: str) -> None:
         seq = self.engine.abort(request_id)

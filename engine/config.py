@@ -4,11 +4,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.errors import InvalidRequestError
+from engine.errors import ConfigError
 from engine.quantization import check_method
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _POLICIES = ("static", "fcfs", "priority")
+# The fields LLMEngine.set_scheduling may change between runs (benchmarks compare them).
+SCHEDULING_FIELDS = {
+    "scheduling_policy",
+    "priority_aging_s",
+    "high_priority_max",
+    "preemption_reserve",
+    "static_batch_timeout_s",
+    "max_waiting_tokens",
+    "max_waiting_requests",
+    "cache_aware_scheduling",
+    "semantic_clustering",
+    "cluster_threshold",
+    "cluster_min_queue",
+    "enable_prefix_caching",
+}
 
 
 @dataclass
@@ -16,7 +31,7 @@ class EngineConfig:
     """How to load the model and how much work to batch.
 
     ``LLM(model, **fields)`` builds one of these from keyword arguments; a bad value
-    raises InvalidRequestError right away rather than failing later inside a step.
+    raises ConfigError right away rather than failing later inside a step.
     """
 
     model: str
@@ -66,7 +81,7 @@ class EngineConfig:
     def __post_init__(self) -> None:
         def check(ok: bool, message: str) -> None:
             if not ok:
-                raise InvalidRequestError(f"EngineConfig: {message}")
+                raise ConfigError(f"EngineConfig: {message}")
 
         check(self.dtype in _DTYPES, f"dtype must be one of {_DTYPES}, got {self.dtype!r}")
         check(self.block_size > 0, "block_size must be > 0")

@@ -13,6 +13,10 @@ class ModelLoadError(EngineError):
     """The model exists but cannot be loaded (truncated file, unsupported architecture...)."""
 
 
+class ConfigError(EngineError, ValueError):
+    """The engine's configuration is not acceptable (EngineConfig fields, set_scheduling)."""
+
+
 class InvalidRequestError(EngineError, ValueError):
     """A request's prompt or sampling parameters are not acceptable."""
 

@@ -1,18 +1,28 @@
-"""load_model: Hugging Face config + safetensors -> our model, with fused projections."""
+"""The loader: a model name -> our model (fused projections, quantized), its tokenizer
+and its end-of-sequence ids, on the device the config asks for."""
 
 from __future__ import annotations
 
 import json
+import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from engine import quantization as quantization_module
 from engine import quantized_model
-from engine.errors import ModelLoadError
+from engine.errors import ConfigError, ModelLoadError
+from engine.model_store import resolve_model
 from engine.models import MODEL_REGISTRY, LlamaForCausalLM
+
+if TYPE_CHECKING:
+    from engine.config import EngineConfig
+
+log = logging.getLogger(__name__)
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 # Our fused parameter -> the Hugging Face tensors concatenated (along dim 0) into it.
 _FUSED = {
@@ -126,3 +136,59 @@ def load_model(
     quantized_model.prepare_quantized(model)
     model.rotary.build(device, dtype)
     return model.eval()
+
+
+@dataclass
+class LoadedModel:
+    """What ``load`` hands the engine: the model and what it needs to serve it."""
+
+    model_path: Path
+    model: LlamaForCausalLM
+    tokenizer: Any  # a transformers tokenizer, or None (token-id prompts only)
+    eos_token_ids: set[int]
+    max_model_len: int  # the config's, checked against the model's positions
+
+
+def load(config: EngineConfig) -> LoadedModel:
+    """Resolve ``config.model``, pick device and dtype, load weights and tokenizer."""
+    model_path = resolve_model(config.model)
+    use_cuda = config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available())
+    device = torch.device("cuda" if use_cuda else config.device.replace("auto", "cpu"))
+    default_dtype = "bfloat16" if device.type == "cuda" else "float32"
+    dtype = _DTYPES[default_dtype if config.dtype == "auto" else config.dtype]
+    model = load_model(
+        model_path, device, dtype, config.quantization, config.quantization_group_size
+    )
+    max_pos = int(model.config.max_position_embeddings)
+    max_model_len = config.max_model_len or max_pos
+    if max_model_len > max_pos:
+        raise ConfigError(f"max_model_len {max_model_len} > the model's {max_pos} positions")
+    return LoadedModel(
+        model_path,
+        model,
+        load_tokenizer(model_path),
+        eos_ids(model_path, model.config),
+        max_model_len,
+    )
+
+
+def load_tokenizer(model_dir: Path) -> Any:
+    import transformers
+
+    try:
+        return transformers.AutoTokenizer.from_pretrained(str(model_dir))
+    except Exception:  # a directory without tokenizer files: token-id prompts only
+        log.info("no tokenizer in %s: prompts must be token ids", model_dir)
+        return None
+
+
+def eos_ids(model_dir: Path, config: Any) -> set[int]:
+    """End-of-sequence ids from the config and generation_config.json (either may list)."""
+    ids: set[int] = set()
+    values = [getattr(config, "eos_token_id", None)]
+    gen = model_dir / "generation_config.json"
+    if gen.is_file():
+        values.append(json.loads(gen.read_text()).get("eos_token_id"))
+    for value in values:
+        ids.update(value if isinstance(value, list) else [] if value is None else [value])
+    return ids

@@ -1,9 +1,13 @@
-"""What the engine hands back: finished outputs, stream deltas, statistics."""
+"""What the engine hands back: finished outputs, stream deltas (and EngineStats)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+
+from engine.engine_stats import EngineStats
+from engine.sequence import Sequence
+
+__all__ = ["EngineStats", "RequestOutput", "StreamDelta"]
 
 
 @dataclass
@@ -17,6 +21,19 @@ class RequestOutput:
     finished: bool
     finish_reason: str | None = None  # "stop", "length", "abort" or "error"
     num_cached_tokens: int = 0  # prompt tokens served from the prefix cache
+
+    @classmethod
+    def of(cls, seq: Sequence) -> RequestOutput:
+        """The output of a sequence (finished or not) as it stands."""
+        return cls(
+            request_id=seq.request_id,
+            prompt_token_ids=seq.prompt_token_ids,
+            token_ids=seq.completion_token_ids,
+            text=seq.output_text,
+            finished=seq.is_finished,
+            finish_reason=seq.finish_reason,
+            num_cached_tokens=seq.num_cached_tokens,
+        )
 
 
 @dataclass
@@ -37,37 +54,3 @@ class StreamDelta:
 
     def __str__(self) -> str:
         return self.text
-
-
-@dataclass
-class EngineStats:
-    """A snapshot of the engine's load and counters since start (or reset)."""
-
-    num_running: int
-    num_waiting: int
-    kv_blocks_used: int
-    kv_blocks_total: int
-    kv_blocks_free: int
-    kv_block_size: int
-    prompt_tokens: int
-    generation_tokens: int
-    prefix_cache_queries: int
-    prefix_cache_hits: int
-    num_preemptions: int
-    num_refused: int = 0  # requests refused by backpressure
-    waiting_tokens: int = 0
-    busy_share: float = 0.0  # of wall time: a batch was running
-    idle_waiting_share: float = 0.0  # requests waited but nothing was scheduled
-    idle_empty_share: float = 0.0  # nothing to do at all
-    peak_kv_blocks_used: int = 0
-    prefix_cache_hit_rate: float = 0.0  # prefix_cache_hits / prefix_cache_queries (tokens)
-    prefill_tokens_saved: int = 0  # prompt tokens not computed thanks to the cache
-    prefill_tokens_computed: int = 0  # prompt (and recomputed) tokens computed
-    num_clusters: int = 0  # semantic clustering (0 when off)
-    largest_cluster: int = 0
-    mean_cluster_size: float = 0.0
-    embedded_requests: int = 0
-    embed_ms_per_request: float = 0.0
-
-    def asdict(self) -> dict[str, Any]:
-        return asdict(self)

@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.errors import InvalidRequestError
+from engine.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +50,11 @@ QUANTIZE_CALLS = {"int8": 0, "int4": 0}
 
 
 def check_method(method: str, group_size: int) -> None:
-    """InvalidRequestError for an unknown method or group size."""
+    """ConfigError for an unknown method or group size."""
     if method not in METHODS:
-        raise InvalidRequestError(f"quantization must be one of {METHODS}, got {method!r}")
+        raise ConfigError(f"quantization must be one of {METHODS}, got {method!r}")
     if group_size not in INT4_GROUP_SIZES:
-        raise InvalidRequestError(
+        raise ConfigError(
             f"quantization_group_size must be one of {INT4_GROUP_SIZES}, got {group_size!r}"
         )
 

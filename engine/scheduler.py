@@ -4,26 +4,16 @@ from __future__ import annotations
 
 import bisect
 import time
-from dataclasses import dataclass, field
 
 from engine.block_manager import BlockManager
 from engine.config import EngineConfig
+from engine.scheduler_output import SchedulerOutput
 from engine.sequence import Sequence, SequenceStatus
+
+__all__ = ["Scheduler", "SchedulerOutput"]
 
 PICK_WINDOW = 16  # waiting requests a cache-aware pick looks at
 MAX_SKIPS = 8  # a request passed over this often is admitted next, cache or not
-
-
-@dataclass
-class SchedulerOutput:
-    """One step's batch: each sequence with how many of its tokens to compute now."""
-
-    seqs: list[Sequence] = field(default_factory=list)
-    num_new_tokens: list[int] = field(default_factory=list)
-    num_preempted: int = 0
-
-    def __bool__(self) -> bool:
-        return bool(self.seqs)
 
 
 class Scheduler:
@@ -46,12 +36,11 @@ class Scheduler:
       (lower first). A request that names no priority gets ``prompt_tokens // 128``,
       so short prompts go first. The arrival term is the aging: a request R with
       priority p is overtaken only by requests of priority p' that arrive less than
-      ``priority_aging_s * (p - p')`` seconds after it; everything arriving later
-      queues behind R. So R is admitted within ``priority_aging_s * (p - p_min)``
-      seconds (p_min: the lowest priority in use; 0 for default priorities, so a
-      2000-token prompt, p = 15, waits for at most 60 s of newcomers by default) plus the time to
-      serve what was queued ahead of it then, which backpressure bounds to
-      ``max_waiting_tokens`` prompt tokens and ``max_waiting_requests`` requests.
+      ``priority_aging_s * (p - p')`` seconds after it; later ones queue behind R.
+      So R is admitted within ``priority_aging_s * (p - p_min)`` s (p_min: the lowest
+      priority in use; a 2000-token prompt, p = 15, waits for at most 60 s of
+      newcomers by default) plus the time to serve what was queued ahead of it then,
+      which backpressure bounds (``max_waiting_tokens``, ``max_waiting_requests``).
       High-priority requests (priority <= ``high_priority_max``) own a reserve: other
       work may use only ``1 - preemption_reserve`` of each step's tokens and of the
       KV pool, and only the reserve's share of a step's tokens while high-priority
@@ -77,7 +66,6 @@ class Scheduler:
         self.running: list[Sequence] = []  # kept sorted by order_key
         self.waiting_tokens = 0  # prompt tokens (and recomputed tokens) waiting
         self.eos_token_ids: set[int] = set()
-        self.prompt_tokens = 0
         self.generation_tokens = 0
         self.num_preemptions = 0
         self.prefill_tokens = 0  # tokens computed other than single-token decodes
@@ -299,7 +287,6 @@ class Scheduler:
             self._pop_waiting(seq)
         seq.status = SequenceStatus.FINISHED
         seq.finish_reason = reason
-        seq.finish_time = time.monotonic()
 
     def finish_all(self, reason: str) -> list[Sequence]:
         seqs = self.running + self.waiting

@@ -29,7 +29,7 @@ class Sequence:
     """A request as the scheduler sees it.
 
     ``priority`` (lower runs first) is the caller's integer, or when None the default
-    ``default_priority(len(prompt))``; ``explicit_priority`` records which.
+    ``default_priority(len(prompt))``.
 
     ``num_computed_tokens`` counts tokens whose KV is in the cache; the next step
     computes ``token_ids[num_computed_tokens:]`` (a chunk of them under the budget).
@@ -52,7 +52,6 @@ class Sequence:
         self.token_ids = list(token_ids)
         self.num_prompt_tokens = len(token_ids)
         self.params = params
-        self.explicit_priority = priority is not None
         self.priority = priority if priority is not None else default_priority(len(token_ids))
         self.cache_salt = cache_salt  # prefix-cache namespace: different salts never share
         self.cluster_id: int | None = None  # semantic cluster (engine.clustering), if any
@@ -66,8 +65,6 @@ class Sequence:
         self.num_skips = 0  # times passed over by a cache-aware pick (bounded)
         self.finish_reason: str | None = None
         self.output_text = ""
-        self.first_token_time: float | None = None
-        self.finish_time: float | None = None
         self.generator: torch.Generator | None = None  # set by the engine for seeded sampling
 
     def __len__(self) -> int:
@@ -94,6 +91,4 @@ class Sequence:
         return self.status == SequenceStatus.FINISHED
 
     def append_token(self, token_id: int) -> None:
-        if self.first_token_time is None:
-            self.first_token_time = time.monotonic()
         self.token_ids.append(token_id)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import random
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,3 +171,75 @@ def test_failed_step_fails_its_requests_only(
 
     asyncio.run(main())
     assert_pool_full(allm)
+
+
+@pytest.mark.parametrize("when", ["during", "after"])
+def test_cancelled_during_or_just_after_the_add_aborts(
+    allm: AsyncLLM, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """Issue 10 bug 2: a caller cancelled while its add runs (or right after it, before
+    the stream's first await resumes) must not leave the request generating."""
+    real_add = allm.engine.add_request
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_add(*args: Any, **kwargs: Any) -> Any:
+        if when == "during":
+            entered.set()
+            release.wait(5)
+            return real_add(*args, **kwargs)
+        seq = real_add(*args, **kwargs)
+        entered.set()
+        release.wait(5)
+        return seq
+
+    monkeypatch.setattr(allm.engine, "add_request", slow_add)
+
+    async def consume() -> None:
+        async for _ in allm.stream([4] * 10, LONG, request_id=f"cancel-{when}"):
+            pass
+
+    async def main() -> None:
+        task = asyncio.create_task(consume())
+        await asyncio.to_thread(entered.wait, 5)
+        task.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert_pool_full(allm)  # aborted and freed before the cancelled task ended
+
+    asyncio.run(main())
+    assert_pool_full(allm)
+
+
+def test_stats_never_run_engine_code_on_the_callers_thread(
+    allm: AsyncLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 10 bug 7: stats() and the early backpressure check read a snapshot the
+    engine thread publishes; engine state is touched by the engine thread only."""
+    threads: list[str] = []
+    for name in ("stats", "check_capacity"):
+        real = getattr(allm.engine, name)
+
+        def spy(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            threads.append(threading.current_thread().name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(allm.engine, name, spy)
+
+    async def main() -> None:
+        gen = allm.generate([5, 6, 7], SamplingParams(max_tokens=30, ignore_eos=True))
+        task = asyncio.create_task(gen)
+        for _ in range(20):
+            allm.stats()
+            await asyncio.sleep(0.001)
+        await task
+
+    asyncio.run(main())
+    assert threads and set(threads) == {allm._thread.name}
+    stats = allm.stats()
+    assert stats.generation_tokens > 0
+    assert_pool_full(allm)
+
+
+def test_max_model_len_is_public(allm: AsyncLLM) -> None:
+    assert allm.max_model_len == allm.engine.max_model_len == 160  # 40 blocks of 4

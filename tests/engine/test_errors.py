@@ -10,7 +10,9 @@ import pytest
 
 from engine import (
     LLM,
+    ConfigError,
     EngineConfig,
+    EngineError,
     InvalidRequestError,
     ModelLoadError,
     ModelNotFoundError,
@@ -65,12 +67,21 @@ def test_bad_prompts(llm: LLM) -> None:
 
 
 def test_bad_engine_config() -> None:
-    with pytest.raises(InvalidRequestError):
+    with pytest.raises(ConfigError):
         EngineConfig(model="x", block_size=0)
-    with pytest.raises(InvalidRequestError):
+    with pytest.raises(ConfigError):
         EngineConfig(model="x", dtype="float8")
-    with pytest.raises(InvalidRequestError):
+    with pytest.raises(ConfigError):
         EngineConfig(model="x", max_num_seqs=8, max_num_batched_tokens=4)
+    assert not issubclass(ConfigError, InvalidRequestError)  # a request never causes it
+    assert issubclass(ConfigError, EngineError)
+
+
+def test_config_errors_of_a_built_engine(llm: LLM, tiny_llama: Path) -> None:
+    with pytest.raises(ConfigError, match="max_model_len"):
+        LLM(str(tiny_llama), max_model_len=10_000)
+    with pytest.raises(ConfigError, match="set_scheduling"):
+        llm.set_scheduling(block_size=8)
 
 
 def test_unknown_model_path(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine import LLM, EngineConfig, InvalidRequestError, ModelLoadError, SamplingParams
+from engine import LLM, ConfigError, EngineConfig, ModelLoadError, SamplingParams
 from engine import quantization as Q
 from engine.quantized_model import weight_bytes
 from engine.scoring import perplexity
@@ -78,9 +78,9 @@ def test_int4_round_trip_and_kernel(group_size: int) -> None:
 
 
 def test_bad_values_are_clear_errors(tiny_llama: Path) -> None:
-    with pytest.raises(InvalidRequestError, match="quantization must be one of"):
+    with pytest.raises(ConfigError, match="quantization must be one of"):
         EngineConfig(model="x", quantization="fp8")
-    with pytest.raises(InvalidRequestError, match=r"\(32, 64, 128\)"):
+    with pytest.raises(ConfigError, match=r"\(32, 64, 128\)"):
         EngineConfig(model="x", quantization="int4", quantization_group_size=48)
     # tiny hidden size 64: the default group size 128 does not divide it.
     with pytest.raises(ModelLoadError, match=r"layers\.0\.self_attn\.qkv_proj.*\[32, 64\]"):

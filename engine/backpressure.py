@@ -1,0 +1,32 @@
+"""Backpressure: refuse a request at once when the waiting queue could not absorb it."""
+
+from __future__ import annotations
+
+from engine.errors import EngineBusyError
+
+
+def capacity_error(
+    num_waiting: int,
+    waiting_tokens: int,
+    num_tokens: int,
+    max_waiting_tokens: int,
+    max_waiting_requests: int,
+    tokens_per_s: float,
+) -> EngineBusyError | None:
+    """The EngineBusyError for a prompt of ``num_tokens`` that would overfill the queue.
+
+    A pure function of numbers, so a caller's thread may check a published snapshot
+    without touching the engine. An empty queue accepts any (valid) prompt.
+    ``retry_after_s`` estimates when the excess will have been admitted, from the
+    measured tokens per second.
+    """
+    excess = waiting_tokens + num_tokens - max_waiting_tokens
+    if not num_waiting or (excess <= 0 and num_waiting < max_waiting_requests):
+        return None
+    excess = max(excess, waiting_tokens // num_waiting, 1)
+    retry = min(60.0, max(0.1, excess / (tokens_per_s or 1000.0)))
+    return EngineBusyError(
+        f"the engine's waiting queue is full ({num_waiting} requests, "
+        f"{waiting_tokens} tokens waiting); retry in {retry:.1f} s",
+        retry_after_s=retry,
+    )
