@@ -96,6 +96,7 @@ class Session:
             event_id = event.event_id
             await self._dispatch(event)
         except ProtocolError as exc:
+            event_id = event_id or _event_id_of(raw)  # refused by validation: still echo it
             self.outbox.emit(
                 events.error(exc.code, exc.message, param=exc.param, event_id=event_id)
             )
@@ -192,3 +193,13 @@ class Session:
                 audio_end_ms=event.audio_end_ms,
             )
         )
+
+
+def _event_id_of(raw: str | bytes) -> str | None:
+    """The `event_id` of a message that did not validate, if it has a string one."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    event_id = data.get("event_id") if isinstance(data, dict) else None
+    return event_id if isinstance(event_id, str) else None

@@ -74,7 +74,7 @@ class TurnCoordinator:
             and buffer.end - turn.start >= self.policy.hold
         ):
             await self._confirm(turn)
-        if self.turn is None:  # between turns keep only what a new or continued turn can use
+        if self.turn is None and self.audio.vad_on:  # between VAD turns keep what one can use
             keep = self.policy.merge_window + self._padding() + FRAME
             if buffer.size > 2 * keep:
                 buffer.drop_before(buffer.end - keep)
