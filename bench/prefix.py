@@ -263,7 +263,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "prefix_cache_hit_rate": round(st["prefix_cache_hit_rate"], 3),
                 "prompt_tokens": st["prompt_tokens"],
                 "prefill_tokens_computed": st["prefill_tokens_computed"],
-                "prefill_tokens_saved": st["prefill_tokens_saved"],
+                "prefill_tokens_saved": st["prefix_cache_hits"],
                 "ttft_p50_s": _pct(r.ttft, 50),
                 "ttft_p99_s": _pct(r.ttft, 99),
                 "makespan_s": round(makespan, 2),

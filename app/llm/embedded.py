@@ -37,10 +37,7 @@ class EmbeddedBackend(LLMBackend):
             raise LLMBackendError(str(exc)) from exc
         self.model = model
         self.tokenizer = self.llm.tokenizer
-        # engine-work branch adds AsyncLLM.max_model_len
-        self.context_length = int(
-            getattr(self.llm, "max_model_len", None) or self.llm.engine.max_model_len
-        )
+        self.context_length = self.llm.max_model_len
         self.template = ChatTemplate(self.tokenizer)
         self._opens_reasoning = self.template.opens_reasoning
         self._counters = {"requests": 0, "text_deltas": 0}

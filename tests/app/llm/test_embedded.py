@@ -99,7 +99,7 @@ def test_count_tokens_is_the_tokenizers(backend: EmbeddedBackend) -> None:
 
 
 def test_context_length_and_reasoning_flag(backend: EmbeddedBackend) -> None:
-    assert backend.context_length == backend.llm.engine.max_model_len > 0
+    assert backend.context_length == backend.llm.max_model_len > 0
     assert backend.prompt_opens_reasoning(FRANCE) is False  # SmolLM2 has no <think>
 
 
