@@ -552,6 +552,7 @@ function updateTalk() {
     btn.setAttribute("aria-pressed", String(streaming));
   }
   btn.dataset.mode = isPtt() ? "push-to-talk" : "hands-free";
+  debug.streaming = streaming;
 }
 
 async function listMics() {

@@ -6,6 +6,7 @@ server that is not ready yet)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -45,6 +46,14 @@ new MutationObserver(() => {
   }
 }).observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
 """
+
+
+# What the page showed and counted, saved next to the screenshots (to read a failure).
+STATE_FOR_THE_RECORD = """() => ({
+  bubbles: [...document.querySelectorAll('.msg, .note, .notice')].map(e => e.className + ': ' + e.textContent),
+  debug: window.r1voice,
+  log: [...document.querySelectorAll('#devlog-list li')].map(li => li.dataset.dir + ' ' + li.dataset.type + ' ' + (li.folded > 1 ? 'x' + li.folded : '') + (li.dataset.type === 'error' ? JSON.stringify(li.event.error) : '')),
+})"""
 
 
 def chromium_args(wav: Path, *, grant_mic: bool = True, fake_mic: bool = True) -> list[str]:
@@ -220,9 +229,11 @@ def open_page(
         return page
 
     yield open_
-    for page in pages:
+    for i, page in enumerate(pages):
         with contextlib.suppress(Error):
             snap(page, "end")
+            state = page.evaluate(STATE_FOR_THE_RECORD)
+            (snap.dir / f"state-{i}.json").write_text(json.dumps(state, indent=1))
     for browser in browsers:
         browser.close()
     assert not errors, f"errors on the page: {errors}"

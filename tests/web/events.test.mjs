@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { closeInfo, elide, errorMessage, isAudioEvent, looksLikeAudio, micErrorMessage, parseEvent, sessionPatch, sessionUpdate, sessionView, slotOfParam } from "../../web/lib/events.js";
+import { closeInfo, shorten, elide, errorMessage, isAudioEvent, looksLikeAudio, micErrorMessage, parseEvent, sessionPatch, sessionUpdate, sessionView, slotOfParam } from "../../web/lib/events.js";
 
 test("GA events pass as they are; beta names map to GA", () => {
   assert.equal(parseEvent('{"type":"response.output_audio.delta","delta":"AA=="}').type, "response.output_audio.delta");
@@ -91,6 +91,9 @@ test("error messages for people", () => {
   assert.match(errorMessage({ code: "unsupported_voice", message: "voice 'x' is not available" }), /voice 'x'/);
   assert.equal(errorMessage({ code: "weird", message: "Something." }), "Something.");
   assert.equal(errorMessage(undefined), "unknown error");
+  const long = `voice 'x' is not available; available: [${Array.from({ length: 100 }, (_, i) => `'v${i}'`).join(", ")}]`;
+  assert.equal(errorMessage({ code: "unsupported_voice", message: long }), "The server does not offer that voice. (voice 'x' is not available; available: […])");
+  assert.ok(shorten("x".repeat(500)).length <= 200);
 });
 
 test("socket closes: warming up, refused, lost", () => {

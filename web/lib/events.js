@@ -114,12 +114,18 @@ const ERROR_HINTS = {
   tts_failed: "The voice failed to speak this answer.",
 };
 
+/** A server message made short enough for a card: long lists elided, then cut. */
+export function shorten(message, max = 200) {
+  const s = String(message).replace(/\[[^\]]{60,}\]/g, "[…]");
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
 /** A message for a person, from an `error` event's `error` object. */
 export function errorMessage(error) {
   const e = error || {};
   const hint = ERROR_HINTS[e.code];
-  if (hint) return e.message && e.code !== "server_busy" ? `${hint} (${e.message})` : hint;
-  return e.message || e.code || "unknown error";
+  if (hint) return e.message && e.code !== "server_busy" ? `${hint} (${shorten(e.message)})` : hint;
+  return shorten(e.message || e.code || "unknown error");
 }
 
 /** What a WebSocket close means for a person, and whether to reconnect. */

@@ -210,7 +210,7 @@ export class PipelineView {
   }
 
   setTurns(turns) {
-    $("chart-svg").innerHTML = chartSvg(turns);
+    $("chart-svg").innerHTML = turns.length ? chartSvg(turns) : "";
     $("chart-legend").replaceChildren(
       ...STAGES.map((s) => h("span", { class: "key" }, h("i", { style: `background:${s.color}` }), s.label)),
       h("span", { class: "hint" }, turns.length ? `voice-to-voice, ms, per turn (${turns.length})` : "speak a turn to see its latency"),
