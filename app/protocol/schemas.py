@@ -174,6 +174,9 @@ KNOWN_TYPES = {
 }
 
 
+_TYPE_LABELS = {"int", "float", "str", "bool", "list", "dict", "none"}
+
+
 def parse_client_event(raw: str | bytes) -> Any:
     """Parse and validate one client event, raising ProtocolError with a precise code."""
     try:
@@ -195,11 +198,13 @@ def parse_client_event(raw: str | bytes) -> Any:
         return _CLIENT_EVENT.validate_python(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        # Drop pydantic's union-branch labels ("literal[...]", "AudioFormat") from the path.
+        # Drop pydantic's union-branch labels ("literal[...]", "AudioFormat",
+        # "constrained-int", "int") from the path: field names are none of those.
         path = [
             str(p)
             for p in first["loc"][1:]
-            if isinstance(p, int) or not (set(p) & set("[]'") or p[:1].isupper())
+            if isinstance(p, int)
+            or not (set(p) & set("[]'-") or p[:1].isupper() or p in _TYPE_LABELS)
         ]
         where = ".".join(path) or event_type
         raise ProtocolError(
