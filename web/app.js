@@ -208,6 +208,7 @@ function onSession(session) {
     const wanted = pending[slot];
     if (wanted) {
       if (wanted.key === key) {
+        Object.assign(desired, wanted.fields); // kept across reconnects
         announce(`${pipeline.labelOf(slot, key)} is now in use.`);
         pipeline.setRefusal(slot, null);
       } else if (!wanted.eventIdErrored) {
@@ -433,7 +434,7 @@ function onError(ev) {
     pipeline.setRefusal(slot, `${label} was refused: ${errorMessage(err)}`);
     announce(`${label} was refused: ${err.message || err.code}`);
     delete pending[slot];
-    pipeline.setCurrent(slot, currentKey(slot, view, paletteData ? paletteData.llm : []));
+    if (rawSession) onSession(rawSession); // the card, the mode switch: back to what is used
     return;
   }
   if (err.code === "server_busy") return showBusy();

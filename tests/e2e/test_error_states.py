@@ -13,7 +13,15 @@ from playwright.sync_api import Page, WebSocketRoute, expect
 
 from app.llm import LLMBusyError
 from tests.e2e.conftest import ServerHandle, Snapper, speech_wav
-from tests.e2e.helpers import QUESTION, TIMEOUT_MS, assistant, connected, notice, responses_done
+from tests.e2e.helpers import (
+    QUESTION,
+    TIMEOUT_MS,
+    assistant,
+    connected,
+    notice,
+    responses_done,
+    session_value,
+)
 
 # What Chromium logs for a refused WebSocket handshake, and the readiness probe's 503.
 REFUSED_HANDSHAKE = (
@@ -143,6 +151,11 @@ def test_lost_socket_reconnects_and_keeps_the_conversation(
     expect(assistant(page, "paris").first).to_be_visible(timeout=TIMEOUT_MS)
     responses_done(page, 1)
 
+    page.click('.component[data-slot="tts"][data-key="espeak-ng"]')  # a choice to keep
+    expect(session_value(page, "tts")).to_have_attribute(
+        "data-key", "espeak-ng", timeout=TIMEOUT_MS
+    )
+
     sockets[-1].close(code=1011, reason="network went away")
     lost = notice(page, "connection")
     expect(lost).to_contain_text("Lost the connection", timeout=TIMEOUT_MS)
@@ -154,7 +167,12 @@ def test_lost_socket_reconnects_and_keeps_the_conversation(
     expect(page.locator(".divider")).to_contain_text("Reconnected")
     expect(page.locator(".msg.user", has_text=QUESTION)).to_have_count(1)
     expect(assistant(page, "paris").first).to_be_visible()
-    # and the new session answers
+    # the new session got the user's choice again
+    page.wait_for_function("() => window.r1voice.sessions === 2", timeout=TIMEOUT_MS)
+    expect(session_value(page, "tts")).to_have_attribute(
+        "data-key", "espeak-ng", timeout=TIMEOUT_MS
+    )
+    # and it answers
     page.fill("#text", "Say hello.")
     page.click("#text-form button[type=submit]")
     responses_done(page, 2)

@@ -78,6 +78,9 @@ def test_voice_turn_shows_the_pipeline_at_work(
     expect(page.locator("#devlog-list li:not([hidden]) pre")).to_contain_text('"session.created"')
     snap(page, "event-log")
 
+    # with the microphone allowed, the list names the devices (the fake one here)
+    expect(page.locator("#mic option")).not_to_have_count(1, timeout=TIMEOUT_MS)
+
     page.click("#talk")
     expect(page.locator("#talk")).to_have_text("Talk")
     expect(page.locator("#card-input .state")).to_have_text("idle", timeout=TIMEOUT_MS)
