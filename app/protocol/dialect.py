@@ -1,4 +1,4 @@
-"""The two dialects of the Realtime protocol: beta (the default) and GA.
+"""The two dialects of the Realtime protocol: GA (the default) and beta.
 
 Sessions build events with the beta names; `to_ga` rewrites each outgoing event for a
 GA client in one place. A session is GA when the client said so: no `OpenAI-Beta:
@@ -33,16 +33,21 @@ def _ga_item(item: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
+# Events only the GA dialect has; a beta client does not get them.
+GA_ONLY = {"conversation.item.done"}
+
+
 def to_ga(event: dict[str, Any]) -> list[dict[str, Any]]:
     """One beta event -> the GA event(s) that say the same."""
     kind = event["type"]
     if kind in _RENAMED:
         return [{**event, "type": _RENAMED[kind]}]
-    if kind in ("response.content_part.added", "response.content_part.done"):
-        event = copy.deepcopy(event)
-        event["part"]["type"] = _PART_TYPES.get(event["part"]["type"], event["part"]["type"])
-        return [event]
-    if kind in ("response.output_item.added", "response.output_item.done"):
+    # response.content_part.* keep "audio"/"text": the output_* names are item content's.
+    if kind in (
+        "response.output_item.added",
+        "response.output_item.done",
+        "conversation.item.done",
+    ):
         event = copy.deepcopy(event)
         _ga_item(event["item"])
         return [event]
@@ -51,6 +56,8 @@ def to_ga(event: dict[str, Any]) -> list[dict[str, Any]]:
         for item in event["response"].get("output", []):
             _ga_item(item)
         return [event]
+    if kind == "conversation.item.retrieved":
+        return [{**event, "item": _ga_item(copy.deepcopy(event["item"]))}]
     if kind == "conversation.item.created":
         item = _ga_item(copy.deepcopy(event["item"]))
         added = {**event, "type": "conversation.item.added", "item": item}

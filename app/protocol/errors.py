@@ -10,8 +10,11 @@ class ProtocolError(Exception):
     `param` names the offending field.
     """
 
-    def __init__(self, code: str, message: str, *, param: str | None = None) -> None:
+    def __init__(
+        self, code: str, message: str, *, param: str | None = None, event_id: str | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.param = param
+        self.event_id = event_id  # the client's, when the event got as far as having one

@@ -13,7 +13,15 @@ import binascii
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from app.protocol.errors import ProtocolError
 
@@ -47,13 +55,28 @@ BETA_FORMATS = {
 TokenLimit = Annotated[int, Field(ge=1, le=1_000_000)] | Literal["inf"]
 
 
+# Until a semantic turn model runs, `semantic_vad` is served by server VAD with a silence
+# window chosen by eagerness (OpenAI documents low/medium/high as waiting at most 8/4/2 s;
+# these windows wait less, but longer the lower the eagerness). session.updated shows it.
+SEMANTIC_SILENCE_MS = {"low": 1200, "medium": 800, "auto": 800, "high": 500}
+
+
 class TurnDetection(_Lenient):
-    type: Literal["server_vad"] = "server_vad"
+    type: Literal["server_vad", "semantic_vad"] = "server_vad"
     threshold: float = Field(0.5, ge=0.0, le=1.0)
     prefix_padding_ms: int = Field(300, ge=0, le=5000)
     silence_duration_ms: int = Field(500, ge=100, le=10000)
+    eagerness: Literal["low", "medium", "high", "auto"] | None = None
     create_response: bool = True
     interrupt_response: bool = True
+
+    @model_validator(mode="after")
+    def _semantic_window(self) -> TurnDetection:
+        if self.type == "semantic_vad":
+            self.eagerness = self.eagerness or "auto"
+            if "silence_duration_ms" not in self.model_fields_set:
+                self.silence_duration_ms = SEMANTIC_SILENCE_MS[self.eagerness]
+        return self
 
 
 class InputTranscription(_Lenient):
@@ -82,6 +105,12 @@ class SessionPatch(_Lenient):
 class SessionUpdate(_ClientEvent):
     type: Literal["session.update"]
     session: SessionPatch
+    # Fields left out because their value is outside the schema: the rest still applies.
+    _refused: list[ProtocolError] = PrivateAttr(default_factory=list)
+
+    @property
+    def refused(self) -> list[ProtocolError]:
+        return self._refused
 
 
 class AudioAppend(_ClientEvent):
@@ -122,6 +151,11 @@ class ItemDelete(_ClientEvent):
     item_id: str
 
 
+class ItemRetrieve(_ClientEvent):
+    type: Literal["conversation.item.retrieve"]
+    item_id: str
+
+
 class ItemTruncate(_ClientEvent):
     type: Literal["conversation.item.truncate"]
     item_id: str
@@ -136,6 +170,8 @@ class ResponseOptions(_Lenient):
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_output_tokens: TokenLimit | None = None
     max_response_output_tokens: TokenLimit | None = None
+    conversation: Literal["auto", "none"] | None = None
+    metadata: dict[str, str] | None = None
 
 
 class ResponseCreate(_ClientEvent):
@@ -156,6 +192,7 @@ ClientEvent = Annotated[
     | ItemCreate
     | ItemDelete
     | ItemTruncate
+    | ItemRetrieve
     | ResponseCreate
     | ResponseCancel,
     Field(discriminator="type"),
@@ -169,6 +206,7 @@ KNOWN_TYPES = {
     "conversation.item.create",
     "conversation.item.delete",
     "conversation.item.truncate",
+    "conversation.item.retrieve",
     "response.create",
     "response.cancel",
 }
@@ -178,38 +216,77 @@ _TYPE_LABELS = {"int", "float", "str", "bool", "list", "dict", "none"}
 
 
 def parse_client_event(raw: str | bytes) -> Any:
-    """Parse and validate one client event, raising ProtocolError with a precise code."""
+    """Parse and validate one client event, raising ProtocolError with a precise code
+    (and the client's `event_id`, whenever the event carried one)."""
     try:
         data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ProtocolError("invalid_json", f"event is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise ProtocolError("invalid_event", "an event must be a JSON object with a 'type' field")
+    event_id = data.get("event_id") if isinstance(data.get("event_id"), str) else None
     event_type = data.get("type")
     if not isinstance(event_type, str):
-        raise ProtocolError("invalid_event", "the event has no string 'type' field", param="type")
+        raise ProtocolError(
+            "invalid_event", "the event has no string 'type' field", param="type", event_id=event_id
+        )
     if event_type not in KNOWN_TYPES:
         raise ProtocolError(
             "unknown_event_type",
             f"unknown event type '{event_type}'; supported: {sorted(KNOWN_TYPES)}",
             param="type",
+            event_id=event_id,
         )
+    if event_type == "session.update":
+        return _lenient_session_update(data, event_id)
     try:
         return _CLIENT_EVENT.validate_python(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        # Drop pydantic's union-branch labels ("literal[...]", "AudioFormat",
-        # "constrained-int", "int") from the path: field names are none of those.
-        path = [
-            str(p)
-            for p in first["loc"][1:]
-            if isinstance(p, int)
-            or not (set(p) & set("[]'-") or p[:1].isupper() or p in _TYPE_LABELS)
-        ]
-        where = ".".join(path) or event_type
-        raise ProtocolError(
-            "invalid_value", f"{event_type}: field '{where}': {first['msg']}", param=where
-        ) from exc
+        raise validation_error(event_type, exc, event_id) from exc
+
+
+def _lenient_session_update(data: dict[str, Any], event_id: str | None) -> SessionUpdate:
+    """A `session.update` with each field outside the schema left out (and reported),
+    so one unsupported value does not lose the client's instructions and voice."""
+    session = data.get("session")
+    session = dict(session) if isinstance(session, dict) else session
+    refused: list[ProtocolError] = []
+    for _ in range(len(session) + 1 if isinstance(session, dict) else 1):
+        try:
+            event = SessionUpdate.model_validate({**data, "session": session})
+        except ValidationError as exc:
+            error = validation_error("session.update", exc, event_id, tagged=False)
+            loc = exc.errors()[0]["loc"]
+            if not (isinstance(session, dict) and len(loc) >= 2 and loc[0] == "session"):
+                raise error from exc
+            session.pop(str(loc[1]), None)
+            refused.append(error)
+            continue
+        event._refused = refused
+        return event
+    raise refused[-1]
+
+
+def validation_error(
+    event_type: str, exc: ValidationError, event_id: str | None, tagged: bool = True
+) -> ProtocolError:
+    """The first problem pydantic found, as `invalid_value` naming the field (`tagged`:
+    the location starts with the union's tag, the event type)."""
+    first = exc.errors()[0]
+    # Drop pydantic's union-branch labels ("literal[...]", "AudioFormat",
+    # "constrained-int", "int") from the path: field names are none of those.
+    path = [
+        str(p)
+        for p in first["loc"][1 if tagged else 0 :]
+        if isinstance(p, int) or not (set(p) & set("[]'-") or p[:1].isupper() or p in _TYPE_LABELS)
+    ]
+    where = ".".join(path) or event_type
+    return ProtocolError(
+        "invalid_value",
+        f"{event_type}: field '{where}': {first['msg']}",
+        param=where,
+        event_id=event_id,
+    )
 
 
 def decode_base64(data: str, param: str = "audio") -> bytes:

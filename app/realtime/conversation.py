@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.llm import ChatMessage
+from app.protocol import events
 from app.protocol.errors import ProtocolError
 
 # Chat-template tokens around each message (role header, end marker); a safe overestimate
@@ -31,12 +33,23 @@ class Item:
     role: str
     text: str | None = None  # None until a spoken turn is transcribed
     audio: bool = False  # spoken (user) or spoken aloud (assistant)
+    status: str = "completed"  # an answer: "in_progress" while generated, then "incomplete" if cut
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     _counted: tuple[str, int] | None = None  # (text, its tokens): recounted when text changes
 
     def __post_init__(self) -> None:
         if self.text is not None:
             self.ready.set()
+
+    def to_wire(self) -> dict[str, Any]:
+        """The item as the protocol shows it (beta part names; the dialect renames)."""
+        if self.role == "assistant":
+            content = [events.assistant_part(self.audio, self.text or "")]
+        elif self.audio:
+            content = [{"type": "input_audio", "transcript": self.text}]
+        else:
+            content = [{"type": "input_text", "text": self.text or ""}]
+        return events.message_item(self.id, self.role, self.status, content)
 
 
 @dataclass
@@ -49,6 +62,7 @@ class History:
 
 class Conversation:
     def __init__(self) -> None:
+        self.id = events.new_id("conv")
         self.items: list[Item] = []
 
     @property

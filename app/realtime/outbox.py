@@ -10,7 +10,7 @@ import asyncio
 from typing import Any
 
 from app.protocol import events
-from app.protocol.dialect import GA, to_ga
+from app.protocol.dialect import GA, GA_ONLY, to_ga
 
 
 class Outbox:
@@ -20,6 +20,8 @@ class Outbox:
 
     def emit(self, event: dict[str, Any]) -> None:
         event.setdefault("event_id", events.new_id("event"))
+        if self.dialect != GA and event["type"] in GA_ONLY:
+            return
         for out in to_ga(event) if self.dialect == GA else [event]:
             self._queue.put_nowait(out)
 

@@ -22,6 +22,7 @@ from app.protocol.schemas import (
     AudioCommit,
     ItemCreate,
     ItemDelete,
+    ItemRetrieve,
     ItemTruncate,
     ResponseCancel,
     ResponseCreate,
@@ -135,7 +136,13 @@ class Session:
         if isinstance(event, AudioAppend):
             await self.turns.append(event.audio)
         elif isinstance(event, SessionUpdate):
-            self.config.apply(event.session, self._voices)
+            refused = event.refused + self.config.apply(event.session, self._voices)
+            for error in refused:  # what was left out; the rest of the update applies
+                self.outbox.emit(
+                    events.error(
+                        error.code, error.message, param=error.param, event_id=event.event_id
+                    )
+                )
             await self.turns.reconfigure(self.config.input_format, self.config.turn_detection)
             self.outbox.emit(events.event("session.updated", session=self.session_object()))
         elif isinstance(event, AudioCommit):
@@ -149,7 +156,10 @@ class Session:
             self.conversation.delete(event.item_id)
             self.outbox.emit(events.item_deleted(event.item_id))
         elif isinstance(event, ItemTruncate):
-            self._truncate_item(event)
+            await self._truncate_item(event)
+        elif isinstance(event, ItemRetrieve):
+            item = self.conversation.get(event.item_id).to_wire()
+            self.outbox.emit(events.event("conversation.item.retrieved", item=item))
         elif isinstance(event, ResponseCreate):
             self.responses.start(event.response)
         elif isinstance(event, ResponseCancel):
@@ -171,13 +181,17 @@ class Session:
         wire_item = events.message_item(item.id, item.role, "completed", content)
         self.outbox.emit(events.item_created(previous, wire_item))
 
-    def _truncate_item(self, event: ItemTruncate) -> None:
+    async def _truncate_item(self, event: ItemTruncate) -> None:
+        """Keep only the audio the client played; an answer still being generated stops
+        first (the client stopped playing it), so what it says next is not kept either."""
         item = self.conversation.get(event.item_id)
         response = self.responses.recent(item.id)
         if item.role != "assistant" or response is None or not response.spec.audio:
             raise ProtocolError(
                 "invalid_item", f"item '{item.id}' is not an assistant audio item", param="item_id"
             )
+        if not response.done:
+            await response.cancel("client_cancelled")
         if event.audio_end_ms > response.audio_ms + 1:
             raise ProtocolError(
                 "invalid_value",

@@ -26,6 +26,13 @@ def _format_to_wire(fmt: AudioFormat) -> str | dict[str, Any]:
     return fmt.model_dump()
 
 
+def _openai_transcriber(name: str | None) -> bool:
+    """OpenAI's transcription models (what SDKs send by default) run on the served ASR."""
+    return name is not None and (
+        name == "whisper-1" or (name.startswith("gpt-4o") and "transcribe" in name)
+    )
+
+
 @dataclass
 class SessionConfig:
     instructions: str
@@ -50,29 +57,35 @@ class SessionConfig:
             transcription_model=settings.asr_model,
         )
 
-    def apply(self, patch: SessionPatch, voices: list[str]) -> None:
+    def apply(self, patch: SessionPatch, voices: list[str]) -> list[ProtocolError]:
         """Apply the fields the client set (an explicit null turn_detection disables VAD).
 
-        Everything is checked before anything changes, so a refused update changes nothing.
+        A field whose value this server cannot honour (a voice it does not have, a
+        transcription model it does not run) is left as it was and reported in the
+        returned errors; every other field still applies.
         """
         given = patch.model_fields_set
-        if patch.voice is not None and patch.voice not in voices:
-            raise ProtocolError(
-                "unsupported_voice",
-                f"voice '{patch.voice}' is not available; available: {voices}",
-                param="session.voice",
+        refused: list[ProtocolError] = []
+        voice = patch.voice
+        if voice is not None and voice not in voices:
+            refused.append(
+                ProtocolError(
+                    "unsupported_voice",
+                    f"voice '{voice}' is not available; available: {voices}",
+                    param="session.voice",
+                )
             )
+            voice = None
         limit = patch.max_response_output_tokens  # validated by the schema (>= 1 or "inf")
-        if patch.input_audio_transcription and patch.input_audio_transcription.model not in (
-            None,
-            self.transcription_model,
-            "whisper-1",
-        ):
-            raise ProtocolError(
-                "unsupported_model",
-                f"transcription model '{patch.input_audio_transcription.model}' is not loaded; "
-                f"this server runs '{self.transcription_model}'",
-                param="session.input_audio_transcription.model",
+        asked = patch.input_audio_transcription.model if patch.input_audio_transcription else None
+        if asked not in (None, self.transcription_model) and not _openai_transcriber(asked):
+            refused.append(
+                ProtocolError(
+                    "unsupported_model",
+                    f"transcription model '{asked}' is not loaded; this server runs "
+                    f"'{self.transcription_model}' (OpenAI's transcription model names map to it)",
+                    param="session.input_audio_transcription.model",
+                )
             )
         modalities = patch.output_modalities or patch.modalities
         if modalities is not None:
@@ -89,12 +102,13 @@ class SessionConfig:
             self.temperature = patch.temperature
         if limit is not None:
             self.max_output_tokens = 4096 if limit == "inf" else int(limit)
-        if patch.voice is not None:
-            self.voice = patch.voice
+        if voice is not None:
+            self.voice = voice
         if patch.speed is not None:
             self.speed = patch.speed
         if patch.priority is not None:
             self.priority = patch.priority
+        return refused
 
     def to_wire(self, session_id: str) -> dict[str, Any]:
         return {

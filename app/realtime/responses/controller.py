@@ -104,4 +104,6 @@ class Responses:
             speed=cfg.speed,
             output_format=cfg.output_format,
             early_user_text=early_user_text,
+            in_conversation=opts.conversation != "none",
+            metadata=opts.metadata,
         )

@@ -55,6 +55,9 @@ class Response:
             else None
         )
         self.text = ""
+        self.item = Item(
+            id=self.item_id, role="assistant", text="", audio=spec.audio, status="in_progress"
+        )
         self._done = False
         self.first_token_at: float | None = None
         self._task: asyncio.Task[None] | None = None
@@ -103,6 +106,7 @@ class Response:
         """The turn really ended with the words this early answer replied to: show it."""
         self.timing = timing
         self.gate.release(previous_item_id)
+        self._join_conversation()
 
     async def discard(self) -> None:
         """Speech resumed or the final words differ: drop it, unseen."""
@@ -119,12 +123,20 @@ class Response:
         )
         return events.message_item(self.item_id, "assistant", status, content)
 
+    def _join_conversation(self) -> None:
+        """The answer is a conversation item from its start (truncatable while it plays),
+        unless it was asked out of band (`conversation: "none"`)."""
+        if self.spec.in_conversation:
+            self.deps.conversation.add(self.item)
+
     def _announce(self) -> None:
         self.gate.emit(events.event("response.created", response=self._object("in_progress", [])))
         self._emit("response.output_item.added", output_index=0, item=self._item("in_progress"))
-        self.gate.emit(
-            events.item_created(self.deps.conversation.last_id, self._item("in_progress"))
-        )
+        if self.spec.in_conversation:
+            previous = self.deps.conversation.last_id
+            self.gate.emit(events.item_created(previous, self._item("in_progress")))
+        if not self.gate.holding:
+            self._join_conversation()
         self._emit(
             "response.content_part.added",
             item_id=self.item_id,
@@ -136,7 +148,15 @@ class Response:
     def _object(
         self, status: str, output: list[dict[str, Any]], details: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        return events.response_object(self.id, status, output, details)
+        spec = self.spec
+        return {
+            **events.response_object(self.id, status, output, details),
+            "conversation_id": self.deps.conversation.id if spec.in_conversation else None,
+            "output_modalities": ["audio"] if spec.audio else ["text"],
+            "max_output_tokens": spec.params.max_tokens,
+            "audio": {"output": {"format": spec.output_format.model_dump(), "voice": spec.voice}},
+            "metadata": spec.metadata,
+        }
 
     async def _run(self) -> None:
         clauses: asyncio.Queue[str | None] = asyncio.Queue()
@@ -259,10 +279,9 @@ class Response:
         )
         item_status = "completed" if status == "completed" else "incomplete"
         self._emit("response.output_item.done", output_index=0, item=self._item(item_status))
-        if self.text:
-            self.deps.conversation.add(
-                Item(id=self.item_id, role="assistant", text=self.text, audio=self.spec.audio)
-            )
+        self.item.text, self.item.status = self.text, item_status
+        if self.item in self.deps.conversation.items:  # not deleted meanwhile
+            self.gate.emit(events.event("conversation.item.done", item=self.item.to_wire()))
         self.gate.emit(
             events.event(
                 "response.done", response=self._object(status, [self._item(item_status)], details)

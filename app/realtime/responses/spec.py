@@ -38,6 +38,8 @@ class ResponseSpec:
     speed: float
     output_format: AudioFormat
     early_user_text: str | None = None  # an early answer to a turn not yet committed
+    in_conversation: bool = True  # False for `conversation: "none"` (out of band)
+    metadata: dict[str, str] | None = None  # echoed in the response object
 
 
 @dataclass(frozen=True)

@@ -267,7 +267,8 @@ class TurnCoordinator:
         finally:
             item.ready.set()
         turn.timing.transcript_at = time.monotonic()
-        self.emit(events.transcription("completed", item.id, transcript=item.text))
+        usage = {"type": "duration", "seconds": round(turn.audio.size / PIPELINE_RATE, 3)}
+        self.emit(events.transcription("completed", item.id, transcript=item.text, usage=usage))
         early, turn.early = turn.early, None
         if (
             early is not None

@@ -77,7 +77,8 @@ class InputAudio:
 
     def clear(self) -> None:
         """Drop everything buffered; the VAD forgets speech in progress."""
-        self.buffer.drop_before(self.buffer.end)
+        if self.buffer.size:  # AudioBuffer.view fails on a buffer that never had audio
+            self.buffer.drop_before(self.buffer.end)
         self.vad.reset(self.buffer.end)
 
     def take_all(self) -> tuple[np.ndarray, int]:

@@ -67,6 +67,7 @@ def test_text_response_events_in_order() -> None:
         "response.text.done",
         "response.content_part.done",
         "response.output_item.done",
+        "conversation.item.done",
         "response.done",
         "r1voice.turn.metrics",
     ]
@@ -99,6 +100,7 @@ def test_audio_response_speaks_each_clause() -> None:
         "response.audio_transcript.done",
         "response.content_part.done",
         "response.output_item.done",
+        "conversation.item.done",
         "response.done",
         "r1voice.turn.metrics",
     ]
@@ -120,6 +122,7 @@ def test_unexpected_failure_is_reported_failed_not_completed() -> None:
         "response.text.done",
         "response.content_part.done",
         "response.output_item.done",
+        "conversation.item.done",
         "response.done",
         "r1voice.turn.metrics",
     ]
@@ -167,6 +170,7 @@ def test_cancel_before_the_first_step_still_reports() -> None:
         "response.text.done",
         "response.content_part.done",
         "response.output_item.done",
+        "conversation.item.done",
         "response.done",
         "r1voice.turn.metrics",
     ]

@@ -1,0 +1,242 @@
+"""Every server event of a GA session validates against the event models the official
+`openai` SDK ships (`openai.types.realtime`), so GA clients parse all of it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import numpy as np
+from fastapi.testclient import TestClient
+from openai.types.realtime import RealtimeServerEvent
+from pydantic import TypeAdapter, ValidationError
+
+from tests.conftest import (
+    REALTIME_RATE,
+    client_with,
+    load_clip,
+    receive_until,
+    stream_audio,
+    user_text_item,
+)
+from tests.fakes import ScriptedLLM
+
+SERVER_EVENT: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
+
+
+def invalid_events(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(type, first error) of each event the SDK's models refuse (our r1voice.* aside)."""
+    bad = []
+    for event in events:
+        if event["type"].startswith("r1voice."):
+            continue
+        try:
+            SERVER_EVENT.validate_python(event)
+        except ValidationError as exc:
+            bad.append((event["type"], str(exc).splitlines()[0:4].__str__()))
+    return bad
+
+
+def done(event: dict[str, Any]) -> bool:
+    return event["type"] == "response.done"
+
+
+def test_default_dialect_is_ga_and_every_event_validates(app_client: TestClient) -> None:
+    with app_client.websocket_connect("/v1/realtime?dialect=ga") as ws:
+        events = [ws.receive_json()]
+        assert events[0]["type"] == "session.created"
+        assert events[0]["session"]["type"] == "realtime"
+        ws.send_text(
+            json.dumps(
+                {
+                    "type": "session.update",
+                    "event_id": "evt_update",
+                    "session": {
+                        "type": "realtime",
+                        "output_modalities": ["audio"],
+                        "instructions": "Answer in one short sentence.",
+                        "audio": {
+                            "input": {
+                                "transcription": {"model": "gpt-4o-mini-transcribe"},
+                                "turn_detection": {"type": "semantic_vad", "eagerness": "auto"},
+                            },
+                            "output": {"voice": "alloy"},
+                        },
+                    },
+                }
+            )
+        )
+        events += receive_until(ws, lambda e: e["type"] in ("session.updated", "error"))
+        assert events[-1]["type"] == "session.updated", events[-1]
+        # a typed turn, answered in text
+        ws.send_text(
+            json.dumps(
+                {
+                    "type": "conversation.item.create",
+                    "item": {
+                        "type": "message",
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": "Say hello."}],
+                    },
+                }
+            )
+        )
+        ws.send_text(
+            json.dumps(
+                {
+                    "type": "response.create",
+                    "response": {"output_modalities": ["text"], "max_output_tokens": 16},
+                }
+            )
+        )
+        events += receive_until(ws, done)
+        # a spoken turn, answered in audio
+        silence = np.zeros(REALTIME_RATE, np.float32)
+        stream_audio(
+            ws,
+            np.concatenate([silence, load_clip("jfk.flac")[: 4 * REALTIME_RATE], silence, silence]),
+        )
+        events += receive_until(ws, done)
+        answer = next(e for e in events[::-1] if e["type"] == "response.output_item.added")
+        ws.send_text(
+            json.dumps({"type": "conversation.item.retrieve", "item_id": answer["item"]["id"]})
+        )
+        events += receive_until(ws, lambda e: e["type"] in ("conversation.item.retrieved", "error"))
+        ws.send_text(json.dumps({"type": "bogus.event", "event_id": "evt_bogus"}))
+        events += receive_until(ws, lambda e: e["type"] == "error")
+    assert events[-1]["error"]["event_id"] == "evt_bogus"
+    types = [e["type"] for e in events]
+    assert "conversation.item.retrieved" in types
+    assert invalid_events(events) == []
+
+
+def ga(ws: Any, event: dict[str, Any]) -> None:
+    ws.send_text(json.dumps(event))
+
+
+def test_an_answer_can_be_truncated_while_it_plays(shared_components: Any) -> None:
+    """Bug: the assistant item joined the conversation only when its response ended, so
+    the truncate every client sends on barge-in got item_not_found."""
+    long_answer = [f"Sentence number {i} is here, and it goes on. " for i in range(12)]
+    llm = ScriptedLLM(long_answer)
+    client = client_with(dataclasses.replace(shared_components, llm=llm))
+    with client.websocket_connect("/v1/realtime?dialect=ga") as ws:
+        ws.receive_json()
+        ga(ws, {"type": "conversation.item.create", "item": user_text_item("Talk to me.")})
+        ga(ws, {"type": "response.create", "response": {"output_modalities": ["audio"]}})
+        events = receive_until(ws, lambda e: e["type"] == "response.output_audio.delta")
+        item_id = next(e for e in events if e["type"] == "response.output_item.added")["item"]["id"]
+        ga(ws, {"type": "conversation.item.retrieve", "item_id": item_id, "event_id": "evt_r"})
+        ga(
+            ws,
+            {
+                "type": "conversation.item.truncate",
+                "item_id": item_id,
+                "content_index": 0,
+                "audio_end_ms": 0,
+            },
+        )
+        events += receive_until(ws, lambda e: e["type"] == "conversation.item.truncated")
+        retrieved = next(e for e in events if e["type"] == "conversation.item.retrieved")
+        assert retrieved["item"]["id"] == item_id and retrieved["item"]["status"] == "in_progress"
+        done = next(e for e in events if e["type"] == "response.done")
+        assert done["response"]["status"] == "cancelled"
+        (item_done,) = [
+            e
+            for e in events
+            if e["type"] == "conversation.item.done" and e["item"]["id"] == item_id
+        ]
+        assert item_done["item"]["status"] == "incomplete"
+        ga(ws, {"type": "conversation.item.retrieve", "item_id": item_id})
+        after = receive_until(ws, lambda e: e["type"] == "conversation.item.retrieved")[-1]
+        assert after["item"]["content"][0]["transcript"] == ""  # nothing was heard
+        ga(ws, {"type": "response.create", "response": {"output_modalities": ["text"]}})
+        events += receive_until(ws, done_event)
+    assert [m.role for m in llm.prompts[1]] == ["system", "user"]  # the unheard answer is gone
+    assert invalid_events(events) == []
+
+
+def done_event(event: dict[str, Any]) -> bool:
+    return event["type"] == "response.done"
+
+
+def test_one_unsupported_value_does_not_drop_the_whole_update(app_client: TestClient) -> None:
+    with app_client.websocket_connect("/v1/realtime?dialect=ga") as ws:
+        ws.receive_json()
+        ga(
+            ws,
+            {
+                "type": "session.update",
+                "event_id": "evt_u",
+                "session": {
+                    "type": "realtime",
+                    "instructions": "Be terse.",
+                    "audio": {
+                        "input": {"turn_detection": {"type": "telepathy"}},
+                        "output": {"voice": "no-such-voice"},
+                    },
+                },
+            },
+        )
+        events = receive_until(ws, lambda e: e["type"] == "session.updated")
+    errors = [e["error"] for e in events if e["type"] == "error"]
+    assert [(e["code"], e["param"], e["event_id"]) for e in errors] == [
+        ("invalid_value", "session.turn_detection.type", "evt_u"),
+        ("unsupported_voice", "session.voice", "evt_u"),
+    ]
+    session = events[-1]["session"]
+    assert session["instructions"] == "Be terse."  # the rest applied
+    assert session["audio"]["input"]["turn_detection"]["type"] == "server_vad"  # unchanged
+    assert invalid_events(events) == []
+
+
+def test_agents_sdk_defaults_are_accepted(app_client: TestClient) -> None:
+    with app_client.websocket_connect("/v1/realtime?dialect=ga") as ws:
+        ws.receive_json()
+        ga(
+            ws,
+            {
+                "type": "session.update",
+                "session": {
+                    "type": "realtime",
+                    "audio": {
+                        "input": {
+                            "transcription": {"model": "gpt-4o-transcribe"},
+                            "turn_detection": {"type": "semantic_vad", "eagerness": "high"},
+                        }
+                    },
+                },
+            },
+        )
+        updated = receive_until(ws, lambda e: e["type"] in ("session.updated", "error"))[-1]
+    assert updated["type"] == "session.updated"
+    turn = updated["session"]["audio"]["input"]["turn_detection"]
+    assert (turn["type"], turn["eagerness"], turn["silence_duration_ms"]) == (
+        "semantic_vad",
+        "high",
+        500,
+    )
+    assert updated["session"]["audio"]["input"]["transcription"]["model"] == "whisper-tiny.en"
+
+
+def test_out_of_band_response_echoes_metadata_and_stays_out(shared_components: Any) -> None:
+    llm = ScriptedLLM(["Fine."])
+    client = client_with(dataclasses.replace(shared_components, llm=llm))
+    with client.websocket_connect("/v1/realtime?dialect=ga") as ws:
+        ws.receive_json()
+        ga(ws, {"type": "conversation.item.create", "item": user_text_item("Classify me.")})
+        response = {
+            "conversation": "none",
+            "metadata": {"topic": "x"},
+            "output_modalities": ["text"],
+        }
+        ga(ws, {"type": "response.create", "response": response})
+        events = receive_until(ws, done_event)
+        ga(ws, {"type": "response.create", "response": {"output_modalities": ["text"]}})
+        events += receive_until(ws, done_event)
+    first = next(e for e in events if e["type"] == "response.done")["response"]
+    assert first["metadata"] == {"topic": "x"} and first["conversation_id"] is None
+    assert first["output_modalities"] == ["text"]
+    assert [m.content for m in llm.prompts[1][1:]] == ["Classify me."]  # "Fine." was not kept
+    assert invalid_events(events) == []
