@@ -36,7 +36,14 @@ def _serve(args: argparse.Namespace) -> int:
         if v is not None
     }
     settings = Settings.from_env(**overrides)
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="info")
+    uvicorn.run(
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        log_level="info",
+        ssl_certfile=args.ssl_certfile,
+        ssl_keyfile=args.ssl_keyfile,
+    )
     return 0
 
 
@@ -76,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--llm-backend", choices=["embedded", "transformers"], default=None)
     serve.add_argument("--llm-model", default=None, help="bundled name, HF directory or .gguf")
     serve.add_argument("--quantization", choices=["int8", "int4", "none"], default=None)
+    serve.add_argument("--ssl-certfile", default=None, help="serve HTTPS/WSS with this certificate")
+    serve.add_argument("--ssl-keyfile", default=None, help="the certificate's private key")
     serve.set_defaults(func=_serve)
 
     models = sub.add_parser("models", help="list or prepare the bundled models")
