@@ -95,8 +95,10 @@ def test_keyboard_and_click_alternatives(
     expect(page.locator("#talk")).to_have_text("Hold to talk")
     snap(page, "manual-turns")
 
-    # back to server VAD by a click on the palette entry
-    page.click('.component[data-slot="turn"][data-key="server_vad"]')
+    # back to server VAD by dragging it onto the input card
+    page.locator('.component[data-slot="turn"][data-key="server_vad"]').drag_to(
+        page.locator("#card-input")
+    )
     expect(session_value(page, "turn")).to_have_attribute(
         "data-key", "server_vad", timeout=TIMEOUT_MS
     )
