@@ -16,6 +16,9 @@ from app.models.asr import Transcript
 class ScriptedLLM(LLMBackend):
     """Replays fixed deltas (an R1 model's `<think>` text, say); records every prompt.
 
+    `deltas` is one script for every request, or a list of scripts used in turn (the
+    last one repeats).
+
     `hold` (an asyncio.Event) makes each stream wait before its first delta, so a test
     can act while a response is in flight; `fail` raises it instead of answering.
     Tokens are counted as whitespace-separated words.
@@ -26,13 +29,16 @@ class ScriptedLLM(LLMBackend):
 
     def __init__(
         self,
-        deltas: list[str] | None = None,
+        deltas: list[str] | list[list[str]] | None = None,
         opens_reasoning: bool = False,
         context_length: int = 4096,
         hold: asyncio.Event | None = None,
         fail: BaseException | None = None,
     ) -> None:
-        self.deltas = deltas if deltas is not None else ["Hello ", "there."]
+        given = deltas if deltas is not None else ["Hello ", "there."]
+        self.scripts: list[list[str]] = (
+            [list(d) for d in given] if given and isinstance(given[0], list) else [list(given)]  # type: ignore[arg-type]
+        )
         self._opens_reasoning = opens_reasoning
         self.context_length = context_length
         self.hold = hold
@@ -50,10 +56,11 @@ class ScriptedLLM(LLMBackend):
                 await self.hold.wait()
             if self.fail is not None:
                 raise self.fail
-            for text in self.deltas[: params.max_tokens]:
+            script = self.scripts[min(len(self.prompts) - 1, len(self.scripts) - 1)]
+            for text in script[: params.max_tokens]:
                 yield LLMDelta(text=text)
-            finish = "length" if len(self.deltas) > params.max_tokens else "stop"
-            yield LLMDelta(finish_reason=finish, completion_tokens=len(self.deltas))
+            finish = "length" if len(script) > params.max_tokens else "stop"
+            yield LLMDelta(finish_reason=finish, completion_tokens=len(script))
         finally:
             self.running.discard(request_id)
 

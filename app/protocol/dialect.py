@@ -112,6 +112,8 @@ def session_to_ga(beta: dict[str, Any]) -> dict[str, Any]:
         "output_modalities": beta["modalities"],
         "instructions": beta["instructions"],
         "max_output_tokens": beta["max_response_output_tokens"],
+        "tools": beta["tools"],
+        "tool_choice": beta["tool_choice"],
         "audio": {
             "input": {
                 "format": fmt(beta["input_audio_format"]),

@@ -57,6 +57,31 @@ def message_item(
     }
 
 
+def function_call_item(
+    item_id: str, status: str, call_id: str, name: str, arguments: str
+) -> dict[str, Any]:
+    return {
+        "id": item_id,
+        "object": "realtime.item",
+        "type": "function_call",
+        "status": status,
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+    }
+
+
+def function_call_output_item(item_id: str, call_id: str, output: str) -> dict[str, Any]:
+    return {
+        "id": item_id,
+        "object": "realtime.item",
+        "type": "function_call_output",
+        "status": "completed",
+        "call_id": call_id,
+        "output": output,
+    }
+
+
 def assistant_part(audio: bool, text: str) -> dict[str, Any]:
     return {"type": "audio", "transcript": text} if audio else {"type": "text", "text": text}
 
@@ -92,4 +117,20 @@ def transcription(kind: str, item_id: str, **fields: Any) -> dict[str, Any]:
         item_id=item_id,
         content_index=0,
         **fields,
+    )
+
+
+def turn_metrics(
+    response_id: str, stage_seconds: dict[str, float | None], audio_ms: float, status: str
+) -> dict[str, Any]:
+    """Our `r1voice.turn.metrics`: milliseconds from the end of speech to each stage."""
+    return event(
+        "r1voice.turn.metrics",
+        response_id=response_id,
+        **{
+            f"speech_stopped_to_{k}_ms": None if v is None else round(v * 1000, 1)
+            for k, v in stage_seconds.items()
+        },
+        audio_ms=round(audio_ms, 1),
+        status=status,
     )

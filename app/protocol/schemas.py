@@ -16,8 +16,10 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     PrivateAttr,
+    Tag,
     TypeAdapter,
     ValidationError,
     model_validator,
@@ -98,6 +100,8 @@ class SessionPatch(_Lenient):
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_response_output_tokens: TokenLimit | None = None
     speed: float | None = Field(default=None, ge=0.25, le=4.0)
+    tools: list[Tool] | None = None
+    tool_choice: ToolChoice | None = None
     # r1voice extension: scheduling priority of this session's answers (lower runs first).
     priority: int | None = Field(default=None, ge=-100, le=1000)
 
@@ -140,10 +144,55 @@ class ConversationItem(_Lenient):
     content: list[ContentPart] = Field(min_length=1)
 
 
+class FunctionCallItem(_Lenient):
+    id: str | None = None
+    type: Literal["function_call"]
+    call_id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    arguments: str = "{}"
+
+
+class FunctionCallOutputItem(_Lenient):
+    id: str | None = None
+    type: Literal["function_call_output"]
+    call_id: str = Field(min_length=1)
+    output: str
+
+
+def _item_kind(value: Any) -> str:
+    kind = value.get("type", "message") if isinstance(value, dict) else getattr(value, "type", "")
+    return kind if kind in ("function_call", "function_call_output") else "message"
+
+
+AnyItem = Annotated[
+    Annotated[ConversationItem, Tag("message")]
+    | Annotated[FunctionCallItem, Tag("function_call")]
+    | Annotated[FunctionCallOutputItem, Tag("function_call_output")],
+    Discriminator(_item_kind),
+]
+
+
+class Tool(_Lenient):
+    """A function the model may call (`tools` in session.update and response.create)."""
+
+    type: Literal["function"] = "function"
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    parameters: dict[str, Any] | None = None
+
+
+class NamedToolChoice(_Lenient):
+    type: Literal["function"]
+    name: str
+
+
+ToolChoice = Literal["auto", "none", "required"] | NamedToolChoice
+
+
 class ItemCreate(_ClientEvent):
     type: Literal["conversation.item.create"]
     previous_item_id: str | None = None
-    item: ConversationItem
+    item: AnyItem
 
 
 class ItemDelete(_ClientEvent):
@@ -172,6 +221,8 @@ class ResponseOptions(_Lenient):
     max_response_output_tokens: TokenLimit | None = None
     conversation: Literal["auto", "none"] | None = None
     metadata: dict[str, str] | None = None
+    tools: list[Tool] | None = None
+    tool_choice: ToolChoice | None = None
 
 
 class ResponseCreate(_ClientEvent):
@@ -212,7 +263,9 @@ KNOWN_TYPES = {
 }
 
 
-_TYPE_LABELS = {"int", "float", "str", "bool", "list", "dict", "none"}
+# pydantic's labels for union branches and tags, never field names
+_TYPE_LABELS = {"int", "float", "str", "bool", "list", "dict", "none", "message", "function_call"}
+_TYPE_LABELS |= {"function_call_output"}
 
 
 def parse_client_event(raw: str | bytes) -> Any:

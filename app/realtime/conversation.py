@@ -34,6 +34,11 @@ class Item:
     text: str | None = None  # None until a spoken turn is transcribed
     audio: bool = False  # spoken (user) or spoken aloud (assistant)
     status: str = "completed"  # an answer: "in_progress" while generated, then "incomplete" if cut
+    # "message", or a tool call ("function_call": role assistant, text = the call as the
+    # model writes it) and its result ("function_call_output": role tool, text = output)
+    kind: str = "message"
+    call: tuple[str, str, str] | None = None  # function_call: (call_id, name, arguments)
+    call_id: str | None = None  # function_call_output: the call it answers
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     _counted: tuple[str, int] | None = None  # (text, its tokens): recounted when text changes
 
@@ -43,6 +48,10 @@ class Item:
 
     def to_wire(self) -> dict[str, Any]:
         """The item as the protocol shows it (beta part names; the dialect renames)."""
+        if self.kind == "function_call" and self.call is not None:
+            return events.function_call_item(self.id, self.status, *self.call)
+        if self.kind == "function_call_output":
+            return events.function_call_output_item(self.id, self.call_id or "", self.text or "")
         if self.role == "assistant":
             content = [events.assistant_part(self.audio, self.text or "")]
         elif self.audio:

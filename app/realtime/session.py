@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from app.llm.tool_calls import call_text
 from app.models.components import Components
 from app.protocol import events
 from app.protocol.dialect import BETA, GA, ga_session_patch, looks_ga, session_to_ga
@@ -20,6 +21,9 @@ from app.protocol.schemas import (
     AudioAppend,
     AudioClear,
     AudioCommit,
+    ConversationItem,
+    FunctionCallItem,
+    FunctionCallOutputItem,
     ItemCreate,
     ItemDelete,
     ItemRetrieve,
@@ -166,19 +170,35 @@ class Session:
             await self.responses.cancel()
 
     def _create_item(self, event: ItemCreate) -> None:
-        if any(p.type in ("input_audio", "audio") and p.audio for p in event.item.content):
-            raise ProtocolError(
-                "unsupported_content",
-                "audio content in conversation.item.create is not supported; stream it with "
-                "input_audio_buffer.append instead",
-                param="item.content",
+        given = event.item
+        item_id = given.id or events.new_id("item")
+        if isinstance(given, FunctionCallItem):
+            text = call_text(given.name, given.arguments)
+            call = (given.call_id, given.name, given.arguments)
+            item = Item(id=item_id, role="assistant", text=text, kind="function_call", call=call)
+        elif isinstance(given, FunctionCallOutputItem):
+            item = Item(
+                id=item_id,
+                role="tool",
+                text=given.output,
+                kind="function_call_output",
+                call_id=given.call_id,
             )
-        texts = [p.text or p.transcript or "" for p in event.item.content]
-        item_id = event.item.id or events.new_id("item")
-        item = Item(id=item_id, role=event.item.role, text=" ".join(texts).strip())
+        else:
+            if any(p.type in ("input_audio", "audio") and p.audio for p in given.content):
+                raise ProtocolError(
+                    "unsupported_content",
+                    "audio content in conversation.item.create is not supported; stream it with "
+                    "input_audio_buffer.append instead",
+                    param="item.content",
+                )
+            texts = [p.text or p.transcript or "" for p in given.content]
+            item = Item(id=item_id, role=given.role, text=" ".join(texts).strip())
         previous = self.conversation.add(item, after=event.previous_item_id)
-        content = [p.model_dump(exclude_none=True) for p in event.item.content]
-        wire_item = events.message_item(item.id, item.role, "completed", content)
+        wire_item = item.to_wire()
+        if isinstance(given, ConversationItem):  # echo the parts as the client sent them
+            content = [p.model_dump(exclude_none=True) for p in given.content]
+            wire_item = events.message_item(item.id, item.role, "completed", content)
         self.outbox.emit(events.item_created(previous, wire_item))
 
     async def _truncate_item(self, event: ItemTruncate) -> None:

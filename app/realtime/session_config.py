@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.protocol.errors import ProtocolError
 from app.protocol.schemas import (
     BETA_FORMATS,
     AudioFormat,
-    ProtocolError,
+    NamedToolChoice,
     SessionPatch,
+    Tool,
     TurnDetection,
 )
 from app.settings import Settings
@@ -46,6 +48,8 @@ class SessionConfig:
     transcription_model: str = "whisper-tiny.en"
     speed: float = 1.0
     priority: int = -1  # voice answers go ahead of bulk HTTP text (engine default >= 0)
+    tools: list[Tool] = field(default_factory=list)
+    tool_choice: str | NamedToolChoice = "auto"
 
     @classmethod
     def default(cls, settings: Settings) -> SessionConfig:
@@ -108,6 +112,10 @@ class SessionConfig:
             self.speed = patch.speed
         if patch.priority is not None:
             self.priority = patch.priority
+        if patch.tools is not None:
+            self.tools = list(patch.tools)
+        if patch.tool_choice is not None:
+            self.tool_choice = patch.tool_choice
         return refused
 
     def to_wire(self, session_id: str) -> dict[str, Any]:
@@ -126,4 +134,8 @@ class SessionConfig:
             "max_response_output_tokens": self.max_output_tokens,
             "speed": self.speed,
             "priority": self.priority,
+            "tools": [t.model_dump() for t in self.tools],
+            "tool_choice": self.tool_choice
+            if isinstance(self.tool_choice, str)
+            else self.tool_choice.model_dump(),
         }

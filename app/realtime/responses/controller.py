@@ -11,6 +11,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from app.llm import GenerationParams
+from app.llm.tool_calls import ToolSpec
 from app.protocol.errors import ProtocolError
 from app.protocol.schemas import ResponseOptions
 from app.realtime.responses.response import Response
@@ -92,6 +93,8 @@ class Responses:
         opts = options or ResponseOptions()
         modalities = opts.output_modalities or opts.modalities or cfg.modalities
         limit = opts.max_output_tokens or opts.max_response_output_tokens
+        tools = cfg.tools if opts.tools is None else opts.tools
+        choice = opts.tool_choice or cfg.tool_choice
         return ResponseSpec(
             audio="audio" in modalities,
             instructions=opts.instructions or cfg.instructions,
@@ -106,4 +109,6 @@ class Responses:
             early_user_text=early_user_text,
             in_conversation=opts.conversation != "none",
             metadata=opts.metadata,
+            tools=tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools),
+            tool_choice=choice if isinstance(choice, str) else choice.name,
         )

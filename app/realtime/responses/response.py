@@ -19,9 +19,11 @@ from typing import Any
 
 from app.llm import LLMBackendError
 from app.llm.reasoning import ThinkSplitter
+from app.llm.tool_calls import ToolCallSplitter, tools_prompt
 from app.protocol import events
 from app.realtime.conversation import Item
 from app.realtime.responses.clause_chunker import ClauseChunker
+from app.realtime.responses.function_calls import FunctionCalls
 from app.realtime.responses.gate import EventGate
 from app.realtime.responses.speaker import Speaker
 from app.realtime.responses.spec import (
@@ -55,6 +57,9 @@ class Response:
             else None
         )
         self.text = ""
+        self.calls = FunctionCalls(
+            self.id, spec.tools, deps.conversation if spec.in_conversation else None, self.gate.emit
+        )
         self.item = Item(
             id=self.item_id, role="assistant", text="", audio=spec.audio, status="in_progress"
         )
@@ -148,15 +153,9 @@ class Response:
     def _object(
         self, status: str, output: list[dict[str, Any]], details: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        spec = self.spec
-        return {
-            **events.response_object(self.id, status, output, details),
-            "conversation_id": self.deps.conversation.id if spec.in_conversation else None,
-            "output_modalities": ["audio"] if spec.audio else ["text"],
-            "max_output_tokens": spec.params.max_tokens,
-            "audio": {"output": {"format": spec.output_format.model_dump(), "voice": spec.voice}},
-            "metadata": spec.metadata,
-        }
+        conversation_id = self.deps.conversation.id if self.spec.in_conversation else None
+        wire = events.response_object(self.id, status, output, details)
+        return {**wire, **self.spec.wire_fields(conversation_id)}
 
     async def _run(self) -> None:
         clauses: asyncio.Queue[str | None] = asyncio.Queue()
@@ -196,7 +195,7 @@ class Response:
     async def _generate(self, clauses: asyncio.Queue[str | None]) -> None:
         llm, spec = self.deps.llm, self.spec
         history = await self.deps.conversation.history(
-            spec.instructions,
+            spec.instructions + tools_prompt(list(spec.tools), spec.tool_choice),
             llm.context_length - spec.params.max_tokens,
             llm.count_tokens,
             spec.early_user_text,
@@ -204,7 +203,7 @@ class Response:
         for item in history.dropped:  # the conversation really lost them: say so now
             self.deps.sink(events.item_deleted(item.id))
         splitter = ThinkSplitter(starts_in_reasoning=llm.prompt_opens_reasoning(history.messages))
-        chunker = ClauseChunker()
+        chunker, calls = ClauseChunker(), ToolCallSplitter()
         stream = llm.stream_chat(history.messages, spec.params, self.id)
         async with contextlib.aclosing(stream):  # abort the LLM request even if cancelled here
             async for delta in stream:
@@ -213,19 +212,36 @@ class Response:
                 if self.first_token_at is None:
                     self.first_token_at = time.monotonic()
                 for kind, text in splitter.push(delta.text):
-                    self._route(kind, text, chunker, clauses)
-        for kind, text in splitter.flush():
-            self._route(kind, text, chunker, clauses)
+                    self._route(kind, text, chunker, calls, clauses)
+        for kind, text in [*splitter.flush(), *calls.flush()]:
+            self._route(kind, text, chunker, None, clauses)
         for clause in chunker.flush():
             clauses.put_nowait(clause)
         clauses.put_nowait(None)
 
     def _route(
-        self, kind: str, text: str, chunker: ClauseChunker, clauses: asyncio.Queue[str | None]
+        self,
+        kind: str,
+        text: str,
+        chunker: ClauseChunker,
+        calls: ToolCallSplitter | None,
+        clauses: asyncio.Queue[str | None],
     ) -> None:
+        """Reasoning is shown, tool calls become items, the rest is the spoken answer."""
         if kind == "reasoning":
             self._emit("r1voice.reasoning.delta", item_id=self.item_id, delta=text)
             return
+        if calls is not None and self.spec.tools:
+            for part, piece in calls.push(text):
+                kept = self.calls.add(piece) if part == "call" else piece
+                if kept:
+                    self._speak_text(kept, chunker, clauses)
+            return
+        self._speak_text(text, chunker, clauses)
+
+    def _speak_text(
+        self, text: str, chunker: ClauseChunker, clauses: asyncio.Queue[str | None]
+    ) -> None:
         self.text += text
         delta_type = "response.audio_transcript.delta" if self.spec.audio else "response.text.delta"
         self._emit(delta_type, item_id=self.item_id, output_index=0, content_index=0, delta=text)
@@ -249,21 +265,12 @@ class Response:
         visible = not (self._cancel_reason == "discarded" or self.gate.holding)
         if visible:
             self._report(status, details)
-        seconds = self._stage_seconds() if visible else None
+        first_audio = self.speaker.first_audio_at if self.speaker else None
+        timing = self.timing if visible else None
+        seconds = timing.stage_seconds(self.first_token_at, first_audio) if timing else None
         self._on_done(self, ResponseOutcome(status if visible else "discarded", visible, seconds))
-        if visible and self.timing is not None and seconds is not None:
-            self.gate.emit(
-                events.event(
-                    "r1voice.turn.metrics",
-                    response_id=self.id,
-                    **{
-                        f"speech_stopped_to_{k}_ms": None if v is None else round(v * 1000, 1)
-                        for k, v in seconds.items()
-                    },
-                    audio_ms=round(self.audio_ms, 1),
-                    status=status,
-                )
-            )
+        if seconds is not None:
+            self.gate.emit(events.turn_metrics(self.id, seconds, self.audio_ms, status))
 
     def _report(self, status: str, details: dict[str, Any] | None) -> None:
         common: dict[str, Any] = {"item_id": self.item_id, "output_index": 0, "content_index": 0}
@@ -284,18 +291,9 @@ class Response:
             self.gate.emit(events.event("conversation.item.done", item=self.item.to_wire()))
         self.gate.emit(
             events.event(
-                "response.done", response=self._object(status, [self._item(item_status)], details)
+                "response.done",
+                response=self._object(
+                    status, [self._item(item_status), *self.calls.wire_items()], details
+                ),
             )
         )
-
-    def _stage_seconds(self) -> dict[str, float | None] | None:
-        """The latency breakdown of a voice turn, from the end of speech."""
-        timing = self.timing
-        if timing is None:
-            return None
-        stages = {
-            "transcript": timing.transcript_at,
-            "first_token": self.first_token_at,
-            "first_audio": self.speaker.first_audio_at if self.speaker else None,
-        }
-        return {k: None if v is None else v - timing.speech_stopped_at for k, v in stages.items()}

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from app.llm import GenerationParams, LLMBackend
+from app.llm.tool_calls import ToolSpec
 from app.protocol.schemas import AudioFormat
 from app.realtime.conversation import Conversation
 from app.realtime.responses.gate import EventSink
@@ -26,6 +27,17 @@ class TurnTiming:
     speech_stopped_at: float
     transcript_at: float | None = None
 
+    def stage_seconds(
+        self, first_token_at: float | None, first_audio_at: float | None
+    ) -> dict[str, float | None]:
+        """The latency breakdown of a voice turn: seconds from the end of speech."""
+        stages = {
+            "transcript": self.transcript_at,
+            "first_token": first_token_at,
+            "first_audio": first_audio_at,
+        }
+        return {k: None if v is None else v - self.speech_stopped_at for k, v in stages.items()}
+
 
 @dataclass(frozen=True)
 class ResponseSpec:
@@ -40,6 +52,18 @@ class ResponseSpec:
     early_user_text: str | None = None  # an early answer to a turn not yet committed
     in_conversation: bool = True  # False for `conversation: "none"` (out of band)
     metadata: dict[str, str] | None = None  # echoed in the response object
+    tools: tuple[ToolSpec, ...] = ()  # functions the model may call
+    tool_choice: str = "auto"  # "auto" | "none" | "required" | a function's name
+
+    def wire_fields(self, conversation_id: str | None) -> dict[str, Any]:
+        """What the response object says of these settings."""
+        return {
+            "conversation_id": conversation_id,
+            "output_modalities": ["audio"] if self.audio else ["text"],
+            "max_output_tokens": self.params.max_tokens,
+            "audio": {"output": {"format": self.output_format.model_dump(), "voice": self.voice}},
+            "metadata": self.metadata,
+        }
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,8 @@ def _turn_detection() -> list[dict[str, Any]]:
             "Semantic VAD",
             available=semantic,
             reason=None if semantic else "not implemented yet",
-            description="A turn model decides whether you have finished your sentence",
+            description="Ends the turn once you have finished your sentence "
+            "(OpenAI's semantic_vad; eagerness sets how long it waits)",
         ),
     ]
 

@@ -1,0 +1,92 @@
+"""The function calls one response makes: each becomes a `function_call` output item.
+
+A call is whole when the model closes its `<tool_call>` tag; it is then validated
+against the function's schema and announced as an output item with its arguments
+(`response.function_call_arguments.delta`/`done`). It is never spoken. A call that does
+not parse or match becomes an `invalid_tool_call` error, and its text stays in the
+answer as ordinary words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from app.llm.tool_calls import CLOSE, OPEN, InvalidToolCall, ToolSpec, call_text, parse_call
+from app.protocol import events
+from app.realtime.conversation import Conversation, Item
+
+
+class FunctionCalls:
+    def __init__(
+        self,
+        response_id: str,
+        tools: tuple[ToolSpec, ...],
+        conversation: Conversation | None,
+        emit: Callable[[dict[str, Any]], None],
+    ) -> None:
+        self.response_id = response_id
+        self.tools = list(tools)
+        self.conversation = conversation  # None: an out-of-band response
+        self.emit = emit
+        self.items: list[Item] = []
+
+    def add(self, raw: str) -> str | None:
+        """One complete call's JSON. Returns the text to keep as words if it is invalid."""
+        try:
+            call = parse_call(raw, self.tools)
+        except InvalidToolCall as exc:
+            self.emit(events.error("invalid_tool_call", str(exc), kind="server_error"))
+            return f"{OPEN}{raw}{CLOSE}"
+        index = 1 + len(self.items)  # output 0 is the message
+        item = Item(
+            id=events.new_id("item"),
+            role="assistant",
+            text=call_text(call.name, call.arguments),
+            kind="function_call",
+            call=(events.new_id("call"), call.name, call.arguments),
+        )
+        self.items.append(item)
+        call_id, name, arguments = item.call  # type: ignore[misc]
+        common = {"response_id": self.response_id, "item_id": item.id, "output_index": index}
+        added = events.function_call_item(item.id, "in_progress", call_id, name, "")
+        self.emit(
+            events.event(
+                "response.output_item.added",
+                response_id=self.response_id,
+                output_index=index,
+                item=added,
+            )
+        )
+        if self.conversation is not None:
+            previous = self.conversation.last_id
+            self.conversation.add(item)
+            self.emit(events.item_created(previous, added))
+        self.emit(
+            events.event(
+                "response.function_call_arguments.delta", call_id=call_id, delta=arguments, **common
+            )
+        )
+        self.emit(
+            events.event(
+                "response.function_call_arguments.done",
+                call_id=call_id,
+                name=name,
+                arguments=arguments,
+                **common,
+            )
+        )
+        self.emit(
+            events.event(
+                "response.output_item.done",
+                response_id=self.response_id,
+                output_index=index,
+                item=item.to_wire(),
+            )
+        )
+        if self.conversation is not None:
+            self.emit(events.event("conversation.item.done", item=item.to_wire()))
+        return None
+
+    def wire_items(self) -> list[dict[str, Any]]:
+        return [item.to_wire() for item in self.items]
