@@ -3,7 +3,10 @@
 Whatever a client sends, in any order: no exception escapes (no `server_error`), every
 `response.created` gets exactly one `response.done`, and once the session is closed
 nothing it started is left: no asyncio task, no engine request, no KV block held, no
-new thread (each model's executor threads are created once, not per session).
+event sent after the end, no new thread (each model's executor threads are created
+once, not per session). Each example is one `asyncio.run`; the sequences are
+derandomized, so a run is repeatable; a few explicit examples cover paths that 25
+random ones rarely reach (an answer played and truncated, a barge-in).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,7 +127,8 @@ def _client_event(
     return None
 
 
-async def _settle(condition: Any, what: str) -> None:
+async def _settle(condition: Callable[[], bool], what: Callable[[], str]) -> None:
+    """Wait until `condition()` holds; fail with `what()` after SETTLE_S."""
     deadline = time.monotonic() + SETTLE_S
     while not condition():
         assert time.monotonic() < deadline, what()
@@ -158,7 +163,7 @@ async def _run_session(
     await asyncio.wait_for(drainer, SETTLE_S)
     me = asyncio.current_task()
 
-    def others() -> list[str]:
+    def others() -> list[str]:  # every task the session started has ended
         return [t.get_name() for t in asyncio.all_tasks() if t is not me]
 
     await _settle(lambda: not others(), lambda: f"tasks left after close: {others()}")
@@ -193,6 +198,20 @@ def _check(events: list[dict[str, Any]]) -> None:
     ]
     assert not failed, failed
     assert events[0]["type"] == "session.created"
+    announced: set[str] = set()
+    deleted: set[str] = set()
+    open_responses: set[str] = set()
+    for event in events:  # in order: nothing ends before it began, nothing goes twice
+        if event["type"] == "conversation.item.created":
+            announced.add(event["item"]["id"])
+        elif event["type"] == "conversation.item.deleted":
+            assert event["item_id"] in announced - deleted, event
+            deleted.add(event["item_id"])
+        elif event["type"] == "response.created":
+            open_responses.add(event["response"]["id"])
+        elif event["type"] == "response.done":
+            assert event["response"]["id"] in open_responses, event
+            open_responses.discard(event["response"]["id"])
 
 
 @dataclass(frozen=True)
