@@ -641,18 +641,30 @@ function fillSettings() {
   $("s-speed-out").textContent = String(view.speed ?? 1);
   $("s-turn").value = view.turnDetection ? view.turnDetection.type : "none";
   if (view.turnDetection && view.turnDetection.silence_duration_ms) $("s-silence").value = view.turnDetection.silence_duration_ms;
+  if (view.turnDetection && view.turnDetection.eagerness) $("s-eagerness").value = view.turnDetection.eagerness;
+  showTurnKnobs();
   if (typeof view.temperature === "number") $("s-temperature").value = view.temperature;
   const semantic = paletteData && paletteData.turn.find((r) => r.key === "semantic_vad");
   $("s-turn").querySelector("option[value=semantic_vad]").disabled = !(semantic && semantic.available);
 }
 
+function showTurnKnobs() {
+  for (const el of $("settings").querySelectorAll("[data-for-turn]")) el.hidden = el.dataset.forTurn !== $("s-turn").value;
+}
+
 function applySettings(e) {
   e.preventDefault();
   const turn = $("s-turn").value;
+  let turnDetection = null;
+  if (turn === "server_vad") {
+    const kept = view.turnDetection && view.turnDetection.type === "server_vad" ? view.turnDetection : {};
+    turnDetection = { ...kept, type: turn, silence_duration_ms: Number($("s-silence").value) };
+    delete turnDetection.eagerness;
+  } else if (turn === "semantic_vad") turnDetection = { type: turn, eagerness: $("s-eagerness").value };
   const fields = {
     instructions: $("s-instructions").value,
     speed: Number($("s-speed").value),
-    turnDetection: turn === "none" ? null : { ...(view.turnDetection || {}), type: turn, silence_duration_ms: Number($("s-silence").value) },
+    turnDetection,
     temperature: Number($("s-temperature").value),
   };
   Object.assign(desired, fields);
@@ -783,6 +795,7 @@ $("settings-form").addEventListener("submit", applySettings);
 $("settings-form").addEventListener("input", (e) => {
   $("settings").dataset.dirty = "true";
   if (e.target.id === "s-speed") $("s-speed-out").textContent = e.target.value;
+  if (e.target.id === "s-turn") showTurnKnobs();
 });
 $("settings").addEventListener("keydown", (e) => e.key === "Escape" && toggleSettings(false));
 $("copy-config").addEventListener("click", copyConfig);

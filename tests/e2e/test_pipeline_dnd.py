@@ -104,6 +104,15 @@ def test_keyboard_and_click_alternatives(
     )
     expect(page.locator("#talk")).to_have_text("Talk")
 
+    semantic = page.locator('.component[data-slot="turn"][data-key="semantic_vad"]')
+    if semantic.get_attribute("aria-disabled") != "true":  # once the server offers it
+        semantic.drag_to(page.locator("#card-input"))
+        expect(session_value(page, "turn")).to_have_attribute(
+            "data-key", "semantic_vad", timeout=TIMEOUT_MS
+        )
+        assert debug(page)["session"]["turnDetection"]["type"] == "semantic_vad"
+        expect(page.locator("#talk")).to_have_text("Talk")  # hands-free
+
     # a voice by keyboard: open the espeak-ng languages, pick German
     page.click("#palette-tts details.more summary")
     page.fill("#palette-tts .filter", "german")

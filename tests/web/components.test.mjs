@@ -36,6 +36,10 @@ test("a drop becomes session fields", () => {
   });
   assert.equal(fieldsFor("llm", "embedded:smollm2"), null);
   assert.deepEqual(turnDetectionValue("semantic_vad", null), { type: "semantic_vad" });
+  // semantic VAD chooses its own silence window: server VAD's knobs are not carried over
+  assert.deepEqual(turnDetectionValue("semantic_vad", { type: "server_vad", silence_duration_ms: 500 }), { type: "semantic_vad" });
+  assert.deepEqual(turnDetectionValue("semantic_vad", { type: "semantic_vad", eagerness: "low", silence_duration_ms: 1200 }), { type: "semantic_vad", eagerness: "low" });
+  assert.deepEqual(turnDetectionValue("server_vad", { type: "semantic_vad", eagerness: "low", silence_duration_ms: 1200 }), { type: "server_vad" });
   assert.equal(turnDetectionValue("none"), null);
 });
 

@@ -31,7 +31,9 @@ export function turnDetectionValue(id, current) {
   if (id === null || id === "none") return null;
   const base = current && typeof current === "object" ? current : {};
   const kept = {};
-  for (const k of ["threshold", "prefix_padding_ms", "silence_duration_ms"]) if (base[k] !== undefined) kept[k] = base[k];
+  // server VAD keeps its knobs; semantic VAD has only eagerness (it picks its own window)
+  const knobs = id === "server_vad" && base.type === "server_vad" ? ["threshold", "prefix_padding_ms", "silence_duration_ms"] : id === "semantic_vad" ? ["eagerness"] : [];
+  for (const k of knobs) if (base[k] !== undefined && base[k] !== null) kept[k] = base[k];
   return { ...kept, type: id };
 }
 
