@@ -13,11 +13,10 @@ import json
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
 
 from app.llm import (
     ChatMessage,
@@ -28,7 +27,17 @@ from app.llm import (
     LLMDelta,
 )
 from app.llm.reasoning import ThinkSplitter
+from app.llm.tool_calls import (
+    CLOSE,
+    OPEN,
+    InvalidToolCall,
+    ToolCallSplitter,
+    ToolSpec,
+    parse_call,
+    tools_prompt,
+)
 from app.models.components import Components
+from app.server.routes.openai_schemas import ChatRequest
 from app.server.state import HttpState
 
 router = APIRouter(prefix="/v1", tags=["openai"])
@@ -52,44 +61,6 @@ class OpenAIError(HTTPException):
             {"error": {"message": message, "type": kind, "param": param, "code": code}},
             headers,
         )
-
-
-class ContentPart(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    type: Literal["text", "input_text"]
-    text: str
-
-
-class Message(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    role: Literal["system", "developer", "user", "assistant"]
-    content: str | list[ContentPart] | None = None
-
-    def text(self) -> str:
-        if isinstance(self.content, list):
-            return "".join(p.text for p in self.content)
-        return self.content or ""
-
-
-class StreamOptions(BaseModel):
-    include_usage: bool = False
-
-
-class ChatRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    model: str
-    messages: list[Message] = Field(min_length=1)
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
-    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
-    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    top_k: int = 0
-    stop: str | list[str] | None = None
-    seed: int | None = None
-    n: int = 1
-    stream: bool = False
-    stream_options: StreamOptions | None = None
-    priority: int | None = None
 
 
 def _components(state: HttpState) -> Components:
@@ -147,8 +118,15 @@ async def chat_completions(
         ChatMessage("system" if m.role == "developer" else m.role, m.text())
         for m in request.messages
     ]
+    tools = request.tool_specs() if request.choice() != "none" else []
+    offer = tools_prompt(tools, request.choice())
+    if offer:  # the tools go into the system prompt, in the model's own format
+        if messages[0].role == "system":
+            messages[0] = ChatMessage("system", messages[0].content + offer)
+        else:
+            messages.insert(0, ChatMessage("system", offer.lstrip()))
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
-    stream = _pieces(components.llm, messages, params, completion_id)
+    stream = _pieces(components.llm, messages, params, completion_id, tools)
     try:  # the first piece surfaces refusals (busy, too long) as HTTP errors, not in-stream
         first = await anext(stream)
     except LLMBusyError as exc:
@@ -168,7 +146,7 @@ async def chat_completions(
             _sse(first, stream, completion_id, created, request.model, include_usage),
             media_type="text/event-stream",
         )
-    content, reasoning = "", ""
+    content, reasoning, calls = "", "", []
     async with contextlib.aclosing(stream):
         piece: Piece | None = first
         try:
@@ -176,22 +154,29 @@ async def chat_completions(
                 kind, text = piece
                 if kind == "content":
                     content += text
+                elif kind == "tool_call":
+                    calls.append(json.loads(text))
                 else:
                     reasoning += text
                 piece = await anext(stream)
         except LLMBackendError as exc:
             raise OpenAIError(500, str(exc), code=exc.code) from exc
     assert isinstance(piece, LLMDelta)  # _pieces ends with the final delta
-    message: dict[str, Any] = {"role": "assistant", "content": content}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": content or None if calls else content,
+    }
     if reasoning:
         message["reasoning_content"] = reasoning
+    if calls:
+        message["tool_calls"] = calls
     return JSONResponse(
         {
             "id": completion_id,
             "object": "chat.completion",
             "created": created,
             "model": request.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": piece.finish_reason}],
+            "choices": [{"index": 0, "message": message, "finish_reason": _finish(piece, calls)}],
             "usage": _usage(piece),
         }
     )
@@ -200,23 +185,59 @@ async def chat_completions(
 Piece = tuple[str, str] | LLMDelta
 
 
+def _finish(final: LLMDelta, calls: list[Any]) -> str | None:
+    return "tool_calls" if calls and final.finish_reason == "stop" else final.finish_reason
+
+
 async def _pieces(
-    llm: LLMBackend, messages: list[ChatMessage], params: GenerationParams, request_id: str
+    llm: LLMBackend,
+    messages: list[ChatMessage],
+    params: GenerationParams,
+    request_id: str,
+    tools: list[ToolSpec],
 ) -> AsyncGenerator[Piece, None]:
-    """("content"|"reasoning", text) pieces, then the backend's final delta (finish reason
-    and token counts)."""
+    """("content"|"reasoning"|"tool_call", text) pieces, then the backend's final delta
+    (finish reason and token counts). A tool call's text is OpenAI's `tool_calls` entry
+    as JSON; a call that does not parse or match is left in the content."""
     splitter = ThinkSplitter(starts_in_reasoning=llm.prompt_opens_reasoning(messages))
+    calls = ToolCallSplitter() if tools else None
+
+    def route(pieces: list[tuple[str, str]], last: bool = False) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for kind, text in pieces:
+            if kind != "content" or calls is None:
+                out.append((kind, text))
+                continue
+            for part, piece in calls.push(text):
+                out.append(_tool_piece(piece, tools) if part == "call" else (part, piece))
+        if last and calls is not None:
+            out += calls.flush()
+        return out
+
     source = llm.stream_chat(messages, params, request_id)
     async with contextlib.aclosing(source):
         async for delta in source:
             if delta.finished:
-                for piece in splitter.flush():
+                for piece in route(splitter.flush(), last=True):
                     yield piece
                 yield delta
                 return
-            for piece in splitter.push(delta.text):
+            for piece in route(splitter.push(delta.text)):
                 yield piece
     raise LLMBackendError(f"the {llm.name} backend ended the stream without a finish reason")
+
+
+def _tool_piece(raw: str, tools: list[ToolSpec]) -> tuple[str, str]:
+    try:
+        call = parse_call(raw, tools)
+    except InvalidToolCall:
+        return ("content", f"{OPEN}{raw}{CLOSE}")
+    entry = {
+        "id": f"call_{uuid.uuid4().hex[:24]}",
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+    return ("tool_call", json.dumps(entry))
 
 
 def _usage(final: LLMDelta) -> dict[str, Any]:
@@ -253,16 +274,21 @@ async def _sse(
         return f"data: {json.dumps(body)}\n\n"
 
     yield chunk({"role": "assistant", "content": ""})
+    calls: list[Any] = []
     async with contextlib.aclosing(rest):  # a client that disconnects aborts the request
         piece: Piece | None = first
         while piece is not None:
             if isinstance(piece, LLMDelta):
-                yield chunk({}, finish=piece.finish_reason)
+                yield chunk({}, finish=_finish(piece, calls))
                 if include_usage:
                     yield chunk({}, usage=_usage(piece))
                 break
             kind, text = piece
-            yield chunk({"content": text} if kind == "content" else {"reasoning_content": text})
+            if kind == "tool_call":
+                calls.append(text)
+                yield chunk({"tool_calls": [{"index": len(calls) - 1, **json.loads(text)}]})
+            else:
+                yield chunk({"content": text} if kind == "content" else {"reasoning_content": text})
             try:
                 piece = await anext(rest)
             except LLMBackendError as exc:

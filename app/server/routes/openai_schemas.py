@@ -1,0 +1,100 @@
+"""Request bodies of the OpenAI-compatible HTTP API (pydantic; unknown fields ignored)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.llm.tool_calls import ToolSpec, call_text
+
+
+class ContentPart(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["text", "input_text"]
+    text: str
+
+
+class FunctionCall(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    name: str
+    arguments: str = "{}"
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: str = ""
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[ContentPart] | None = None
+    tool_calls: list[ToolCall] | None = None  # an assistant's earlier calls
+    tool_call_id: str | None = None  # a tool message: the call it answers
+
+    def text(self) -> str:
+        """The message as the model sees it: an assistant's calls in its own tag format."""
+        text = self.content if isinstance(self.content, str) else ""
+        if isinstance(self.content, list):
+            text = "".join(p.text for p in self.content)
+        calls = [call_text(c.function.name, c.function.arguments) for c in self.tool_calls or []]
+        return "\n".join(t for t in [text, *calls] if t)
+
+
+class FunctionDef(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    parameters: dict[str, Any] | None = None
+
+
+class ToolDef(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["function"] = "function"
+    function: FunctionDef
+
+
+class NamedChoice(BaseModel):
+    type: Literal["function"] = "function"
+    function: FunctionCall | dict[str, str]
+
+    @property
+    def name(self) -> str:
+        f = self.function
+        return f.name if isinstance(f, FunctionCall) else f.get("name", "")
+
+
+class StreamOptions(BaseModel):
+    include_usage: bool = False
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    model: str
+    messages: list[Message] = Field(min_length=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    top_k: int = 0
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    n: int = 1
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    priority: int | None = None
+    tools: list[ToolDef] | None = None
+    tool_choice: Literal["auto", "none", "required"] | NamedChoice | None = None
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return [
+            ToolSpec(t.function.name, t.function.description, t.function.parameters)
+            for t in self.tools or []
+        ]
+
+    def choice(self) -> str:
+        c = self.tool_choice
+        return c.name if isinstance(c, NamedChoice) else (c or "auto")
