@@ -147,7 +147,8 @@ class Session:
                         error.code, error.message, param=error.param, event_id=event.event_id
                     )
                 )
-            await self.turns.reconfigure(self.config.input_format, self.config.turn_detection)
+            cfg = self.config
+            await self.turns.reconfigure(cfg.input_format, cfg.turn_detection, cfg.show_transcripts)
             self.outbox.emit(events.event("session.updated", session=self.session_object()))
         elif isinstance(event, AudioCommit):
             await self.turns.commit_manual()

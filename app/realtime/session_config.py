@@ -46,6 +46,9 @@ class SessionConfig:
     output_format: AudioFormat = field(default_factory=AudioFormat)
     turn_detection: TurnDetection | None = field(default_factory=lambda: TurnDetection())
     transcription_model: str = "whisper-tiny.en"
+    # `input_audio_transcription: null`: no transcript events (the ASR still runs: the LLM
+    # answers the words)
+    show_transcripts: bool = True
     speed: float = 1.0
     priority: int = -1  # voice answers go ahead of bulk HTTP text (engine default >= 0)
     tools: list[Tool] = field(default_factory=list)
@@ -100,6 +103,8 @@ class SessionConfig:
             self.input_format = _format(patch.input_audio_format)
         if patch.output_audio_format is not None:
             self.output_format = _format(patch.output_audio_format)
+        if "input_audio_transcription" in given:
+            self.show_transcripts = patch.input_audio_transcription is not None
         if "turn_detection" in given:
             self.turn_detection = patch.turn_detection
         if patch.temperature is not None:
@@ -128,7 +133,9 @@ class SessionConfig:
             "voice": self.voice,
             "input_audio_format": _format_to_wire(self.input_format),
             "output_audio_format": _format_to_wire(self.output_format),
-            "input_audio_transcription": {"model": self.transcription_model},
+            "input_audio_transcription": (
+                {"model": self.transcription_model} if self.show_transcripts else None
+            ),
             "turn_detection": self.turn_detection.model_dump() if self.turn_detection else None,
             "temperature": self.temperature,
             "max_response_output_tokens": self.max_output_tokens,

@@ -10,13 +10,13 @@
 - Early answers: at the first ~200 ms of silence the final transcription starts; if it
   is ready before the turn really ends, the answer starts too, held unseen (see
   responses/gate.py) until the committed transcript confirms it.
-The coordinator talks to the outside through an event sink and a narrow
-`ResponseStarter`; it never sees the session.
+It talks to the outside through an event sink and a narrow `ResponseStarter`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -48,15 +48,19 @@ class TurnCoordinator:
     emit: EventSink
     policy: TurnPolicy
     turn_detection: TurnDetection | None
+    show_transcripts: bool = True
     turn: SpeechTurn | None = None
     last: CommittedTurn | None = None
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _closed: bool = False
 
-    async def reconfigure(self, fmt: AudioFormat, turn_detection: TurnDetection | None) -> None:
+    async def reconfigure(
+        self, fmt: AudioFormat, turn_detection: TurnDetection | None, show_transcripts: bool = True
+    ) -> None:
         """A turn open when VAD is switched off is dropped; its audio stays buffered."""
         self.audio.reconfigure(fmt, turn_detection)
         self.turn_detection = turn_detection
+        self.show_transcripts = show_transcripts
         if turn_detection is None and self.turn is not None:
             turn, self.turn = self.turn, None
             await self._drop(turn)
@@ -86,10 +90,9 @@ class TurnCoordinator:
     async def _on_vad(self, vad_event: VADEvent) -> None:
         turn = self.turn
         if vad_event.kind == "speech_started":
-            self.turn = turn = SpeechTurn(
-                events.new_id("item"), vad_event.sample, TurnTranscriber(self.asr, lambda _d: None)
-            )
-            turn.transcriber.on_delta = self._delta_sender(turn.item_id)
+            item_id = events.new_id("item")
+            transcriber = TurnTranscriber(self.asr, functools.partial(self._send_delta, item_id))
+            self.turn = turn = SpeechTurn(item_id, vad_event.sample, transcriber)
             if not (self.responses.responding or self._continues_last(turn)):
                 await self._confirm(turn)
         elif turn is None:
@@ -128,11 +131,9 @@ class TurnCoordinator:
         if early is not None:
             await early.discard()
 
-    def _delta_sender(self, item_id: str):  # type: ignore[no-untyped-def]
-        def send(delta: str) -> None:
+    def _send_delta(self, item_id: str, delta: str) -> None:
+        if self.show_transcripts:
             self.emit(events.transcription("delta", item_id, delta=delta))
-
-        return send
 
     async def _confirm(self, turn: SpeechTurn) -> None:
         """Speech that counts: continue the last turn or interrupt the answer, announce it."""
@@ -262,13 +263,15 @@ class TurnCoordinator:
             log.exception("transcription failed")
             item.text = ""
             error = {"type": "server_error", "code": "asr_failed", "message": str(exc)}
-            self.emit(events.transcription("failed", item.id, error=error))
+            if self.show_transcripts:
+                self.emit(events.transcription("failed", item.id, error=error))
             return
         finally:
             item.ready.set()
         turn.timing.transcript_at = time.monotonic()
         usage = {"type": "duration", "seconds": round(turn.audio.size / PIPELINE_RATE, 3)}
-        self.emit(events.transcription("completed", item.id, transcript=item.text, usage=usage))
+        if self.show_transcripts:
+            self.emit(events.transcription("completed", item.id, transcript=item.text, usage=usage))
         early, turn.early = turn.early, None
         if (
             early is not None

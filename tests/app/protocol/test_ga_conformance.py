@@ -240,3 +240,34 @@ def test_out_of_band_response_echoes_metadata_and_stays_out(shared_components: A
     assert first["output_modalities"] == ["text"]
     assert [m.content for m in llm.prompts[1][1:]] == ["Classify me."]  # "Fine." was not kept
     assert invalid_events(events) == []
+
+
+def test_transcription_null_sends_no_transcripts(app_client: TestClient) -> None:
+    with app_client.websocket_connect("/v1/realtime?dialect=ga") as ws:
+        ws.receive_json()
+        audio_input = {
+            "transcription": None,
+            "turn_detection": {"type": "server_vad", "create_response": False},
+        }
+        ga(
+            ws,
+            {
+                "type": "session.update",
+                "session": {"type": "realtime", "audio": {"input": audio_input}},
+            },
+        )
+        updated = receive_until(ws, lambda e: e["type"] == "session.updated")[-1]
+        assert updated["session"]["audio"]["input"]["transcription"] is None
+        silence = np.zeros(REALTIME_RATE, np.float32)
+        stream_audio(
+            ws, np.concatenate([silence, load_clip("jfk.flac")[: 3 * REALTIME_RATE], silence])
+        )
+        ws.send_text(json.dumps({"type": "sync.marker"}))  # handled after every append
+        events = receive_until(ws, lambda e: e["type"] == "error")
+        committed = [e for e in events if e["type"] == "input_audio_buffer.committed"]
+        ga(ws, {"type": "conversation.item.retrieve", "item_id": committed[0]["item_id"]})
+        retrieved = receive_until(ws, lambda e: e["type"] == "conversation.item.retrieved")
+        events += retrieved
+    assert committed
+    assert not [e for e in events if "input_audio_transcription" in e["type"]]
+    assert retrieved[-1]["item"]["role"] == "user"
