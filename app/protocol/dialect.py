@@ -1,9 +1,8 @@
 """The two dialects of the Realtime protocol: GA (the default) and beta.
 
 Sessions build events with the beta names; `to_ga` rewrites each outgoing event for a
-GA client in one place. A session is GA when the client said so: no `OpenAI-Beta:
-realtime=v1` header/subprotocol and a GA-shaped `session.update` (`session.type`,
-`session.audio`, `output_modalities`), or `?dialect=ga` in the URL.
+GA client in one place. A session is GA unless the client asks for beta: an `OpenAI-Beta:
+realtime=v1` header, the `openai-beta.realtime-v1` subprotocol, or `?dialect=beta`.
 """
 
 from __future__ import annotations

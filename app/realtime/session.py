@@ -15,7 +15,7 @@ from typing import Any
 from app.llm.tool_calls import call_text
 from app.models.components import Components
 from app.protocol import events
-from app.protocol.dialect import BETA, GA, ga_session_patch, looks_ga, session_to_ga
+from app.protocol.dialect import GA, ga_session_patch, looks_ga, session_to_ga
 from app.protocol.errors import ProtocolError
 from app.protocol.schemas import (
     AudioAppend,
@@ -55,7 +55,7 @@ class Session:
     ) -> None:
         settings = components.settings
         self.id = events.new_id("sess")
-        self.outbox = Outbox(dialect or BETA)
+        self.outbox = Outbox(dialect or GA)  # GA unless the handshake asked for beta
         self._dialect_fixed = dialect is not None  # told by the handshake
         self.config = SessionConfig.default(settings)
         self._voices = components.tts.voices()

@@ -69,7 +69,7 @@ def test_http_busy_is_429_with_retry_after(shared_components: Any) -> None:
 def test_websocket_busy_is_an_error_event_and_the_session_goes_on(shared_components: Any) -> None:
     llm = BusyOnceLLM()
     client = client_with(dataclasses.replace(shared_components, llm=llm))
-    with client.websocket_connect("/v1/realtime") as ws:
+    with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         send_user_text(ws, "Capital of France?")
         ws.receive_json()

@@ -171,7 +171,8 @@ class TurnCoordinator:
     async def _on_stopped(self, turn: SpeechTurn, sample: int) -> None:
         self.turn = None
         if not turn.confirmed:
-            if self.responses.responding:  # a cough or echo during the answer: ignore it
+            # a cough or echo: during an answer, shorter than the hold (one append may hold it all)
+            if self.responses.responding and sample - turn.start < self.policy.hold:
                 await turn.transcriber.close()
                 self.audio.buffer.drop_before(sample)
                 return

@@ -43,7 +43,7 @@ def done(event: dict[str, Any]) -> bool:
 
 
 def test_default_dialect_is_ga_and_every_event_validates(app_client: TestClient) -> None:
-    with app_client.websocket_connect("/v1/realtime?dialect=ga") as ws:
+    with app_client.websocket_connect("/v1/realtime") as ws:  # no beta header: GA
         events = [ws.receive_json()]
         assert events[0]["type"] == "session.created"
         assert events[0]["session"]["type"] == "realtime"

@@ -12,6 +12,7 @@ Americans ask" and 5.8-10 s as "country can do for you ask what you can do for y
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import re
@@ -105,7 +106,7 @@ def _committed_ids(events: list[dict[str, Any]]) -> list[str]:
 def test_bug1_clear_then_speech_is_a_new_turn(app_client: TestClient) -> None:
     """Before the fix the VAD position rewound on clear: the next utterance looked like it
     continued the cleared turn, which was deleted, and its words came back again."""
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         _open(ws)
         assert _update(ws, VAD_NO_ANSWER)["type"] == "session.updated"
         first = _voice_turn_events(ws, np.concatenate([_silence(2), _jfk(0, 4), _silence(2)]))
@@ -132,7 +133,7 @@ def test_bug1_clear_then_speech_is_a_new_turn(app_client: TestClient) -> None:
 def test_bug1b_manual_commit_then_vad_turn_is_a_new_turn(app_client: TestClient) -> None:
     """A manual commit ends the chance to continue a turn: the next VAD turn, starting
     right after it, must not reopen (delete) the manually committed item."""
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         _open(ws)
         assert _update(ws, {"turn_detection": None})["type"] == "session.updated"
         stream_audio(ws, np.concatenate([_silence(0.5), _jfk(0, 4)]))
@@ -168,7 +169,7 @@ def test_bug1b_manual_commit_then_vad_turn_is_a_new_turn(app_client: TestClient)
 
 def test_bug3_vad_off_mid_turn_drops_the_open_turn(app_client: TestClient) -> None:
     state = app_client.app.state.server  # type: ignore[attr-defined]
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         session_id = _open(ws)
         assert _update(ws, VAD_NO_ANSWER)["type"] == "session.updated"
         stream_audio(ws, np.concatenate([_silence(0.5), _jfk(0, 1.5)]))  # mid-sentence
@@ -224,7 +225,7 @@ def test_bug4_unexpected_exception_fails_the_response_and_the_session_goes_on(
 ) -> None:
     llm = ScriptedLLM(["All ", "good."], fail=RuntimeError("boom"))
     client = client_with(dataclasses.replace(shared_components, llm=llm))
-    with client.websocket_connect("/v1/realtime") as ws:
+    with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         _open(ws)
         failed = _text_turn(ws, "Hello?")
         llm.fail = None
@@ -246,7 +247,7 @@ def test_bug4_backend_error_before_generation_fails_with_its_code(
     """A chat-template failure raises before the backend's own `try`: still `failed`."""
     llm = ScriptedLLM(fail=LLMBackendError("the chat template failed: no 'tool' role"))
     client = client_with(dataclasses.replace(shared_components, llm=llm))
-    with client.websocket_connect("/v1/realtime") as ws:
+    with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         _open(ws)
         failed = _text_turn(ws, "Hello?")
         llm.fail = None
@@ -264,7 +265,7 @@ def _refused_limits(components: Any, limit: int) -> dict[str, Any]:
     response; what the client saw."""
     llm = ScriptedLLM(["Fine."])
     client = client_with(dataclasses.replace(components, llm=llm))
-    with client.websocket_connect("/v1/realtime") as ws:
+    with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         created = ws.receive_json()
         _send(
             ws,
@@ -326,7 +327,7 @@ def test_bug6_oversized_append_is_refused_before_decoding(
     def no_decoding(*_args: Any, **_kwargs: Any) -> Any:
         raise AssertionError("decoded an append")
 
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         _open(ws)
         assert _update(ws, {"turn_detection": None})["type"] == "session.updated"
         ws.send_text(append_event(_silence(0.5)))  # fits: buffered
@@ -361,7 +362,7 @@ def test_bug8_oldest_turns_are_dropped_to_fit_the_context(shared_components: Any
     llm = ScriptedLLM(["Hello ", "there."], context_length=context)
     client = client_with(dataclasses.replace(shared_components, llm=llm))
     turns: list[tuple[str, str, list[dict[str, Any]]]] = []
-    with client.websocket_connect("/v1/realtime") as ws:
+    with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         _open(ws)
         assert _update(ws, {"instructions": instructions})["type"] == "session.updated"
         for n in range(6):
@@ -410,3 +411,41 @@ def test_bug8_oldest_turns_are_dropped_to_fit_the_context(shared_components: Any
             ]
         expected.append(ChatMessage("user", f"question number {n} please"))
         assert prompt == expected, (n, prompt)
+
+
+# -- found by the fuzz test: a barge-in inside one large append ----------------------
+
+
+def test_barge_in_within_one_append_is_not_taken_for_a_cough(shared_components: Any) -> None:
+    """Speech longer than the barge-in hold that starts and ends inside one append (a
+    client sending large appends) interrupts the answer like streamed speech does;
+    before, the hold was only checked after the whole append, when the turn had
+    already stopped, so it was dropped as a cough."""
+    llm = ScriptedLLM(["Never ", "said."], hold=asyncio.Event())  # answers nothing, ever
+    client = client_with(dataclasses.replace(shared_components, llm=llm))
+    with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
+        _open(ws)
+        assert _update(ws, VAD_NO_ANSWER)["type"] == "session.updated"
+        _send(ws, "response.create", response={"modalities": ["text"]})
+        answer = receive_until(ws, _of_type("response.content_part.added"))
+        ws.send_text(append_event(np.concatenate([_silence(0.5), _jfk(0, 4), _silence(2)])))
+        # handled after the append: refused if the barge-in already cancelled the answer
+        _send(ws, "response.cancel", event_id="cancel-after")
+        events = receive_until(ws, is_done)
+        assert events[-1]["response"]["status_details"]["reason"] == "turn_detected", events
+        events += receive_until(ws, _of_type(COMPLETED))
+    types = _types(events)
+    refused = events[types.index("error")]["error"]
+    assert (refused["code"], refused["event_id"]) == ("response_cancel_not_active", "cancel-after")
+    assert types.index("input_audio_buffer.committed") < types.index("error")
+    assert types.index("input_audio_buffer.speech_started") < types.index("response.done")
+    assert types.index("response.done") < types.index("input_audio_buffer.speech_stopped")
+    assert types.index("input_audio_buffer.speech_stopped") < types.index(
+        "input_audio_buffer.committed"
+    )
+    done = events[types.index("response.done")]["response"]
+    assert done["id"] == answer[0]["response"]["id"]
+    assert done["status"] == "cancelled"
+    assert done["status_details"] == {"type": "cancelled", "reason": "turn_detected"}
+    assert _words(events[-1]["transcript"]) & FIRST_WORDS, events[-1]
+    assert not llm.running

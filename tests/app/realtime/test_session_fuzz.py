@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from app.audio import float_to_pcm16
+from app.protocol.dialect import BETA
 from app.realtime.session import Session
 from tests.conftest import REALTIME_RATE, load_clip
 
@@ -139,7 +140,7 @@ async def _run_session(
     components: Any, chunks: dict[str, dict[str, Any]], script: list[Action]
 ) -> list[dict[str, Any]]:
     """Play `script` on a fresh session, close it; returns every event it sent."""
-    session = Session(components)
+    session = Session(components, BETA)  # the event names checked below
     seen: list[dict[str, Any]] = []
 
     async def drain() -> None:

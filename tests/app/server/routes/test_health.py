@@ -40,7 +40,7 @@ def test_ready_is_503_before_warmup_and_200_after(
         assert client.get("/v2/models/smollm2-135m-instruct/ready").status_code == 503
         with (
             pytest.raises(WebSocketDisconnect) as refused,
-            client.websocket_connect("/v1/realtime") as ws,
+            client.websocket_connect("/v1/realtime?dialect=beta") as ws,
         ):
             ws.receive_json()
         assert refused.value.code == 1013  # try again later

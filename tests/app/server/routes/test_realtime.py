@@ -29,7 +29,7 @@ def _transcripts(events: list[dict]) -> list[str]:
 
 
 def test_session_created_first_and_realtime_subprotocol(app_client: TestClient) -> None:
-    with app_client.websocket_connect("/v1/realtime", subprotocols=["realtime"]) as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta", subprotocols=["realtime"]) as ws:
         assert ws.accepted_subprotocol == "realtime"
         first = ws.receive_json()
         assert first["type"] == "session.created"
@@ -41,7 +41,7 @@ def test_jfk_round_trip(app_client: TestClient) -> None:
     """Human speech in 20 ms chunks then silence -> transcript -> spoken answer -> done."""
     speech = load_clip("jfk.flac")
     silence = np.zeros(REALTIME_RATE * 2, dtype=np.float32)
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         assert ws.receive_json()["type"] == "session.created"
         stream_audio(ws, np.concatenate([speech, silence]))
         events = receive_until(ws, lambda e: is_done(e) and e["response"]["status"] == "completed")
@@ -65,7 +65,7 @@ def test_spoken_question_gets_answer_about_paris(app_client: TestClient) -> None
     tts = app_client.app.state.server.components.tts  # type: ignore[attr-defined]
     question = tts.synthesize("What is the capital of France?", REALTIME_RATE)
     silence = np.zeros(REALTIME_RATE, dtype=np.float32)
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         stream_audio(ws, np.concatenate([silence[:4800], question, silence]))
         events = receive_until(ws, is_done)
@@ -78,7 +78,7 @@ def test_manual_commit_at_16khz_with_turn_detection_off(app_client: TestClient) 
     """16 kHz input via session config, VAD off, explicit commit and response.create."""
     tts = app_client.app.state.server.components.tts  # type: ignore[attr-defined]
     question = tts.synthesize("What is the capital of France?", 16_000)
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         ws.send_text(
             json.dumps(
@@ -106,7 +106,7 @@ def test_manual_commit_at_16khz_with_turn_detection_off(app_client: TestClient) 
 
 
 def test_text_turn_in_text_mode(app_client: TestClient) -> None:
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         ws.send_text(json.dumps({"type": "session.update", "session": {"modalities": ["text"]}}))
         ws.receive_json()

@@ -128,7 +128,7 @@ def _text_turn(ws: Any, text: str = "What is the capital of France?") -> list[di
 def test_malformed_event_gets_error_and_session_goes_on(
     app_client: TestClient, case: str, raw: str | bytes, code: str, param: str | None
 ) -> None:
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         if isinstance(raw, bytes):
             ws.send_bytes(raw)
@@ -146,14 +146,14 @@ def test_malformed_event_gets_error_and_session_goes_on(
 
 
 def test_error_echoes_client_event_id(app_client: TestClient) -> None:
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         ws.send_text(json.dumps({"type": "input_audio_buffer.commit", "event_id": "evt_42"}))
         assert ws.receive_json()["error"]["event_id"] == "evt_42"
 
 
 def test_second_response_while_active_is_refused(app_client: TestClient) -> None:
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         ask(ws, "Tell me a story.")
         respond(ws)
@@ -165,7 +165,7 @@ def test_second_response_while_active_is_refused(app_client: TestClient) -> None
 def test_cancel_then_disconnect_leaves_no_running_request(app_client: TestClient) -> None:
     """response.cancel stops generation; closing mid-answer frees everything."""
     llm = app_client.app.state.server.components.llm  # type: ignore[attr-defined]
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         ask(ws, "Tell me a long story about a dragon.")
         receive_until(ws, lambda e: e["type"] == "response.audio_transcript.delta")

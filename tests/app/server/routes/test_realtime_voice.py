@@ -60,7 +60,9 @@ def test_same_audio_turn_in_both_dialects(
     transcript_name = (
         "response.audio_transcript" if dialect == "beta" else "response.output_audio_transcript"
     )
-    with app_client.websocket_connect("/v1/realtime?model=r1voice") as ws:
+    # GA is the default; beta only when the client asks (header, subprotocol or ?dialect)
+    url = "/v1/realtime?model=r1voice" + ("&dialect=beta" if dialect == "beta" else "")
+    with app_client.websocket_connect(url) as ws:
         created = ws.receive_json()
         if dialect == "ga":
             ws.send_text(
@@ -112,7 +114,7 @@ def _words(text: str) -> list[str]:
 
 def test_partial_transcripts_come_first_and_are_prefix_consistent(app_client: TestClient) -> None:
     speech = load_clip("jfk.flac")
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         step = REALTIME_RATE // 50
         for i in range(0, speech.size, step):  # real time, as a microphone would
@@ -148,7 +150,7 @@ def test_barge_in_cancels_frees_and_keeps_only_what_was_played(
 ) -> None:
     llm = shared_components.llm
     state = app_client.app.state.server  # type: ignore[attr-defined]
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         session = next(iter(state.sessions.values())) if len(state.sessions) == 1 else None
         ask(ws, "Tell me a long story about a dragon and a knight.")
@@ -181,7 +183,7 @@ def test_cough_during_answer_does_not_interrupt(
     app_client: TestClient, shared_components: Any
 ) -> None:
     """Speech shorter than the 300 ms barge-in hold is ignored while the answer plays."""
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         ask(ws, "What is the capital of France?")
         receive_until(ws, lambda e: e["type"] == "response.audio.delta")
@@ -194,7 +196,7 @@ def test_cough_during_answer_does_not_interrupt(
 
 
 def test_truncate_and_delete_items(app_client: TestClient) -> None:
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         send_user_text(ws, "What is the capital of France?")
         user_id = ws.receive_json()["item"]["id"]
@@ -236,7 +238,7 @@ def test_truncate_and_delete_items(app_client: TestClient) -> None:
 
 
 def test_g711_ulaw_in_and_out(app_client: TestClient, shared_components: Any) -> None:
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         ws.send_text(
             json.dumps(
@@ -279,7 +281,7 @@ def test_g711_ulaw_in_and_out(app_client: TestClient, shared_components: Any) ->
 def test_silence_between_turns_does_not_pile_up(app_client: TestClient) -> None:
     """A session left open on a silent microphone keeps only a couple of seconds."""
     state = app_client.app.state.server  # type: ignore[attr-defined]
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         session_id = ws.receive_json()["session"]["id"]
         stream_audio(ws, np.zeros(REALTIME_RATE * 30, dtype=np.float32), chunk_ms=200)
         ws.send_text(json.dumps({"type": "sync.please"}))  # events are handled in order
@@ -294,7 +296,7 @@ def test_without_vad_the_buffer_is_bounded(
     from app.realtime.turns import input_audio
 
     monkeypatch.setattr(input_audio, "MAX_BUFFER_S", 2)
-    with app_client.websocket_connect("/v1/realtime") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         ws.send_text(json.dumps({"type": "session.update", "session": {"turn_detection": None}}))
         ws.receive_json()
