@@ -490,6 +490,11 @@ async function openMic() {
 function stopStreaming({ commit }) {
   const tail = audio.closeMic();
   if (streaming && tail.length && ws) send({ type: "input_audio_buffer.append", audio: encodeAudio(tail) });
+  if (streaming && !commit && stages.asr === "hearing" && view.turnDetection) {
+    // stopped mid-sentence, hands-free: a silence lets server VAD end (and answer) the turn
+    const ms = (view.turnDetection.silence_duration_ms || 500) + 300;
+    send({ type: "input_audio_buffer.append", audio: encodeAudio(new Float32Array(Math.round((RATE * ms) / 1000))) });
+  }
   const wasStreaming = streaming;
   streaming = false;
   setStage({ type: "mic", on: false });

@@ -117,3 +117,28 @@ def test_files_the_page_cannot_use(
         "'#devlog-list li.out[data-type=\"input_audio_buffer.append\"]').length"
     )
     assert appended == 0, "nothing was sent"
+
+
+def test_stop_mid_sentence_still_ends_the_turn(
+    open_page: Callable[..., Page], shared_components: Any, tmp_path: Path, snap: Snapper
+) -> None:
+    """Hands-free, Stop pressed while the user speaks: the page sends a silence so server
+    VAD ends the turn (no stage left "hearing speech" for ever)."""
+    wav = speech_wav(
+        shared_components,
+        tmp_path / "long.wav",
+        [0.5, "Tell me a long story about a dragon and a knight, please, with many details.", 3.0],
+    )
+    page = open_page(wav)
+    connected(page)
+    page.click("#talk")
+    page.wait_for_function(
+        "() => window.r1voice.events['input_audio_buffer.speech_started'] >= 1",
+        timeout=TIMEOUT_MS,
+    )
+    page.click("#talk")
+    expect(page.locator("#talk")).to_have_text("Talk")
+    expect(page.locator(".msg.user:not(.partial)")).to_have_count(1, timeout=TIMEOUT_MS)
+    expect(page.locator("#card-input .state")).to_have_text("idle", timeout=TIMEOUT_MS)
+    assert debug(page)["events"].get("input_audio_buffer.speech_stopped", 0) >= 1
+    snap(page, "stopped")
