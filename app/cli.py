@@ -32,6 +32,8 @@ def _serve(args: argparse.Namespace) -> int:
             "llm_backend": args.llm_backend,
             "llm_model": args.llm_model,
             "quantization": args.quantization,
+            "llm_url": args.llm_url,
+            "llm_api_key": args.llm_api_key,
         }.items()
         if v is not None
     }
@@ -80,7 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve the page, the Realtime WebSocket and the HTTP APIs")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--llm-backend", choices=["embedded", "transformers"], default=None)
+    serve.add_argument(
+        "--llm-backend", choices=["embedded", "transformers", "remote"], default=None
+    )
+    serve.add_argument("--llm-url", default=None, help="remote: OpenAI-compatible base URL (/v1)")
+    serve.add_argument("--llm-api-key", default=None, help="remote: bearer token, if it needs one")
     serve.add_argument("--llm-model", default=None, help="bundled name, HF directory or .gguf")
     serve.add_argument("--quantization", choices=["int8", "int4", "none"], default=None)
     serve.add_argument("--ssl-certfile", default=None, help="serve HTTPS/WSS with this certificate")

@@ -18,7 +18,7 @@ DEFAULT_SYSTEM_PROMPT = (
 class Settings:
     """Everything the server needs to start. Field `x` is read from env `R1VOICE_X`."""
 
-    llm_backend: str = "embedded"  # "embedded" (our engine) or "transformers" (HF generate)
+    llm_backend: str = "embedded"  # "embedded" (our engine), "transformers" or "remote"
     llm_model: str = DEFAULT_LLM
     quantization: str = "int8"  # embedded engine weights: "int8", "int4" or "none"
     asr_model: str = "whisper-tiny.en"
@@ -35,14 +35,41 @@ class Settings:
     # interruption leaves little queued on the client.
     audio_lead_ms: int = 300
     warmup: bool = True
+    # The remote backend: an OpenAI-compatible server (vLLM, SGLang, another r1voice).
+    llm_url: str = ""  # e.g. http://vllm:8000/v1
+    llm_api_key: str = ""
+    llm_connect_timeout_s: float = 5.0
+    llm_read_timeout_s: float = 60.0  # longest silence inside a stream
+    llm_context_length: int = 0  # 0: the remote's max_model_len (else 4096)
+    llm_send_priority: bool = (
+        False  # vLLM accepts `priority` only with --scheduling-policy priority
+    )
+    llm_opens_reasoning: bool = False  # an R1 remote without a reasoning parser
 
     def __post_init__(self) -> None:
-        if self.llm_backend not in ("embedded", "transformers"):
+        if self.llm_backend not in ("embedded", "transformers", "remote"):
             raise ValueError(
-                f"llm_backend must be 'embedded' or 'transformers', got {self.llm_backend!r}"
+                "llm_backend must be 'embedded', 'transformers' or 'remote', "
+                f"got {self.llm_backend!r}"
             )
+        if self.llm_backend == "remote" and not self.llm_url:
+            raise ValueError("the remote LLM backend needs llm_url (R1VOICE_LLM_URL, --llm-url)")
         if self.max_response_tokens <= 0:
             raise ValueError("max_response_tokens must be > 0")
+
+    def remote_llm_options(self) -> dict[str, Any]:
+        """The remote backend's options (empty for the other backends)."""
+        if self.llm_backend != "remote":
+            return {}
+        return {
+            "url": self.llm_url,
+            "api_key": self.llm_api_key or None,
+            "connect_timeout_s": self.llm_connect_timeout_s,
+            "read_timeout_s": self.llm_read_timeout_s,
+            "context_length": self.llm_context_length or None,
+            "send_priority": self.llm_send_priority,
+            "opens_reasoning": self.llm_opens_reasoning,
+        }
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:

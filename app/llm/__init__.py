@@ -1,8 +1,10 @@
 """The LLM layer: the backend interface (app/llm/backend.py), the chat template applied
-once (chat_template.py), the backends (embedded.py, transformers_backend.py) and the
+once (chat_template.py), the backends (embedded.py, transformers_backend.py, remote.py) and the
 R1 reasoning splitter (reasoning.py). `create_backend` builds the configured backend."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from app.llm.backend import (
     ChatMessage,
@@ -26,8 +28,13 @@ __all__ = [
 ]
 
 
-def create_backend(kind: str, model: str, quantization: str = "int8") -> LLMBackend:
-    """Build the configured backend (blocking: loads weights)."""
+def create_backend(kind: str, model: str, quantization: str = "int8", **remote: Any) -> LLMBackend:
+    """Build the configured backend (blocking: loads weights). `remote` holds the remote
+    backend's options (url, api_key, timeouts, ...: see RemoteBackend); others ignore it."""
+    if kind == "remote":
+        from app.llm.remote import RemoteBackend
+
+        return RemoteBackend(model, **remote)
     if kind == "transformers":
         from app.llm.transformers_backend import TransformersBackend
 
@@ -36,4 +43,4 @@ def create_backend(kind: str, model: str, quantization: str = "int8") -> LLMBack
         from app.llm.embedded import EmbeddedBackend
 
         return EmbeddedBackend(model, quantization=quantization)
-    raise ValueError(f"unknown LLM backend {kind!r}; use 'embedded' or 'transformers'")
+    raise ValueError(f"unknown LLM backend {kind!r}; use 'embedded', 'transformers' or 'remote'")

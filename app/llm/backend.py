@@ -1,8 +1,8 @@
 """The LLM backend interface: the only way `app/` reaches a language model.
 
 Implementations: `embedded` (our engine, app/llm/embedded.py), `transformers` (HF
-generate, the baseline, app/llm/transformers_backend.py); `create_backend` in
-app/llm/__init__.py builds the configured one.
+generate, the baseline, app/llm/transformers_backend.py), `remote` (an OpenAI-compatible
+server, app/llm/remote.py); `create_backend` in app/llm/__init__.py builds the configured one.
 """
 
 from __future__ import annotations
@@ -97,6 +97,16 @@ class LLMBackend(abc.ABC):
         request and frees what it held. Raises `LLMBackendError` (code
         "context_length_exceeded" when the conversation does not fit) or `LLMBusyError`
         before the first delta."""
+
+    def stream_text(
+        self, prompt: str, params: GenerationParams, request_id: str
+    ) -> AsyncGenerator[LLMDelta, None]:
+        """As `stream_chat`, for a raw prompt with no chat template (/v1/completions)."""
+        raise LLMBackendError(f"the {self.name} backend serves chat only", code="unsupported")
+
+    async def health(self) -> str | None:
+        """What keeps the backend from serving now (a remote that is down), or None."""
+        return None
 
     @abc.abstractmethod
     async def count_tokens(self, texts: list[str]) -> list[int]:

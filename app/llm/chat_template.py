@@ -38,6 +38,16 @@ def encode_prompt(tokenizer: Any, messages: list[ChatMessage]) -> list[int]:
         ) from exc
 
 
+def encode_text(tokenizer: Any, text: str) -> list[int]:
+    """A raw prompt's token ids (no chat template; special tokens as the tokenizer adds
+    them, as vLLM's /v1/completions does)."""
+    if tokenizer is None:
+        raise LLMBackendError("the model has no tokenizer, so the prompt cannot be encoded")
+    if not text:
+        raise LLMBackendError("the prompt is empty")
+    return [int(t) for t in tokenizer(text)["input_ids"]]
+
+
 def opens_reasoning(tokenizer: Any) -> bool:
     """Whether the template's generation prompt already opens a `<think>` block, as the
     DeepSeek-R1-Distill templates do. Asked once, at load."""
@@ -86,6 +96,12 @@ class ChatTemplate:
     ) -> list[int]:
         """The prompt's token ids; refused when it leaves no room for `max_tokens`."""
         ids = await self._run(encode_prompt, self.tokenizer, messages)
+        check_fits(len(ids), max_tokens, context_length)
+        return ids
+
+    async def text_ids(self, text: str, max_tokens: int, context_length: int) -> list[int]:
+        """A raw prompt's token ids; refused when it leaves no room for `max_tokens`."""
+        ids = await self._run(encode_text, self.tokenizer, text)
         check_fits(len(ids), max_tokens, context_length)
         return ids
 

@@ -46,6 +46,21 @@ class EmbeddedBackend(LLMBackend):
         self, messages: list[ChatMessage], params: GenerationParams, request_id: str
     ) -> AsyncGenerator[LLMDelta, None]:
         prompt = await self.template.prompt_ids(messages, params.max_tokens, self.context_length)
+        async with contextlib.aclosing(self._stream(prompt, params, request_id)) as stream:
+            async for delta in stream:  # closing us closes it at once
+                yield delta
+
+    async def stream_text(
+        self, prompt: str, params: GenerationParams, request_id: str
+    ) -> AsyncGenerator[LLMDelta, None]:
+        ids = await self.template.text_ids(prompt, params.max_tokens, self.context_length)
+        async with contextlib.aclosing(self._stream(ids, params, request_id)) as stream:
+            async for delta in stream:  # closing us closes it at once
+                yield delta
+
+    async def _stream(
+        self, prompt: list[int], params: GenerationParams, request_id: str
+    ) -> AsyncGenerator[LLMDelta, None]:
         try:
             sampling = SamplingParams(
                 max_tokens=params.max_tokens,

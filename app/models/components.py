@@ -56,7 +56,12 @@ def load_components(settings: Settings) -> Components:
     )
     llm = timed(
         "llm",
-        lambda: create_backend(settings.llm_backend, settings.llm_model, settings.quantization),
+        lambda: create_backend(
+            settings.llm_backend,
+            settings.llm_model,
+            settings.quantization,
+            **settings.remote_llm_options(),
+        ),
     )
     return Components(settings=settings, vad=vad, asr=asr, tts=tts, llm=llm, timings=timings)
 

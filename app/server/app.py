@@ -14,8 +14,8 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from app.models import components as components_module
+from app.server.routes import completions, health, kserve, metrics, openai_api, page, realtime
 from app.server.routes import components as components_route
-from app.server.routes import health, metrics, openai_api, page, realtime
 from app.server.state import ServerState
 from app.settings import Settings
 
@@ -60,6 +60,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(realtime.router)
     app.include_router(metrics.router)
     app.include_router(openai_api.router)
+    app.include_router(completions.router)
+    app.include_router(kserve.router)
     app.include_router(components_route.router)
 
     @app.exception_handler(openai_api.OpenAIError)

@@ -1,31 +1,20 @@
-"""Prometheus metrics: per-turn latency breakdown, responses, sessions, and the LLM's counters."""
+"""Prometheus metrics: per-turn latency breakdown, voice series, responses, sessions, and
+the LLM series under vLLM's names and ours (app/server/llm_metrics.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
 
+from app.models.components import Components
 from app.realtime.responses.spec import ResponseOutcome
+from app.server.llm_metrics import LLMMetrics, MeteredLLM, StatsCollector
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
 TURN_STAGES = ("transcript", "first_token", "first_audio")
-
-
-class _LLMStatsCollector(Collector):
-    """Publishes whatever numeric counters the LLM backend's stats() returns."""
-
-    def __init__(self, stats: Callable[[], dict[str, Any]]) -> None:
-        self.stats = stats
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        for key, value in sorted(self.stats().items()):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                continue
-            yield GaugeMetricFamily(f"r1voice_llm_{key}", f"LLM backend stat '{key}'", value=value)
 
 
 class Metrics:
@@ -49,21 +38,69 @@ class Metrics:
         self.ready = Gauge(
             "r1voice_ready", "1 once models are loaded and warmed up", registry=self.registry
         )
-        self._llm: _LLMStatsCollector | None = None
+        self.voice_to_voice = Histogram(
+            "r1voice_voice_to_voice_seconds",
+            "End of the user's speech to the first audio of the answer",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.asr = Histogram(
+            "r1voice_asr_seconds",
+            "End of speech to the final transcript",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.first_audio = Histogram(
+            "r1voice_tts_first_audio_seconds",
+            "First LLM token to the first audio of the answer",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.barge_ins = Counter(
+            "r1voice_barge_ins", "Answers interrupted by the user speaking", registry=self.registry
+        )
+        self.llm = LLMMetrics(self.registry)
+        self._llm: StatsCollector | None = None
+        self._metered: dict[int, tuple[Any, Components]] = {}
 
     def watch_llm(self, stats: Callable[[], dict[str, Any]]) -> None:
         if self._llm is None:
-            self._llm = _LLMStatsCollector(stats)
+            self._llm = StatsCollector(stats, lambda: self.llm.model_name)
             self.registry.register(self._llm)
+
+    def metered(self, components: Components) -> Components:
+        """The components with their LLM seen through this app's LLM metrics (one
+        wrapper per components object)."""
+        self.llm.model_name = components.settings.llm_model
+        key = id(components)
+        cached = self._metered.get(key)
+        if cached is None or cached[0] is not components:
+            llm = MeteredLLM(components.llm, self.llm)
+            cached = (components, dataclasses.replace(components, llm=llm))
+            self._metered[key] = cached
+        return cached[1]
 
     def record_response(self, outcome: ResponseOutcome) -> None:
         """A response ended: count it by status and observe a voice turn's stages."""
         if not outcome.visible:
             return  # an early answer the client never saw
         self.responses.labels(status=outcome.status).inc()
-        for stage, seconds in (outcome.stage_seconds or {}).items():
+        if outcome.status == "cancelled" and outcome.reason == "turn_detected":
+            self.barge_ins.inc()
+        stages = outcome.stage_seconds or {}
+        for stage, seconds in stages.items():
             if seconds is not None:  # negative when the answer started early (speculation)
                 self.turn_latency.labels(stage=stage).observe(max(seconds, 0.0))
+        voice = [
+            (self.asr, stages.get("transcript")),
+            (self.voice_to_voice, stages.get("first_audio")),
+        ]
+        token, audio = stages.get("first_token"), stages.get("first_audio")
+        if token is not None and audio is not None:
+            voice.append((self.first_audio, audio - max(token, 0.0)))
+        for histogram, value in voice:
+            if value is not None:
+                histogram.observe(max(value, 0.0))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -71,6 +71,7 @@ class ResponseOutcome:
     status: str  # "completed" | "cancelled" | "failed" | "discarded"
     visible: bool  # False for a held early answer that was never released
     stage_seconds: dict[str, float | None] | None = None  # voice turns: end of speech -> stage
+    reason: str | None = None  # a cancelled one's: "turn_detected" (barge-in), "client_cancelled"
 
 
 @dataclass(frozen=True)

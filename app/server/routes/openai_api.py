@@ -13,9 +13,9 @@ import json
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from app.llm import (
@@ -23,7 +23,6 @@ from app.llm import (
     GenerationParams,
     LLMBackend,
     LLMBackendError,
-    LLMBusyError,
     LLMDelta,
 )
 from app.llm.reasoning import ThinkSplitter
@@ -37,66 +36,31 @@ from app.llm.tool_calls import (
     tools_prompt,
 )
 from app.models.components import Components
+from app.server.routes.openai_common import (
+    OpenAIError,
+    ReadyComponents,
+    check_model,
+    refusal,
+)
 from app.server.routes.openai_schemas import ChatRequest
 from app.server.state import HttpState
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 
 
-class OpenAIError(HTTPException):
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        code: str,
-        param: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        kind = {400: "invalid_request_error", 404: "not_found_error", 429: "rate_limit_error"}.get(
-            status, "server_error"
-        )
-        super().__init__(
-            status,
-            {"error": {"message": message, "type": kind, "param": param, "code": code}},
-            headers,
-        )
-
-
-def _components(state: HttpState) -> Components:
-    if not state.ready or state.components is None:
-        raise OpenAIError(
-            503,
-            "the server is warming up; retry shortly",
-            code="not_ready",
-            headers={"Retry-After": "2"},
-        )
-    return state.components
-
-
-ReadyComponents = Annotated[Components, Depends(_components)]
-
-
 @router.get("/models")
 async def models(state: HttpState) -> dict[str, Any]:
-    name = state.settings.llm_model
-    return {
-        "object": "list",
-        "data": [{"id": name, "object": "model", "created": 0, "owned_by": "r1voice"}],
-    }
+    card: dict[str, Any] = {"id": state.settings.llm_model, "object": "model", "created": 0}
+    card["owned_by"] = "r1voice"
+    if state.ready and state.components is not None:  # as vLLM's card says it
+        card["max_model_len"] = state.components.llm.context_length
+    return {"object": "list", "data": [card]}
 
 
 def _params(request: ChatRequest, components: Components) -> GenerationParams:
     if request.n != 1:
         raise OpenAIError(400, "only n=1 is supported", code="invalid_value", param="n")
-    served = components.settings.llm_model
-    if request.model not in (served, "r1voice"):
-        raise OpenAIError(
-            404,
-            f"model '{request.model}' is not served here; use '{served}'",
-            code="model_not_found",
-            param="model",
-        )
+    check_model(request.model, components)
     stop = (request.stop,) if isinstance(request.stop, str) else tuple(request.stop or ())
     return GenerationParams(
         max_tokens=request.max_completion_tokens or request.max_tokens or 512,
@@ -129,16 +93,8 @@ async def chat_completions(
     stream = _pieces(components.llm, messages, params, completion_id, tools)
     try:  # the first piece surfaces refusals (busy, too long) as HTTP errors, not in-stream
         first = await anext(stream)
-    except LLMBusyError as exc:
-        raise OpenAIError(
-            429,
-            str(exc),
-            code="server_busy",
-            headers={"Retry-After": str(max(1, round(exc.retry_after_s)))},
-        ) from exc
     except LLMBackendError as exc:
-        param = "messages" if exc.code == "context_length_exceeded" else None
-        raise OpenAIError(400, str(exc), code=exc.code, param=param) from exc
+        raise refusal(exc, "messages") from exc
     created = int(time.time())
     if request.stream:
         include_usage = bool(request.stream_options and request.stream_options.include_usage)

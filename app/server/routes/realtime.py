@@ -51,7 +51,8 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
         )
         return
     await websocket.accept(subprotocol=_choose_subprotocol(websocket.scope.get("subprotocols", [])))
-    session = Session(state.components, _dialect(websocket), state.metrics.record_response)
+    components = state.metrics.metered(state.components)  # LLM series for /metrics
+    session = Session(components, _dialect(websocket), state.metrics.record_response)
     state.sessions[session.id] = session
 
     async def send_events() -> None:
