@@ -458,7 +458,13 @@ function bargeIn(reason) {
   const wasPlaying = schedule.isPlaying();
   if (activeResponse) stopped.add(activeResponse);
   flushPlayback(reason);
-  if (reason !== "push_to_talk") return;
+  if (reason !== "push_to_talk") {
+    // the server stopped the answer; tell it how much was really heard (what clients do)
+    if (wasPlaying && playingItem) {
+      send({ type: "conversation.item.truncate", item_id: playingItem, content_index: 0, audio_end_ms: schedule.playedMs(playingItem) }, { background: true });
+    }
+    return;
+  }
   if (activeResponse) {
     const r = responses.get(activeResponse);
     if (r && r.itemId) r.truncateAt = schedule.playedMs(r.itemId);
