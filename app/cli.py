@@ -34,6 +34,7 @@ def _serve(args: argparse.Namespace) -> int:
             "quantization": args.quantization,
             "llm_url": args.llm_url,
             "llm_api_key": args.llm_api_key,
+            "drain_timeout_s": args.drain_timeout,
         }.items()
         if v is not None
     }
@@ -45,6 +46,7 @@ def _serve(args: argparse.Namespace) -> int:
         log_level="info",
         ssl_certfile=args.ssl_certfile,
         ssl_keyfile=args.ssl_keyfile,
+        timeout_graceful_shutdown=settings.drain_timeout_s,
     )
     return 0
 
@@ -91,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--quantization", choices=["int8", "int4", "none"], default=None)
     serve.add_argument("--ssl-certfile", default=None, help="serve HTTPS/WSS with this certificate")
     serve.add_argument("--ssl-keyfile", default=None, help="the certificate's private key")
+    serve.add_argument(
+        "--drain-timeout",
+        type=int,
+        default=None,
+        help="seconds to finish open connections on SIGTERM",
+    )
     serve.set_defaults(func=_serve)
 
     models = sub.add_parser("models", help="list or prepare the bundled models")

@@ -45,6 +45,7 @@ class Settings:
         False  # vLLM accepts `priority` only with --scheduling-policy priority
     )
     llm_opens_reasoning: bool = False  # an R1 remote without a reasoning parser
+    drain_timeout_s: int = 30  # on SIGTERM: how long open connections may finish
 
     def __post_init__(self) -> None:
         if self.llm_backend not in ("embedded", "transformers", "remote"):

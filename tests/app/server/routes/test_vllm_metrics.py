@@ -1,0 +1,106 @@
+"""/metrics parsed with prometheus_client's parser: the `vllm:` series (and the same as
+`r1voice_`) exist and move after requests; the voice series move after a voice turn."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import REALTIME_RATE, app_with, ask, is_done, receive_until, stream_audio
+
+MODEL = "smollm2-135m-instruct"
+M = (("model_name", MODEL),)
+HISTOGRAMS = (
+    "time_to_first_token_seconds",
+    "inter_token_latency_seconds",
+    "time_per_output_token_seconds",
+    "e2e_request_latency_seconds",
+    "request_queue_time_seconds",
+    "request_prompt_tokens",
+    "request_generation_tokens",
+)
+GAUGES = (
+    "num_requests_running",
+    "num_requests_waiting",
+    "kv_cache_usage_perc",
+    "gpu_cache_usage_perc",
+)
+COUNTERS = ("prefix_cache_queries", "prefix_cache_hits", "num_preemptions")
+
+
+def scrape(client: TestClient) -> tuple[dict[str, str], dict[tuple[str, Any], float]]:
+    reply = client.get("/metrics")
+    assert reply.status_code == 200
+    types: dict[str, str] = {}
+    values: dict[tuple[str, Any], float] = {}
+    for family in text_string_to_metric_families(reply.text):
+        types[family.name] = family.type
+        for s in family.samples:
+            values[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return types, values
+
+
+def test_llm_series_exist_under_both_names_and_move(shared_components: Any) -> None:
+    client = TestClient(app_with(shared_components))  # its own registry: exact counts
+    types, before = scrape(client)
+    for prefix in ("vllm:", "r1voice_"):
+        for name in GAUGES:
+            assert types[prefix + name] == "gauge", prefix + name
+        for name in COUNTERS:
+            assert types[prefix + name] == "counter", prefix + name
+        for name in HISTOGRAMS:
+            assert types[prefix + name] == "histogram", prefix + name
+    body = {"model": MODEL, "prompt": "The capital of France is", "max_tokens": 6}
+    usage = client.post("/v1/completions", json={**body, "temperature": 0}).json()["usage"]
+    chat = {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "Hi"}],
+        "max_tokens": 4,
+        "temperature": 0,
+    }
+    usage2 = client.post("/v1/chat/completions", json=chat).json()["usage"]
+    types, after = scrape(client)
+    for prefix in ("vllm:", "r1voice_"):
+
+        def moved(name: str, labels: Any = M, p: str = prefix) -> float:
+            return after.get((p + name, labels), 0.0) - before.get((p + name, labels), 0.0)
+
+        length = (("finished_reason", "length"), *M)
+        assert moved("request_success_total", length) == 2
+        assert moved("prompt_tokens_total") == usage["prompt_tokens"] + usage2["prompt_tokens"]
+        generated = usage["completion_tokens"] + usage2["completion_tokens"]
+        assert moved("generation_tokens_total") == generated
+        for name in ("time_to_first_token_seconds", "e2e_request_latency_seconds"):
+            assert moved(name + "_count") == 2
+            assert moved(name + "_sum") > 0
+        assert moved("time_per_output_token_seconds_count") == 2
+        assert moved("inter_token_latency_seconds_count") >= 2
+        assert moved("request_generation_tokens_sum") == generated
+        assert moved("prefix_cache_queries_total") > 0  # the engine's own counters
+        assert after[(prefix + "num_requests_running", M)] == 0
+        assert 0 <= after[(prefix + "kv_cache_usage_perc", M)] <= 1
+    assert after[("r1voice_llm_num_running", ())] == 0  # every engine stat, raw
+
+
+def test_a_realtime_answer_and_a_voice_turn_are_counted(shared_components: Any) -> None:
+    client = TestClient(app_with(shared_components))
+    _, before = scrape(client)
+    with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
+        ws.receive_json()
+        ask(ws, "What is the capital of France?", {"modalities": ["text"]})
+        receive_until(ws, is_done)
+        speech = shared_components.tts.synthesize("What is the capital of France?", REALTIME_RATE)
+        stream_audio(ws, np.concatenate([speech, np.zeros(REALTIME_RATE, np.float32)]))
+        receive_until(ws, lambda e: e["type"] == "r1voice.turn.metrics")
+    _, after = scrape(client)
+    stop = ("vllm:request_success_total", (("finished_reason", "stop"), *M))
+    assert after[stop] - before.get(stop, 0.0) == 2
+    for name in ("r1voice_voice_to_voice_seconds", "r1voice_asr_seconds"):
+        assert after[(name + "_count", ())] - before[(name + "_count", ())] == 1
+    first_audio = "r1voice_tts_first_audio_seconds_count"
+    assert after[(first_audio, ())] - before[(first_audio, ())] == 1
+    assert after[("r1voice_barge_ins_total", ())] == 0
+    assert after[("r1voice_active_sessions", ())] == 0
