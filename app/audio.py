@@ -121,6 +121,8 @@ class AudioBuffer:
         self.size += samples.size
 
     def view(self, lo: int, hi: int) -> np.ndarray:
+        if not self.chunks:  # nothing buffered yet (or all dropped)
+            return np.zeros(0, np.float32)
         buf = np.concatenate(self.chunks) if len(self.chunks) != 1 else self.chunks[0]
         self.chunks = [buf] if buf.size else []
         a, b = max(lo - self.start, 0), max(min(hi - self.start, self.size), 0)

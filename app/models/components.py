@@ -12,6 +12,7 @@ from app.llm import ChatMessage, GenerationParams, LLMBackend, create_backend
 from app.models import registry as model_registry
 from app.models.asr import WhisperASR
 from app.models.piper_tts import PiperTTS
+from app.models.turn_model import SmartTurnModel
 from app.models.vad import SileroModel
 from app.models.voices import VoiceCatalog
 from app.settings import Settings
@@ -23,6 +24,7 @@ log = logging.getLogger("r1voice")
 class Components:
     settings: Settings
     vad: SileroModel
+    turn: SmartTurnModel
     asr: WhisperASR
     tts: VoiceCatalog
     llm: LLMBackend
@@ -40,6 +42,7 @@ def load_components(settings: Settings) -> Components:
         return value
 
     vad = timed("vad", lambda: SileroModel(model_registry.locate("silero-vad", "vad")))
+    turn = timed("turn", lambda: SmartTurnModel(model_registry.locate("smart-turn-v3.2", "turn")))
     asr = timed(
         "asr",
         lambda: WhisperASR(
@@ -63,7 +66,9 @@ def load_components(settings: Settings) -> Components:
             **settings.remote_llm_options(),
         ),
     )
-    return Components(settings=settings, vad=vad, asr=asr, tts=tts, llm=llm, timings=timings)
+    return Components(
+        settings=settings, vad=vad, turn=turn, asr=asr, tts=tts, llm=llm, timings=timings
+    )
 
 
 def warm_up(components: Components) -> None:
@@ -71,6 +76,7 @@ def warm_up(components: Components) -> None:
     start = time.perf_counter()
     speech = components.tts.synthesize("Hello there.", 16_000)
     components.asr.transcribe(speech if speech.size else np.zeros(16_000, dtype=np.float32))
+    components.turn.complete_probability(speech)
     components.llm.warmup()
     components.timings["warmup_s"] = round(time.perf_counter() - start, 3)
     log.info("warm-up done in %.2f s", components.timings["warmup_s"])
@@ -78,8 +84,9 @@ def warm_up(components: Components) -> None:
 
 async def close_components(components: Components) -> None:
     await components.llm.close()
-    for executor in (components.vad.executor, components.asr.executor, components.tts.executor):
-        executor.shutdown()
+    models = (components.vad, components.turn, components.asr, components.tts)
+    for model in models:
+        model.executor.shutdown()
 
 
 __all__ = [

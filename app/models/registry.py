@@ -109,6 +109,16 @@ def _silero() -> Path:
     return _package_path("silero_vad", "data/silero_vad.onnx", "silero-vad", "silero-vad")
 
 
+def _smart_turn() -> Path:
+    # Only the ONNX file of the `pipecat-ai` wheel (installed --no-deps); no Pipecat code runs.
+    return _package_path(
+        "pipecat",
+        "audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx",
+        "pipecat-ai --no-deps",
+        "smart-turn-v3.2",
+    )
+
+
 def _llm(name: str) -> Callable[[], Path]:
     def locate() -> Path:
         try:
@@ -151,6 +161,7 @@ MODELS: dict[str, BundledModel] = {
         BundledModel("piper-en_US-joe-medium", "tts", _piper_joe),
         BundledModel("all-minilm-l6-v2", "embeddings", _minilm),
         BundledModel("silero-vad", "vad", _silero),
+        BundledModel("smart-turn-v3.2", "turn", _smart_turn),
     ]
 }
 

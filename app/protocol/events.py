@@ -90,6 +90,14 @@ def item_created(previous_item_id: str | None, item: dict[str, Any]) -> dict[str
     return event("conversation.item.created", previous_item_id=previous_item_id, item=item)
 
 
+def speech_edge(edge: str, sample: int, item_id: str, rate: int = 16_000) -> dict[str, Any]:
+    """`input_audio_buffer.speech_started`/`_stopped` at a 16 kHz stream position."""
+    field = "audio_start_ms" if edge == "started" else "audio_end_ms"
+    return event(
+        f"input_audio_buffer.speech_{edge}", item_id=item_id, **{field: sample * 1000 // rate}
+    )
+
+
 def item_deleted(item_id: str) -> dict[str, Any]:
     return event("conversation.item.deleted", item_id=item_id)
 

@@ -57,10 +57,10 @@ BETA_FORMATS = {
 TokenLimit = Annotated[int, Field(ge=1, le=1_000_000)] | Literal["inf"]
 
 
-# Until a semantic turn model runs, `semantic_vad` is served by server VAD with a silence
-# window chosen by eagerness (OpenAI documents low/medium/high as waiting at most 8/4/2 s;
-# these windows wait less, but longer the lower the eagerness). session.updated shows it.
-SEMANTIC_SILENCE_MS = {"low": 1200, "medium": 800, "auto": 800, "high": 500}
+# `semantic_vad` ends a turn as soon as the turn model hears it complete; an incomplete
+# one ends anyway after this much silence (OpenAI documents low/medium/high as waiting at
+# most 8/4/2 s; auto is medium). session.updated shows it as silence_duration_ms.
+SEMANTIC_MAX_WAIT_MS = {"low": 8000, "medium": 4000, "auto": 4000, "high": 2000}
 
 
 class TurnDetection(_Lenient):
@@ -77,7 +77,7 @@ class TurnDetection(_Lenient):
         if self.type == "semantic_vad":
             self.eagerness = self.eagerness or "auto"
             if "silence_duration_ms" not in self.model_fields_set:
-                self.silence_duration_ms = SEMANTIC_SILENCE_MS[self.eagerness]
+                self.silence_duration_ms = SEMANTIC_MAX_WAIT_MS[self.eagerness]
         return self
 
 

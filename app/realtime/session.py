@@ -76,6 +76,7 @@ class Session:
             self.outbox.emit,
             TurnPolicy(settings.barge_in_hold_ms, settings.turn_merge_window_ms),
             self.config.turn_detection,
+            scorer=components.turn,
         )
 
     def session_object(self) -> dict[str, Any]:

@@ -30,7 +30,9 @@ from app.protocol.schemas import AudioFormat, TurnDetection
 from app.realtime.conversation import Conversation, Item
 from app.realtime.responses.gate import EventSink, same_utterance
 from app.realtime.responses.spec import TurnTiming
+from app.realtime.turns.committed import transcribe_committed
 from app.realtime.turns.input_audio import InputAudio
+from app.realtime.turns.semantic_end import SemanticEnd, TurnScorer
 from app.realtime.turns.transcriber import SpeechRecognizer, TurnTranscriber, stop_task
 from app.realtime.turns.turn import CommittedTurn, ResponseStarter, SpeechTurn, TurnPolicy
 from app.realtime.turns.vad_stream import FRAME, VADEvent
@@ -49,10 +51,23 @@ class TurnCoordinator:
     policy: TurnPolicy
     turn_detection: TurnDetection | None
     show_transcripts: bool = True
+    scorer: TurnScorer | None = None  # the turn model, for semantic_vad
     turn: SpeechTurn | None = None
     last: CommittedTurn | None = None
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _closed: bool = False
+
+    def __post_init__(self) -> None:
+        audio_so_far = lambda turn: self._turn_audio(turn, self.audio.buffer.end)  # noqa: E731
+        self._semantic = (
+            SemanticEnd(self.scorer, audio_so_far, self._end_by_model) if self.scorer else None
+        )
+
+    @property
+    def semantic(self) -> SemanticEnd | None:
+        """The turn-model judge, when semantic_vad is on."""
+        td = self.turn_detection
+        return self._semantic if td is not None and td.type == "semantic_vad" else None
 
     async def reconfigure(
         self, fmt: AudioFormat, turn_detection: TurnDetection | None, show_transcripts: bool = True
@@ -70,6 +85,8 @@ class TurnCoordinator:
     async def append(self, audio_b64: str) -> None:
         for vad_event in await self.audio.append(audio_b64):
             await self._on_vad(vad_event)
+        if (judge := self.semantic) and self.turn is not None:
+            judge.grew(self.audio.vad.silence_samples)
         turn, buffer = self.turn, self.audio.buffer
         if (
             turn
@@ -101,7 +118,11 @@ class TurnCoordinator:
             audio = self._turn_audio(turn, vad_event.sample)
             early = turn.transcriber.speculate(audio, vad_event.sample)
             early.add_done_callback(lambda task: self._answer_early(turn, task))
+            if judge := self.semantic:
+                judge.paused(turn, vad_event.sample)
         elif vad_event.kind == "speech_resumed":
+            if self._semantic:
+                self._semantic.resumed()
             turn.transcriber.resume()
             await self._drop_early(turn)
         elif vad_event.kind == "speech_stopped":
@@ -139,13 +160,7 @@ class TurnCoordinator:
         """Speech that counts: continue the last turn or interrupt the answer, announce it."""
         turn.confirmed = True
         # Announce first: clients stop playback on speech_started, before anything else.
-        self.emit(
-            events.event(
-                "input_audio_buffer.speech_started",
-                audio_start_ms=turn.start * 1000 // PIPELINE_RATE,
-                item_id=turn.item_id,
-            )
-        )
+        self.emit(events.speech_edge("started", turn.start, turn.item_id))
         last = self.last
         if last is not None and self._continues_last(turn):
             await self._reopen(last)
@@ -168,6 +183,12 @@ class TurnCoordinator:
         for removed in self.conversation.delete_from(last.item):
             self.emit(events.item_deleted(removed.id))
 
+    async def _end_by_model(self, turn: SpeechTurn, sample: int) -> None:
+        """The turn model heard the utterance complete at the pause that began at `sample`."""
+        if self.turn is turn:
+            await self.audio.end_speech()
+            await self._on_stopped(turn, sample)
+
     async def _on_stopped(self, turn: SpeechTurn, sample: int) -> None:
         self.turn = None
         if not turn.confirmed:
@@ -177,13 +198,7 @@ class TurnCoordinator:
                 self.audio.buffer.drop_before(sample)
                 return
             await self._confirm(turn)
-        self.emit(
-            events.event(
-                "input_audio_buffer.speech_stopped",
-                audio_end_ms=sample * 1000 // PIPELINE_RATE,
-                item_id=turn.item_id,
-            )
-        )
+        self.emit(events.speech_edge("stopped", sample, turn.item_id))
         audio = self._turn_audio(turn, sample)
         self.audio.buffer.drop_before(sample)
         td = self.turn_detection
@@ -254,46 +269,32 @@ class TurnCoordinator:
         self.last = turn
 
     async def _transcribe(self, turn: CommittedTurn, auto_respond: bool) -> None:
-        item = turn.item
-        try:
-            item.text = await turn.transcriber.finish(turn.audio, turn.end_sample)
-        except asyncio.CancelledError:
-            item.text = ""
-            raise
-        except Exception as exc:  # a failed transcription must not end the session
-            log.exception("transcription failed")
-            item.text = ""
-            error = {"type": "server_error", "code": "asr_failed", "message": str(exc)}
-            if self.show_transcripts:
-                self.emit(events.transcription("failed", item.id, error=error))
+        if not await transcribe_committed(turn, self.emit if self.show_transcripts else None):
             return
-        finally:
-            item.ready.set()
-        turn.timing.transcript_at = time.monotonic()
-        usage = {"type": "duration", "seconds": round(turn.audio.size / PIPELINE_RATE, 3)}
-        if self.show_transcripts:
-            self.emit(events.transcription("completed", item.id, transcript=item.text, usage=usage))
+        text = turn.item.text or ""
         early, turn.early = turn.early, None
         if (
             early is not None
             and not early.done
-            and same_utterance(early.early_user_text or "", item.text)
+            and same_utterance(early.early_user_text or "", text)
         ):
-            early.release(turn.timing, item.id)  # the early answer was to exactly this
+            early.release(turn.timing, turn.item.id)  # the early answer was to exactly this
             turn.answer = early
             return
         if early is not None:
             await early.discard()
         # Nothing intelligible was said (silence, a cough): do not answer it.
-        if auto_respond and item.text.strip() and not self._closed:
+        if auto_respond and text.strip() and not self._closed:
             try:
                 turn.answer = self.responses.start(timing=turn.timing)
             except ProtocolError:  # the client started its own response meanwhile
-                log.debug("not answering turn %s: a response is active", item.id)
+                log.debug("not answering turn %s: a response is active", turn.item.id)
 
     async def close(self) -> None:
         """Stop every pass and task of this session's turns; no answer starts after it."""
         self._closed = True
+        if self._semantic:
+            await self._semantic.close()
         await self._drop_open_turn()
         for task in list(self._tasks):
             await stop_task(task)

@@ -75,6 +75,10 @@ class InputAudio:
         samples = self._resampler.process(decode_audio(data, self.format.type))
         return samples, (self.vad.process(samples) if detect and samples.size else [])
 
+    async def end_speech(self) -> None:
+        """End the speech the VAD hears (on the VAD thread, after the appends before it)."""
+        await self.vad_model.executor.run(self.vad.end_speech)
+
     def clear(self) -> None:
         """Drop everything buffered; the VAD forgets speech in progress."""
         if self.buffer.size:  # AudioBuffer.view fails on a buffer that never had audio

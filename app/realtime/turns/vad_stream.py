@@ -72,6 +72,18 @@ class VADStream:
         self.position = position
         self._forget_speech()
 
+    @property
+    def silence_samples(self) -> int:
+        """How long the current pause inside speech has lasted (0 outside speech)."""
+        return self._silence_samples
+
+    def end_speech(self) -> None:
+        """The turn was ended by someone else (the turn model): the next speech starts
+        a new one. Blocking only in that it must run where `process` runs."""
+        self.speaking = False
+        self._silence_samples = 0
+        self._paused = False
+
     def process(self, samples: np.ndarray) -> list[VADEvent]:
         """Consume samples (any length); return the events they cause, in order."""
         events: list[VADEvent] = []

@@ -231,3 +231,94 @@ def test_barge_in_interrupts_the_answer_after_the_hold() -> None:
         assert h.types() == ["input_audio_buffer.speech_started"]
 
     asyncio.run(main(Harness(["stop"])))
+
+
+class ScriptedScorer:
+    """Turn-model verdicts in order (the last repeats); records the audio lengths scored."""
+
+    def __init__(self, probabilities: list[float]) -> None:
+        self.probabilities = probabilities
+        self.scored: list[int] = []
+
+    async def score(self, audio_16k: np.ndarray) -> float:
+        self.scored.append(audio_16k.size)
+        await asyncio.sleep(0)
+        return self.probabilities[min(len(self.scored) - 1, len(self.probabilities) - 1)]
+
+
+def semantic_harness(probabilities: list[float]) -> tuple[Harness, ScriptedScorer]:
+    h = Harness(["what time is it"])
+    scorer = ScriptedScorer(probabilities)
+    h.coordinator = TurnCoordinator(
+        h.audio,
+        h.asr,
+        h.conversation,
+        h.responses,
+        h.events.append,
+        TurnPolicy(),
+        TurnDetection(type="semantic_vad", eagerness="auto"),
+        scorer=scorer,
+    )
+    h.audio.end_speech = lambda: asyncio.sleep(0)  # type: ignore[method-assign]
+    return h, scorer
+
+
+def test_semantic_complete_at_the_first_pause_ends_the_turn_there() -> None:
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_paused", 30_000)], True)
+        await h.settle()
+
+    h, scorer = semantic_harness([0.9])
+    asyncio.run(main(h))
+    assert h.types() == TURN  # ended without waiting for the 4 s silence window
+    assert h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
+    assert len(scorer.scored) == 1
+    (answer,) = h.responses.started  # the early answer was released, not restarted
+    assert answer.released_after == h.events[2]["item_id"]
+
+
+def test_semantic_incomplete_then_complete_is_one_turn() -> None:
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_paused", 30_000)], True)
+        await h.settle()
+        assert h.types() == ["input_audio_buffer.speech_started"]  # "incomplete": keep listening
+        h.audio.vad._silence_samples = 3200 + 6400  # the pause grew by 400 ms
+        await h.feed(3200, [], True)
+        await h.settle()
+
+    h, scorer = semantic_harness([0.2, 0.8])
+    asyncio.run(main(h))
+    assert h.types() == TURN and len(scorer.scored) == 2
+    assert scorer.scored[1] > scorer.scored[0]  # scored again on the longer audio
+
+
+def test_semantic_never_complete_ends_at_the_silence_window() -> None:
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_paused", 30_000)], True)
+        await h.settle()
+        await h.feed(64_000, [("speech_stopped", 30_000)], False)  # the eagerness's max wait
+        await h.settle()
+
+    h, _scorer = semantic_harness([0.1])
+    asyncio.run(main(h))
+    assert h.types() == TURN
+    assert TurnDetection(type="semantic_vad", eagerness="auto").silence_duration_ms == 4000
+
+
+def test_semantic_resumed_speech_drops_the_held_answer() -> None:
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_paused", 30_000)], True)
+        await h.settle()
+        await h.feed(4000, [("speech_resumed", 33_000)], True)
+        await h.settle()
+
+    h, _scorer = semantic_harness([0.3])
+    asyncio.run(main(h))
+    assert h.types() == ["input_audio_buffer.speech_started"]
+    assert [(a.early_user_text, a.discarded) for a in h.responses.started] == [
+        ("what time is it", True)
+    ]

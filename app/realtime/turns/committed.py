@@ -1,0 +1,42 @@
+"""The final transcription of a committed turn, and the events that report it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from app.audio import PIPELINE_RATE
+from app.protocol import events
+from app.realtime.responses.gate import EventSink
+from app.realtime.turns.turn import CommittedTurn
+
+log = logging.getLogger("r1voice.turns")
+
+
+async def transcribe_committed(turn: CommittedTurn, emit: EventSink | None) -> bool:
+    """Fill in the turn's text; report it through `emit` (None: transcripts are off).
+
+    Returns whether it succeeded. The item becomes ready whatever happens (empty on a
+    failure or a cancellation), so an answer waiting for the history never hangs.
+    """
+    item = turn.item
+    try:
+        item.text = await turn.transcriber.finish(turn.audio, turn.end_sample)
+    except asyncio.CancelledError:
+        item.text = ""
+        raise
+    except Exception as exc:  # a failed transcription must not end the session
+        log.exception("transcription failed")
+        item.text = ""
+        if emit is not None:
+            error = {"type": "server_error", "code": "asr_failed", "message": str(exc)}
+            emit(events.transcription("failed", item.id, error=error))
+        return False
+    finally:
+        item.ready.set()
+    turn.timing.transcript_at = time.monotonic()
+    if emit is not None:
+        usage = {"type": "duration", "seconds": round(turn.audio.size / PIPELINE_RATE, 3)}
+        emit(events.transcription("completed", item.id, transcript=item.text, usage=usage))
+    return True

@@ -1,0 +1,87 @@
+"""`semantic_vad`: a pause ends the turn as soon as the turn model hears it complete.
+
+Silero VAD still finds speech and pauses. At each pause (the VAD's early pause event,
+~200 ms of silence) the turn model scores the utterance; complete -> the turn ends at
+the pause, and the early transcription and answer that started there are released at
+once; incomplete -> keep listening and score again as the pause grows. The VAD's own
+silence window (the eagerness's maximum wait) ends a turn that never sounds complete.
+Pipecat's Smart Turn analyzer works the same way (an idea taken from it, not its code).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+import numpy as np
+
+from app.audio import PIPELINE_RATE
+from app.realtime.turns.transcriber import stop_task
+from app.realtime.turns.turn import SpeechTurn
+
+log = logging.getLogger("r1voice.turns")
+COMPLETE = 0.5  # the model's probability above which an utterance is finished
+RESCORE_EVERY = PIPELINE_RATE * 400 // 1000  # more silence since the last score
+
+
+class TurnScorer(Protocol):
+    """What semantic turn ends need of the turn model (SmartTurnModel, or a script)."""
+
+    async def score(self, audio_16k: np.ndarray) -> float: ...
+
+
+class SemanticEnd:
+    def __init__(
+        self,
+        scorer: TurnScorer,
+        audio_of: Callable[[SpeechTurn], np.ndarray],
+        end_turn: Callable[[SpeechTurn, int], Awaitable[None]],
+    ) -> None:
+        self.scorer = scorer
+        self.audio_of = audio_of  # the turn's audio up to now
+        self.end_turn = end_turn  # end `turn` at a stream position
+        self.scores: list[float] = []  # of the current pause, for tests and logs
+        self._task: asyncio.Task[None] | None = None
+        self._pause: tuple[SpeechTurn, int, int] | None = None  # turn, pause start, silence scored
+
+    def paused(self, turn: SpeechTurn, sample: int) -> None:
+        """The VAD heard a pause begin at `sample` (its early pause event)."""
+        self._pause = (turn, sample, 0)
+        self.scores = []
+        self._score_now(turn, sample)
+
+    def resumed(self) -> None:
+        self._pause = None
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    def grew(self, silence: int) -> None:
+        """The pause is `silence` samples long now: score again every RESCORE_EVERY."""
+        if self._pause is None or (self._task is not None and not self._task.done()):
+            return
+        turn, sample, scored = self._pause
+        if silence - scored >= RESCORE_EVERY:
+            self._pause = (turn, sample, silence)
+            self._score_now(turn, sample)
+
+    def _score_now(self, turn: SpeechTurn, sample: int) -> None:
+        self._task = asyncio.create_task(self._judge(turn, sample), name="turn-score")
+
+    async def _judge(self, turn: SpeechTurn, sample: int) -> None:
+        try:
+            probability = await self.scorer.score(self.audio_of(turn))
+        except Exception:  # a failed score leaves the silence window in charge
+            log.exception("turn model failed")
+            return
+        self.scores.append(probability)
+        if probability >= COMPLETE and self._pause is not None and self._pause[0] is turn:
+            self._pause = None
+            # shielded: a pause that resumes now must not cut the turn's commit in half
+            await asyncio.shield(self.end_turn(turn, sample))
+
+    async def close(self) -> None:
+        self._pause = None
+        await stop_task(self._task)  # type: ignore[arg-type]
