@@ -268,7 +268,7 @@ class Response:
         first_audio = self.speaker.first_audio_at if self.speaker else None
         timing = self.timing if visible else None
         seconds = timing.stage_seconds(self.first_token_at, first_audio) if timing else None
-        reason = self._cancel_reason if status == "cancelled" else None
+        reason = self._cancel_reason if visible and status == "cancelled" else None
         self._on_done(
             self, ResponseOutcome(status if visible else "discarded", visible, seconds, reason)
         )
