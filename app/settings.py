@@ -27,6 +27,9 @@ class Settings:
     max_response_tokens: int = 128
     temperature: float = 0.0  # greedy by default: the small model answers best that way
     asr_threads: int = 2
+    # How a session's turns end unless it says otherwise: "server_vad" (silence) or
+    # "semantic_vad" (the Smart Turn model hears the utterance complete).
+    turn_detection: str = "server_vad"
     # Speech resuming this soon after a VAD turn ended continues that turn (see Session).
     turn_merge_window_ms: int = 1500
     # Speech during an answer must last this long to interrupt it (coughs, echo).
@@ -55,6 +58,10 @@ class Settings:
             )
         if self.llm_backend == "remote" and not self.llm_url:
             raise ValueError("the remote LLM backend needs llm_url (R1VOICE_LLM_URL, --llm-url)")
+        if self.turn_detection not in ("server_vad", "semantic_vad"):
+            raise ValueError(
+                f"turn_detection must be 'server_vad' or 'semantic_vad', got {self.turn_detection!r}"
+            )
         if self.max_response_tokens <= 0:
             raise ValueError("max_response_tokens must be > 0")
 

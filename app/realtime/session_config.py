@@ -62,6 +62,7 @@ class SessionConfig:
             max_output_tokens=settings.max_response_tokens,
             temperature=settings.temperature,
             transcription_model=settings.asr_model,
+            turn_detection=TurnDetection(type=settings.turn_detection),  # type: ignore[arg-type]
         )
 
     def apply(self, patch: SessionPatch, voices: list[str]) -> list[ProtocolError]:

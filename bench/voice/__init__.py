@@ -42,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--llm-model", default=None, help="passed to `serve`")
     parser.add_argument(
+        "--turn-detection",
+        choices=["server_vad", "semantic_vad"],
+        default=None,
+        help="the sessions' turn detection (default: the server's default)",
+    )
+    parser.add_argument(
         "--sessions",
         default="1,4",
         help="concurrency levels to run, comma separated (default: 1,4)",

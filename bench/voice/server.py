@@ -22,6 +22,8 @@ class Server:
             self.command += ["--llm-backend", args.llm_backend]
         if args.llm_model:
             self.command += ["--llm-model", args.llm_model]
+        turn_detection = getattr(args, "turn_detection", None)
+        self.env = {"R1VOICE_TURN_DETECTION": turn_detection} if turn_detection else {}
         self.log_path = args.server_log
         self.proc: Any = None
         self._log_file: Any = None
@@ -31,6 +33,7 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
+        import os
         import subprocess
         import tempfile
         import time
@@ -45,7 +48,11 @@ class Server:
         log("starting: " + " ".join(self.command))
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(
-            self.command, cwd=root, stdout=self._log_file, stderr=subprocess.STDOUT
+            self.command,
+            cwd=root,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **self.env},
         )
 
     def log_tail(self, lines: int = 30) -> str:
