@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.cpu_kernels import CpuKernels, pack_int8
 from engine.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -156,6 +157,9 @@ class Int8Linear(nn.Module):
         self.register_buffer("scales", torch.empty(out_features, dtype=torch.float32))
         self.bias = nn.Parameter(torch.empty(out_features), requires_grad=False) if bias else None
         self.weight_t: torch.Tensor | None = None  # q^T for torch._int_mm (CUDA)
+        # our C++ kernel's layout (CPU): packed weight, row sums, scales, bias
+        self.vnni: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None] | None
+        self.vnni = None
         self.stored_bytes = 0
 
     @classmethod
@@ -169,12 +173,23 @@ class Int8Linear(nn.Module):
     def prepare(self, release: bool = True) -> None:
         q = self.weight
         self.stored_bytes = q.numel() + 4 * self.scales.numel()
-        if q.device.type in ("cpu", "cuda"):
+        if q.device.type == "cpu" and CpuKernels.ops() is not None:
+            # The same numbers as int8_linear (bit for bit), 1.35x (512 rows) to 5-7x
+            # (1 row) faster on SmolLM2's shapes: one call, activation split fused in.
+            self.vnni = pack_int8(q, self.scales, self.bias)
+            if release:
+                self.weight = torch.empty(0, dtype=torch.int8)
+        elif q.device.type in ("cpu", "cuda"):
             self.weight_t = q.t().contiguous()
             if release and q.device.type == "cpu":  # CUDA keeps it for weight-only
                 self.weight = torch.empty(0, dtype=torch.int8)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.vnni is not None and x.dtype == torch.float32:
+            packed, rowsum, scales, bias = self.vnni
+            return CpuKernels.ops().int8_linear(
+                x.contiguous(), packed, rowsum, scales, bias, self.out_features
+            )
         rows = x.shape[0] * (2 if ACTIVATION_SPLIT else 1)
         if self.weight_t is not None and (x.device.type == "cpu" or rows > 16):
             y = int8_linear(x, self.weight_t, self.scales)
