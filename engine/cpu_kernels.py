@@ -51,12 +51,20 @@ class CpuKernels:
     _lock = threading.Lock()
     _ops: Any = None
     _tried = False
+    # Engines built while False use the torch kernels (benchmarks compare both in one
+    # process); modules decide when they are prepared, so engines built before keep theirs.
+    enabled = True
     build_seconds: float | None = None  # set when this process compiled them
     library_path: Path | None = None
 
     @classmethod
     def ops(cls) -> Any:
-        """``torch.ops.r1voice`` once the kernels are loaded, else None."""
+        """``torch.ops.r1voice`` for a module being prepared now, else None."""
+        return cls.lib() if cls.enabled else None
+
+    @classmethod
+    def lib(cls) -> Any:
+        """``torch.ops.r1voice`` once loaded (built if needed), else None."""
         if not cls._tried:
             with cls._lock:
                 if not cls._tried:

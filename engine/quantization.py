@@ -187,7 +187,7 @@ class Int8Linear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.vnni is not None and x.dtype == torch.float32:
             packed, rowsum, scales, bias = self.vnni
-            return CpuKernels.ops().int8_linear(
+            return CpuKernels.lib().int8_linear(
                 x.contiguous(), packed, rowsum, scales, bias, self.out_features
             )
         rows = x.shape[0] * (2 if ACTIVATION_SPLIT else 1)

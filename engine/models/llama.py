@@ -47,7 +47,7 @@ class LlamaAttention(nn.Module):
         qkv = self.qkv_proj(x)
         if self.fused and qkv.dtype == torch.float32:
             attn = self.attn
-            q = CpuKernels.ops().rope_and_cache(
+            q = CpuKernels.lib().rope_and_cache(
                 qkv.contiguous(),
                 cos.view(t, -1),
                 sin.view(t, -1),
