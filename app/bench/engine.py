@@ -61,6 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-torch-kernels", action="store_true", help="no torch-only engine")
     parser.add_argument("--skip-llama-cpp", action="store_true")
     parser.add_argument("--prefill-tokens", type=int, default=512)
+    parser.add_argument("--long-tokens", type=int, default=None, help="latency: 1800 (quick 600)")
+    parser.add_argument("--short-delay", type=float, default=0.5, help="latency: s after longs")
+    parser.add_argument("--max-step-ms", type=float, default=150.0)
+    parser.add_argument("--skip-latency", action="store_true")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -74,21 +78,6 @@ def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
     best = dict(max(runs, key=lambda r: r["tokens_per_s"]))
     best["tokens_per_s_rounds"] = [r["tokens_per_s"] for r in runs]
     return best
-
-
-def _peer_ratios(
-    engine: dict[str, Any], peers: dict[str, Any], prefill: dict[str, float]
-) -> dict[str, float]:
-    """engine / peer, single stream and prefill, for each peer measured in this run."""
-    ratios = {}
-    mine = engine["single_stream"]["tokens_per_s"]
-    for name in ("llama.cpp", "engine_torch_kernels"):
-        theirs = peers.get(name, {}).get("single_stream")
-        if theirs:
-            ratios[f"single_stream_vs_{name}"] = round(mine / theirs["tokens_per_s"], 2)
-        if prefill.get(name) and prefill.get("engine"):
-            ratios[f"prefill_vs_{name}"] = round(prefill["engine"] / prefill[name], 2)
-    return ratios
 
 
 async def _engine_streams(llm: Any, prompts: list[list[int]], params: Any) -> dict[str, Any]:
@@ -144,7 +133,8 @@ async def _engine_single(llm: Any, prompts: list[list[int]], params: Any) -> dic
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from app.bench.engine_peers import load_llama_cpp, read_bandwidth_gbs
+    from app.bench.engine_latency import run_latency
+    from app.bench.engine_peers import load_llama_cpp, peer_ratios, read_bandwidth_gbs
     from engine import AsyncLLM, SamplingParams, quantized_model
     from engine.cpu_kernels import CpuKernels
 
@@ -159,6 +149,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             args.model,
             dtype=args.dtype,
             max_num_seqs=max(args.streams, 8),
+            max_step_ms=args.max_step_ms,
             quantization=args.quantization,
             quantization_group_size=args.group_size,
         )
@@ -242,6 +233,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if hf is not None:
         baseline["static_batch"] = hf.static_batch(batch, max_tokens)
     weight_bytes = quantized_model.weight_bytes(llm.engine.model)
+    latency = None
+    if not args.skip_latency:
+        long_tokens = args.long_tokens or (600 if quick else 1800)
+        latency = run_latency(llm, single[0], long_tokens, args.short_delay, args.max_step_ms)
     llm.close()
     bandwidth = read_bandwidth_gbs(threads)
     single_tps = engine["single_stream"]["tokens_per_s"]
@@ -274,7 +269,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "peers": peers,
         "prefill_tokens_per_s": {"prompt_tokens": len(long_prompt), **prefill_best},
         "limits": limits,
-        "peer_ratios": _peer_ratios(engine, peers, prefill_best),
+        "step_time_budget": latency,
+        "peer_ratios": peer_ratios(engine, peers, prefill_best),
     }
     if hf is not None:
         result["transformers"] = baseline

@@ -106,3 +106,18 @@ def load_llama_cpp(model: str, threads: int) -> tuple[LlamaCppPeer | None, dict[
         "gguf_bytes": peer.file_bytes,
         "threads": threads,
     }
+
+
+def peer_ratios(
+    engine: dict[str, Any], peers: dict[str, Any], prefill: dict[str, float]
+) -> dict[str, float]:
+    """engine / peer, single stream and prefill, for each peer measured in this run."""
+    ratios = {}
+    mine = engine["single_stream"]["tokens_per_s"]
+    for name in ("llama.cpp", "engine_torch_kernels"):
+        theirs = peers.get(name, {}).get("single_stream")
+        if theirs:
+            ratios[f"single_stream_vs_{name}"] = round(mine / theirs["tokens_per_s"], 2)
+        if prefill.get(name) and prefill.get("engine"):
+            ratios[f"prefill_vs_{name}"] = round(prefill["engine"] / prefill[name], 2)
+    return ratios
