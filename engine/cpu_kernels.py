@@ -27,7 +27,9 @@ import torch
 
 log = logging.getLogger(__name__)
 
-SOURCES = [Path(__file__).parent / "kernels" / n for n in ("cpu_kernels.cpp", "layer_kernels.cpp")]
+_DIR = Path(__file__).parent / "kernels"
+SOURCES = [_DIR / n for n in ("cpu_kernels.cpp", "int4_kernels.cpp", "layer_kernels.cpp")]
+HEADERS = [_DIR / "quantize_row.h"]
 REQUIRED_FLAGS = ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
 CXX_FLAGS = [
     "-O3",
@@ -109,7 +111,7 @@ class CpuKernels:
         assert cxx is not None
         command = [cxx, *CXX_FLAGS, *_torch_flags()]
         ident = hashlib.sha256()
-        for src in SOURCES:
+        for src in [*SOURCES, *HEADERS]:
             ident.update(src.read_bytes())
         ident.update(" ".join(command).encode() + torch.__version__.encode())
         out_dir = cache_root() / "kernels" / ident.hexdigest()[:16]
@@ -183,3 +185,27 @@ def pack_int8(
         return out
 
     return packed, rowsum, pad(scales), None if bias is None else pad(bias)
+
+
+def pack_int4(
+    q: torch.Tensor, scales: torch.Tensor, mins: torch.Tensor, bias: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """int4 q [n, k] (values 0..15), scales and mins [n, k/g] -> the layout
+    ``r1voice::int4_linear`` reads (see int4_kernels.cpp), n padded to 16 with zeros."""
+    n, k = q.shape
+    np_, groups = -(-n // 16) * 16, scales.shape[1]
+    padded = torch.zeros(np_, k, dtype=torch.uint8)
+    padded[:n] = q.to(torch.uint8)
+    v = padded.view(np_ // 16, 16, k // 8, 2, 4)
+    packed = (v[:, :, :, 0] | (v[:, :, :, 1] << 4)).permute(0, 2, 1, 3).contiguous()
+
+    def per_block(t: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros(np_, groups, dtype=torch.float32)
+        out[:n] = t.float()
+        return out.view(np_ // 16, 16, groups).permute(0, 2, 1).contiguous()
+
+    b = None
+    if bias is not None:
+        b = torch.zeros(np_, dtype=torch.float32)
+        b[:n] = bias.float()
+    return packed, per_block(scales), per_block(mins), b

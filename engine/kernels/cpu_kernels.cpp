@@ -18,6 +18,8 @@
 #include <immintrin.h>
 #include <torch/library.h>
 
+#include "quantize_row.h"
+
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -25,37 +27,6 @@
 namespace {
 
 constexpr int kTileRows = 4;  // rows per weight pass: 8 accumulators + 1 weight + 8 broadcasts
-
-// One row: fp32 [k] -> hi + 128 and lo as bytes [kp] (zero padded), and its scale.
-void quantize_row(const float* x, int64_t k, int64_t kp, uint8_t* hi, uint8_t* lo, float* sx) {
-  __m512 vmax = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= k; i += 16) vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_loadu_ps(x + i)));
-  float amax = _mm512_reduce_max_ps(vmax);
-  for (; i < k; ++i) amax = std::fmax(amax, std::fabs(x[i]));
-  // as torch: amax.mul_(1 / 16383).clamp_(min=1e-10), in float
-  float s = amax * static_cast<float>(1.0 / 16383.0);
-  s = s < 1e-10f ? 1e-10f : s;
-  *sx = s;
-  const __m512 vs = _mm512_set1_ps(s);
-  const __m512 inv128 = _mm512_set1_ps(1.0f / 128.0f);
-  const __m512 c128 = _mm512_set1_ps(128.0f);
-  for (i = 0; i < kp; i += 16) {
-    const int64_t left = k - i;
-    const __mmask16 m = left >= 16 ? 0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
-    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-    v = _mm512_roundscale_ps(_mm512_div_ps(v, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 h = _mm512_floor_ps(_mm512_mul_ps(v, inv128));
-    __m512 l = _mm512_sub_ps(v, _mm512_mul_ps(h, c128));
-    __m512i hi32 = _mm512_add_epi32(_mm512_cvtps_epi32(h), _mm512_set1_epi32(128));
-    __m512i lo32 = _mm512_cvtps_epi32(l);
-    const int64_t n = kp - i < 16 ? kp - i : 16;
-    const __mmask16 store = n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
-    // padded inputs (m = 0) must contribute nothing: hi + 128 = 128 meets a zero weight
-    _mm_mask_storeu_epi8(hi + i, store, _mm512_cvtepi32_epi8(hi32));
-    _mm_mask_storeu_epi8(lo + i, store, _mm512_cvtepi32_epi8(lo32));
-  }
-}
 
 // R rows x 16 outputs over all of k: the integer sums, then the float epilogue.
 template <int R>
@@ -104,7 +75,7 @@ at::Tensor int8_linear(const at::Tensor& x, const at::Tensor& packed, const at::
   const float* xp = x.data_ptr<float>();
   float* sxp = sx.data_ptr<float>();
   at::parallel_for(0, m, 64, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) quantize_row(xp + r * k, k, kp, hi + r * kp, lo + r * kp, sxp + r);
+    for (int64_t r = r0; r < r1; ++r) quantize_row(xp + r * k, k, kp, hi + r * kp, lo + r * kp, sxp + r, 128);
   });
   const int8_t* wp = packed.data_ptr<int8_t>();
   const int32_t* rs = rowsum.data_ptr<int32_t>();

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from engine import quantization as Q
-from engine.cpu_kernels import CpuKernels, pack_int8
+from engine.cpu_kernels import CpuKernels, pack_int4, pack_int8
 from engine.layers.rotary import RotaryEmbedding
 
 ops = CpuKernels.ops()
@@ -44,6 +44,25 @@ def test_int8_linear_module_uses_the_kernel_and_releases_weights() -> None:
     assert lin.vnni is not None and lin.weight.numel() == 0 and lin.weight_t is None
     x = torch.randn(3, 64)
     assert torch.equal(lin(x), Q.int8_linear(x, q.t().contiguous(), s))
+
+
+@needs_kernels
+@pytest.mark.parametrize("group_size", Q.INT4_GROUP_SIZES)
+@pytest.mark.parametrize("rows", [1, 3, 4, 9])
+def test_int4_linear_matches_the_dequantized_weights(group_size: int, rows: int) -> None:
+    """Exact integer sums per group; the only error is the 15-bit activations'."""
+    torch.manual_seed(group_size + rows)
+    n, k = 40, 256
+    q, s, m = Q.quantize_int4(torch.randn(n, k) * 0.05, group_size)
+    bias = torch.randn(n)
+    x = torch.randn(rows, k)
+    ref = x @ Q.dequantize_int4(q, s, m, group_size).t() + bias
+    packed, scales, mins, b = pack_int4(q, s, m, bias)
+    y = ops.int4_linear(x, packed, scales, mins, b, n, group_size)
+    assert (y - ref).norm() / ref.norm() < 2e-4
+    lin = Q.Int4Linear.from_float(torch.randn(n, k), group_size, bias)
+    lin.prepare()
+    assert lin.kernel == "vnni_cpu" and lin.weight.numel() == 0
 
 
 @needs_kernels
