@@ -89,6 +89,7 @@ class ModelRunner:
         slots: list[int] = []
         decode_tables, decode_lens = [], []
         prefill_lens, prefill_tables, prefill_masks = [], [], []
+        prefill_runs: list[int | None] = []
         sample_index, sample_rows = [], []
         for i in order:
             seq, n = batch.seqs[i], batch.num_new_tokens[i]
@@ -107,6 +108,8 @@ class ModelRunner:
             else:
                 prefill_lens.append(n)
                 prefill_tables.append(self._tensor(table[:num_blocks]))
+                run = table[:num_blocks] == list(range(table[0], table[0] + num_blocks))
+                prefill_runs.append(table[0] if run else None)
                 key_pos = torch.arange(end, device=self.device)
                 query_pos = torch.arange(start, end, device=self.device)
                 visible = key_pos[None, None, :] <= query_pos[None, :, None]
@@ -130,6 +133,7 @@ class ModelRunner:
             prefill_query_lens=prefill_lens,
             prefill_block_tables=prefill_tables,
             prefill_masks=prefill_masks,
+            prefill_block_runs=prefill_runs,
             decode_lens=lens if self.fused_decode else None,
         )
         return self._tensor(ids), self._tensor(positions), meta, sample_index, sample_rows
