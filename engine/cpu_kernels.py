@@ -191,7 +191,8 @@ def pack_int4(
     q: torch.Tensor, scales: torch.Tensor, mins: torch.Tensor, bias: torch.Tensor | None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """int4 q [n, k] (values 0..15), scales and mins [n, k/g] -> the layout
-    ``r1voice::int4_linear`` reads (see int4_kernels.cpp), n padded to 16 with zeros."""
+    ``r1voice::int4_linear`` reads (see int4_kernels.cpp), n padded to 16 with zeros;
+    scales and mins in fp16, as llama.cpp's Q4_1 keeps them."""
     n, k = q.shape
     np_, groups = -(-n // 16) * 16, scales.shape[1]
     padded = torch.zeros(np_, k, dtype=torch.uint8)
@@ -202,7 +203,7 @@ def pack_int4(
     def per_block(t: torch.Tensor) -> torch.Tensor:
         out = torch.zeros(np_, groups, dtype=torch.float32)
         out[:n] = t.float()
-        return out.view(np_ // 16, 16, groups).permute(0, 2, 1).contiguous()
+        return out.view(np_ // 16, 16, groups).permute(0, 2, 1).to(torch.float16).contiguous()
 
     b = None
     if bias is not None:

@@ -50,12 +50,14 @@ def test_int8_linear_module_uses_the_kernel_and_releases_weights() -> None:
 @pytest.mark.parametrize("group_size", Q.INT4_GROUP_SIZES)
 @pytest.mark.parametrize("rows", [1, 3, 4, 9])
 def test_int4_linear_matches_the_dequantized_weights(group_size: int, rows: int) -> None:
-    """Exact integer sums per group; the only error is the 15-bit activations'."""
+    """Exact integer sums per group; the errors: the 15-bit activations and the fp16
+    scales and mins (the reference uses the same fp16 values)."""
     torch.manual_seed(group_size + rows)
     n, k = 40, 256
     q, s, m = Q.quantize_int4(torch.randn(n, k) * 0.05, group_size)
     bias = torch.randn(n)
     x = torch.randn(rows, k)
+    s, m = s.half().float(), m.half().float()
     ref = x @ Q.dequantize_int4(q, s, m, group_size).t() + bias
     packed, scales, mins, b = pack_int4(q, s, m, bias)
     y = ops.int4_linear(x, packed, scales, mins, b, n, group_size)
