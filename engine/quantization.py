@@ -187,7 +187,7 @@ class Int8Linear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.vnni is not None and x.dtype == torch.float32:
             packed, rowsum, scales, bias = self.vnni
-            return CpuKernels.lib().int8_linear(
+            return CpuKernels.k.int8_linear(
                 x.contiguous(), packed, rowsum, scales, bias, self.out_features
             )
         rows = x.shape[0] * (2 if ACTIVATION_SPLIT else 1)
@@ -269,7 +269,7 @@ class Int4Linear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.vnni is not None and x.dtype == torch.float32:
             packed, scales, mins, bias = self.vnni
-            return CpuKernels.lib().int4_linear(
+            return CpuKernels.k.int4_linear(
                 x.contiguous(), packed, scales, mins, bias, self.out_features, self.group_size
             )
         if self.packed is not None and self.scales_and_zeros is not None:

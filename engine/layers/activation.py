@@ -16,6 +16,6 @@ class SiluAndMul(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.fused and x.dtype == torch.float32 and x.dim() == 2:
-            return CpuKernels.lib().silu_and_mul(x)
+            return CpuKernels.k.silu_and_mul(x)
         gate, up = x.chunk(2, dim=-1)
         return F.silu(gate) * up

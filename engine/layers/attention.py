@@ -95,7 +95,7 @@ class PagedAttention(nn.Module):
         if nd and meta.decode_lens is not None:  # C++: straight over the block tables
             assert meta.decode_block_tables is not None
             outs.append(
-                CpuKernels.lib().paged_decode_attention(
+                CpuKernels.k.paged_decode_attention(
                     q[:nd].contiguous(),
                     self.k_cache,
                     self.v_cache,

@@ -35,7 +35,7 @@ class RMSNorm(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Returns (norm(x + residual), x + residual): the new residual stream."""
         if self.fused and x.dim() == 2:
-            normed, total = CpuKernels.lib().rms_norm_residual(x, residual, self.weight, self.eps)
+            normed, total = CpuKernels.k.rms_norm_residual(x, residual, self.weight, self.eps)
             return normed, total
         if residual is not None:
             x = x + residual
