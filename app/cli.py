@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-# Each benchmark is a module or package app/bench/<name> exposing
+# Each benchmark is a module or package bench/<name> exposing
 #   add_arguments(parser: argparse.ArgumentParser) -> None
 #   run(args: argparse.Namespace) -> dict   (the JSON result)
 BENCHMARKS = {

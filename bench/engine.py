@@ -1,11 +1,16 @@
-"""Engine throughput: our engine (1 and N AsyncLLM streams) vs transformers generate, same run.
+"""Engine throughput: our engine (1 and N AsyncLLM streams) vs transformers and llama.cpp, same run.
 
-Same model, dtype, prompts (chat-templated questions), greedy decoding and max_tokens for
-both. transformers runs single streams one after another and N prompts as one static
-batch with left padding; our engine runs single streams and N concurrent streams
-through AsyncLLM. Output tokens count up to and including EOS. Ratios are engine /
-transformers, measured in this run (the machines are shared: absolute numbers drift).
-The engine's prefix cache is on (the default) but emptied before each measurement.
+Peers, all in this run and interleaved round by round: transformers ``generate``; the
+engine on its torch-only kernels (``CpuKernels.enabled = False``: the engine before its
+C++ kernels); llama.cpp on the same GGUF when llama-cpp-python is installed (`make
+bench-peers`). Also: prefill tokens/s of one 512-token prompt, the measured memory read
+bandwidth and each single stream's share of the physical limit (tok/s x weight bytes
+read per token / bandwidth).
+
+Same model, prompts (chat-templated questions), greedy decoding and max_tokens for all.
+transformers runs N prompts as one static batch with left padding; our engine N
+concurrent AsyncLLM streams. Output tokens count up to and including EOS (llama.cpp:
+max_tokens). Ratios are engine / peer in this run; prefix caches emptied before each.
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ import asyncio
 import statistics
 import time
 from typing import Any
+
+# bench/quant.py imports the transformers peer under its old name.
+from bench.engine_transformers import TransformersPeer as _Transformers
 
 QUESTIONS = [
     "What is the capital of France?",
@@ -50,6 +58,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=None, help="single-stream rounds (2/3)")
     parser.add_argument("--num-threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--skip-transformers", action="store_true")
+    parser.add_argument("--skip-torch-kernels", action="store_true", help="no torch-only engine")
+    parser.add_argument("--skip-llama-cpp", action="store_true")
+    parser.add_argument("--prefill-tokens", type=int, default=512)
+    parser.add_argument("--long-tokens", type=int, default=None, help="latency: 1800 (quick 600)")
+    parser.add_argument("--short-delay", type=float, default=0.5, help="latency: s after longs")
+    parser.add_argument("--max-step-ms", type=float, default=150.0)
+    parser.add_argument("--skip-latency", action="store_true")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -63,14 +78,6 @@ def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
     best = dict(max(runs, key=lambda r: r["tokens_per_s"]))
     best["tokens_per_s_rounds"] = [r["tokens_per_s"] for r in runs]
     return best
-
-
-def _count(tokens: list[int], eos: set[int]) -> int:
-    """Generated tokens up to and including the first EOS."""
-    for i, t in enumerate(tokens):
-        if t in eos:
-            return i + 1
-    return len(tokens)
 
 
 async def _engine_streams(llm: Any, prompts: list[list[int]], params: Any) -> dict[str, Any]:
@@ -123,93 +130,45 @@ async def _engine_single(llm: Any, prompts: list[list[int]], params: Any) -> dic
     }
 
 
-def _hf_generate(
-    model: Any, tokenizer: Any, prompts: list[list[int]], max_tokens: int, ignore_eos: bool
-) -> tuple[list[list[int]], float]:
-    import torch
-
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    width = max(len(p) for p in prompts)
-    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])  # left padding
-    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
-    extra = {"min_new_tokens": max_tokens} if ignore_eos else {}
-    start = time.perf_counter()
-    with torch.inference_mode():
-        out = model.generate(
-            ids,
-            attention_mask=mask,
-            max_new_tokens=max_tokens,
-            do_sample=False,
-            pad_token_id=pad,
-            **extra,
-        )
-    return out[:, width:].tolist(), time.perf_counter() - start
-
-
-class _Transformers:
-    """The baseline: transformers ``generate`` on the same model, dtype and prompts."""
-
-    def __init__(self, path: Any, dtype_name: str, ignore_eos: bool, eos: set[int]) -> None:
-        import torch
-        import transformers
-
-        dtype = torch.float32 if dtype_name == "float32" else torch.bfloat16
-        self.model = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
-        self.model.eval()
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(path))
-        self.ignore_eos = ignore_eos
-        self.eos = set() if ignore_eos else eos
-
-    def warmup(self, prompt: list[int]) -> None:
-        _hf_generate(self.model, self.tokenizer, [prompt], 4, False)
-
-    def single(self, prompts: list[list[int]], max_tokens: int) -> dict[str, Any]:
-        outs, seconds = [], 0.0
-        for p in prompts:
-            toks, dt = _hf_generate(self.model, self.tokenizer, [p], max_tokens, self.ignore_eos)
-            outs.append(toks[0][: _count(toks[0], self.eos)])
-            seconds += dt
-        n = sum(len(t) for t in outs)
-        return {
-            "output_tokens": n,
-            "seconds": round(seconds, 3),
-            "tokens_per_s": round(n / seconds, 2),
-            "tokens": outs,
-        }
-
-    def static_batch(self, prompts: list[list[int]], max_tokens: int) -> dict[str, Any]:
-        toks, seconds = _hf_generate(
-            self.model, self.tokenizer, prompts, max_tokens, self.ignore_eos
-        )
-        n = sum(_count(t, self.eos) for t in toks)
-        return {
-            "batch_size": len(prompts),
-            "output_tokens": n,
-            "seconds": round(seconds, 3),
-            "tokens_per_s": round(n / seconds, 2),
-        }
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from engine import AsyncLLM, SamplingParams
+    from bench.engine_latency import run_latency
+    from bench.engine_peers import load_llama_cpp, peer_ratios, read_bandwidth_gbs
+    from engine import AsyncLLM, SamplingParams, quantized_model
+    from engine.cpu_kernels import CpuKernels
 
     if args.num_threads:
         torch.set_num_threads(args.num_threads)
     quick = bool(getattr(args, "quick", False))
     max_tokens = args.max_tokens or (48 if quick else 128)
     n_single = args.single or (2 if quick else 4)
+
+    def build() -> Any:
+        return AsyncLLM(
+            args.model,
+            dtype=args.dtype,
+            max_num_seqs=max(args.streams, 8),
+            max_step_ms=args.max_step_ms,
+            quantization=args.quantization,
+            quantization_group_size=args.group_size,
+        )
+
     load_start = time.perf_counter()
-    llm = AsyncLLM(
-        args.model,
-        dtype=args.dtype,
-        max_num_seqs=max(args.streams, 8),
-        quantization=args.quantization,
-        quantization_group_size=args.group_size,
-    )
+    llm = build()
     load_s = time.perf_counter() - load_start
     tok = llm.tokenizer
+    torch_llm = None
+    if not args.skip_torch_kernels and CpuKernels.lib() is not None:
+        CpuKernels.enabled = False
+        try:
+            torch_llm = build()
+        finally:
+            CpuKernels.enabled = True
+    threads = torch.get_num_threads()
+    llama, llama_note = (None, {"available": False, "why": "--skip-llama-cpp"})
+    if not args.skip_llama_cpp:
+        llama, llama_note = load_llama_cpp(args.model, threads)
 
     def chat(q: str) -> list[int]:
         enc = tok.apply_chat_template(
@@ -227,23 +186,72 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         hf = _Transformers(llm.model_path, args.dtype, args.ignore_eos, eos)
         hf.warmup(single[0])
     asyncio.run(llm.warmup())
-    # Engine and transformers alternate, so a change in machine load hits both sides;
-    # single streams are short: the best of a few rounds is reported, all rounds listed.
-    rounds: dict[str, list[dict[str, Any]]] = {"engine": [], "transformers": []}
+    if torch_llm is not None:
+        asyncio.run(torch_llm.warmup())
+    gen = torch.Generator().manual_seed(0)
+    vocab = int(llm.engine.model_config.vocab_size)
+    long_prompt = torch.randint(vocab, (args.prefill_tokens,), generator=gen).tolist()
+    prefill_params = SamplingParams(max_tokens=1, temperature=0.0)
+    # Every side runs once per round, in turn, so a change in machine load hits all of
+    # them; single streams are short: the best of a few rounds is reported, all listed.
+    rounds: dict[str, list[dict[str, Any]]] = {
+        "engine": [],
+        "engine_torch_kernels": [],
+        "transformers": [],
+        "llama.cpp": [],
+    }
+    prefill: dict[str, list[float]] = {"engine": [], "engine_torch_kernels": [], "llama.cpp": []}
     for _ in range(args.rounds or (2 if quick else 3)):
-        asyncio.run(llm.free_all())  # cold prefix cache: transformers has none
-        rounds["engine"].append(asyncio.run(_engine_single(llm, single, params)))
+        for name, side in (("engine", llm), ("engine_torch_kernels", torch_llm)):
+            if side is None:
+                continue
+            asyncio.run(side.free_all())  # cold prefix cache: the peers have none
+            rounds[name].append(asyncio.run(_engine_single(side, single, params)))
+            asyncio.run(side.free_all())
+            start = time.perf_counter()
+            asyncio.run(side.generate(long_prompt, prefill_params))
+            prefill[name].append(len(long_prompt) / (time.perf_counter() - start))
         if hf is not None:
             rounds["transformers"].append(hf.single(single, max_tokens))
+        if llama is not None:
+            rounds["llama.cpp"].append(llama.single(single, max_tokens))
+            prefill["llama.cpp"].append(llama.prefill(long_prompt))
     engine: dict[str, Any] = {"single_stream": _best(rounds["engine"])}
     baseline: dict[str, Any] = {}
     if hf is not None:
         baseline["single_stream"] = _best(rounds["transformers"])
+    peers: dict[str, Any] = {"llama.cpp": llama_note}
+    if llama is not None:
+        peers["llama.cpp"]["single_stream"] = _best(rounds["llama.cpp"])
+    if torch_llm is not None:
+        peers["engine_torch_kernels"] = {"single_stream": _best(rounds["engine_torch_kernels"])}
+        peers["engine_torch_kernels"]["single_stream"].pop("tokens")
+        torch_llm.close()
+    prefill_best = {k: round(max(v), 1) for k, v in prefill.items() if v}
     asyncio.run(llm.free_all())
     engine["concurrent"] = asyncio.run(_engine_streams(llm, batch, params))
     if hf is not None:
         baseline["static_batch"] = hf.static_batch(batch, max_tokens)
+    weight_bytes = quantized_model.weight_bytes(llm.engine.model)
+    latency = None
+    if not args.skip_latency:
+        long_tokens = args.long_tokens or (600 if quick else 1800)
+        latency = run_latency(llm, single[0], long_tokens, args.short_delay, args.max_step_ms)
     llm.close()
+    bandwidth = read_bandwidth_gbs(threads)
+    single_tps = engine["single_stream"]["tokens_per_s"]
+    limits: dict[str, Any] = {
+        "read_bandwidth_gb_s": bandwidth,
+        "engine_weight_bytes": weight_bytes,
+        # share of the memory-bound ceiling (single stream, prompt processing included)
+        "engine_physical_limit_ratio": round(single_tps * weight_bytes / (bandwidth * 1e9), 3),
+    }
+    if llama is not None:
+        llama_tps = peers["llama.cpp"]["single_stream"]["tokens_per_s"]
+        limits["llama_cpp_weight_bytes"] = llama.file_bytes
+        limits["llama_cpp_physical_limit_ratio"] = round(
+            llama_tps * llama.file_bytes / (bandwidth * 1e9), 3
+        )
     result: dict[str, Any] = {
         "model": args.model,
         "dtype": args.dtype,
@@ -255,7 +263,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "streams": args.streams,
         "single_stream_prompts": n_single,
         "engine_load_s": round(load_s, 2),
+        "cpu_kernels": CpuKernels.lib() is not None,
+        "cpu_kernels_build_s": CpuKernels.build_seconds,
         "engine": engine,
+        "peers": peers,
+        "prefill_tokens_per_s": {"prompt_tokens": len(long_prompt), **prefill_best},
+        "limits": limits,
+        "step_time_budget": latency,
+        "peer_ratios": peer_ratios(engine, peers, prefill_best),
     }
     if hf is not None:
         result["transformers"] = baseline

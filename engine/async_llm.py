@@ -141,6 +141,10 @@ class AsyncLLM:
         """LLMEngine.set_scheduling on the engine thread (only while no request is live)."""
         await asyncio.wrap_future(self._call(lambda: self.engine.set_scheduling(**fields)))
 
+    def set_latency_sensitive(self, on: bool) -> None:
+        """LLMEngine.set_latency_sensitive on the engine thread (returns at once)."""
+        self._call(lambda: self.engine.set_latency_sensitive(on))
+
     def reset_stats(self) -> None:
         """Zero the engine's counters and wall-time shares (on the engine thread)."""
         self._call(self.engine.reset_stats).result()

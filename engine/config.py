@@ -9,6 +9,7 @@ from engine.quantization import check_method
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _POLICIES = ("static", "fcfs", "priority")
+_STEP_BUDGET_MODES = ("always", "latency")
 # The fields LLMEngine.set_scheduling may change between runs (benchmarks compare them).
 SCHEDULING_FIELDS = {
     "scheduling_policy",
@@ -16,6 +17,8 @@ SCHEDULING_FIELDS = {
     "high_priority_max",
     "preemption_reserve",
     "static_batch_timeout_s",
+    "max_step_ms",
+    "step_budget_mode",
     "max_waiting_tokens",
     "max_waiting_requests",
     "cache_aware_scheduling",
@@ -57,6 +60,12 @@ class EngineConfig:
     high_priority_max: int = 0  # priority <= this: may use the reserve and preempt
     preemption_reserve: float = 0.2  # share of step tokens and KV pool kept for them
     static_batch_timeout_s: float = 0.25  # "static": the longest a partial batch waits
+    # Step-time budget (Scheduler, StepCostModel): prefill chunks are cut so a step's
+    # predicted time stays under max_step_ms, "always" or only while "latency"-
+    # sensitive work waits (a high-priority request queued or prefilling, or
+    # LLMEngine.latency_sensitive set, e.g. while a voice session is open). None: off.
+    max_step_ms: float | None = 150.0
+    step_budget_mode: str = "always"
     # Prefix reuse: among waiting requests of equal priority, admit the one with the
     # longest cached prefix first, and hold back those whose first block another
     # request computes this step (they hit it next step). Semantic clustering embeds
@@ -103,6 +112,11 @@ class EngineConfig:
         check(self.priority_aging_s > 0, "priority_aging_s must be > 0")
         check(0.0 <= self.preemption_reserve < 1.0, "preemption_reserve in [0, 1)")
         check(self.static_batch_timeout_s >= 0, "static_batch_timeout_s must be >= 0")
+        check(self.max_step_ms is None or self.max_step_ms > 0, "max_step_ms must be > 0")
+        check(
+            self.step_budget_mode in _STEP_BUDGET_MODES,
+            f"step_budget_mode must be one of {_STEP_BUDGET_MODES}",
+        )
         check(-1.0 <= self.cluster_threshold <= 1.0, "cluster_threshold in [-1, 1]")
         check(self.max_waiting_tokens > 0, "max_waiting_tokens must be > 0")
         check(self.max_waiting_requests > 0, "max_waiting_requests must be > 0")

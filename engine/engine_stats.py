@@ -38,6 +38,14 @@ class EngineStats:
     mean_cluster_size: float = 0.0
     embedded_requests: int = 0
     embed_ms_per_request: float = 0.0
+    # step-time budget (EngineConfig.max_step_ms; 0: none)
+    max_step_ms: float = 0.0
+    step_ms_last: float = 0.0  # measured, schedule to postprocess
+    step_ms_predicted_last: float = 0.0  # the cost model's prediction of that step
+    step_ms_max: float = 0.0
+    steps: int = 0
+    steps_over_budget: int = 0
+    step_prediction_error: float = 0.0  # moving mean of |measured - predicted| / measured
 
     def asdict(self) -> dict[str, Any]:
         return asdict(self)
@@ -51,6 +59,7 @@ def collect_stats(
     prompt_tokens: int,
     num_refused: int,
     clusterer: Any = None,
+    max_step_ms: float | None = None,
 ) -> EngineStats:
     """Read (never change) the engine's parts into one EngineStats."""
     bm, sched = block_manager, scheduler
@@ -74,8 +83,15 @@ def collect_stats(
         idle_empty_share=shares["idle"],
         peak_kv_blocks_used=bm.peak_blocks_used,
         prefix_cache_hit_rate=bm.prefix_cache_hits / max(bm.prefix_cache_queries, 1),
-        # kept for app/bench/prefix.py, which reads it; same number as prefix_cache_hits
+        # kept for bench/prefix.py, which reads it; same number as prefix_cache_hits
         prefill_tokens_saved=bm.prefix_cache_hits,
         prefill_tokens_computed=sched.prefill_tokens,
         **(clusterer.stats() if clusterer is not None else {}),
+        max_step_ms=max_step_ms or 0.0,
+        step_ms_last=round(reading.steps.last_ms, 3),
+        step_ms_predicted_last=round(reading.steps.last_predicted_ms, 3),
+        step_ms_max=round(reading.steps.max_ms, 3),
+        steps=reading.steps.count,
+        steps_over_budget=reading.steps.over_limit,
+        step_prediction_error=round(reading.steps.prediction_error, 4),
     )

@@ -151,6 +151,11 @@ class LLMEngine:
             self.num_refused += 1
             raise error
 
+    def set_latency_sensitive(self, on: bool) -> None:
+        """While on, every step is kept under ``max_step_ms`` in "latency" step-budget
+        mode (the app sets it while a voice session is open); "always" mode ignores it."""
+        self.scheduler.latency_sensitive = on
+
     def count_refusal(self) -> None:
         """Count a request refused by a check made outside the engine (AsyncLLM)."""
         self.num_refused += 1
@@ -171,11 +176,19 @@ class LLMEngine:
 
     def step(self) -> list[Sequence]:
         """Schedule, run the model, advance sequences. Returns those with news."""
+        start = time.monotonic()
         batch = self.scheduler.schedule()
         self.clock.mark("busy" if batch else "stalled" if self.has_unfinished() else "idle")
         tokens, failed = self._run(batch)
         updated = self._postprocess(batch, tokens)
+        self._measure(batch, time.monotonic() - start)
         return updated + failed
+
+    def _measure(self, batch: SchedulerOutput, seconds: float) -> None:
+        """Feed the step's measured time to the clock and the scheduler's cost model."""
+        if batch:
+            self.clock.record_step(batch, seconds, self.config.max_step_ms)
+            self.scheduler.cost_model.observe(batch.work, 1000 * seconds)
 
     def _postprocess(self, batch: SchedulerOutput, tokens: list[int | None]) -> list[Sequence]:
         updated = self.scheduler.postprocess(batch, tokens)
@@ -192,10 +205,7 @@ class LLMEngine:
         if not batch:
             return [], []
         try:
-            start = time.monotonic()
-            tokens = self.model_runner.run(batch)
-            self.clock.record_step(sum(batch.num_new_tokens), time.monotonic() - start)
-            return tokens, []
+            return self.model_runner.run(batch), []
         except Exception:  # fail this batch, keep the engine serving the others
             log.exception("model step failed; failing %d requests", len(batch.seqs))
             for seq in batch.seqs:
@@ -247,6 +257,7 @@ class LLMEngine:
             self.prompt_tokens,
             self.num_refused,
             self.clusterer,
+            self.config.max_step_ms,
         )
 
     def set_scheduling(self, **fields: Any) -> None:
@@ -261,6 +272,8 @@ class LLMEngine:
         self._start_clusterer()
         scheduler = Scheduler(self.config, self.block_manager, self.max_model_len)
         scheduler.eos_token_ids = self.scheduler.eos_token_ids
+        scheduler.cost_model = self.scheduler.cost_model  # what it learnt stays true
+        scheduler.latency_sensitive = self.scheduler.latency_sensitive
         self.scheduler = self.output_processor.scheduler = scheduler
 
     def reset_stats(self) -> None:

@@ -7,6 +7,7 @@ import torch
 from engine.config import EngineConfig
 from engine.layers.attention import AttentionMetadata, PagedAttention, sdpa_mask
 from engine.models import LlamaForCausalLM
+from engine.models.llama import LlamaAttention
 from engine.sampler import Sampler
 from engine.scheduler import SchedulerOutput
 
@@ -26,7 +27,11 @@ class ModelRunner:
         self.attn_layers = [m for m in model.modules() if isinstance(m, PagedAttention)]
         self.groups = self.attn_layers[0].num_heads // self.attn_layers[0].num_kv_heads
         self.num_blocks = self._num_blocks(max_model_len)
+        self.fused_decode = all(getattr(m, "fused", False) for m in self._attention_modules())
         self.allocate_kv_cache()
+
+    def _attention_modules(self) -> list[torch.nn.Module]:
+        return [m for m in self.model.modules() if isinstance(m, LlamaAttention)]
 
     def _num_blocks(self, max_model_len: int) -> int:
         layer = self.attn_layers[0]
@@ -84,6 +89,7 @@ class ModelRunner:
         slots: list[int] = []
         decode_tables, decode_lens = [], []
         prefill_lens, prefill_tables, prefill_masks = [], [], []
+        prefill_runs: list[int | None] = []
         sample_index, sample_rows = [], []
         for i in order:
             seq, n = batch.seqs[i], batch.num_new_tokens[i]
@@ -102,20 +108,23 @@ class ModelRunner:
             else:
                 prefill_lens.append(n)
                 prefill_tables.append(self._tensor(table[:num_blocks]))
+                run = table[:num_blocks] == list(range(table[0], table[0] + num_blocks))
+                prefill_runs.append(table[0] if run else None)
                 key_pos = torch.arange(end, device=self.device)
                 query_pos = torch.arange(start, end, device=self.device)
                 visible = key_pos[None, None, :] <= query_pos[None, :, None]
                 prefill_masks.append(sdpa_mask(visible, self.groups, self.dtype))
-        decode_block_tables = decode_mask = None
+        decode_block_tables = decode_mask = lens = None
         if decode_tables:
             width = max(len(t) for t in decode_tables)
             decode_block_tables = self._tensor(
                 [t + [0] * (width - len(t)) for t in decode_tables]
             ).view(len(decode_tables), width)
-            ctx = max(decode_lens)
             lens = self._tensor(decode_lens)
-            visible = torch.arange(ctx, device=self.device)[None, None, :] < lens[:, None, None]
-            decode_mask = sdpa_mask(visible, self.groups, self.dtype)
+            if not self.fused_decode:  # the C++ kernel needs no mask
+                ctx = max(decode_lens)
+                visible = torch.arange(ctx, device=self.device)[None, None, :] < lens[:, None, None]
+                decode_mask = sdpa_mask(visible, self.groups, self.dtype)
         meta = AttentionMetadata(
             slot_mapping=self._tensor(slots),
             num_decode_tokens=len(decode_tables),
@@ -124,6 +133,8 @@ class ModelRunner:
             prefill_query_lens=prefill_lens,
             prefill_block_tables=prefill_tables,
             prefill_masks=prefill_masks,
+            prefill_block_runs=prefill_runs,
+            decode_lens=lens if self.fused_decode else None,
         )
         return self._tensor(ids), self._tensor(positions), meta, sample_index, sample_rows
 

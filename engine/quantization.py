@@ -38,13 +38,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.cpu_kernels import CpuKernels, pack_int4, pack_int8
 from engine.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 METHODS = ("int8", "int4", "none")
 INT4_GROUP_SIZES = (32, 64, 128)
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: int4 models keep an int8 embedding / tied head too
 # Counts quantize_int8/quantize_int4 calls: the tests check a cached load does none.
 QUANTIZE_CALLS = {"int8": 0, "int4": 0}
 
@@ -156,6 +157,9 @@ class Int8Linear(nn.Module):
         self.register_buffer("scales", torch.empty(out_features, dtype=torch.float32))
         self.bias = nn.Parameter(torch.empty(out_features), requires_grad=False) if bias else None
         self.weight_t: torch.Tensor | None = None  # q^T for torch._int_mm (CUDA)
+        # our C++ kernel's layout (CPU): packed weight, row sums, scales, bias
+        self.vnni: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None] | None
+        self.vnni = None
         self.stored_bytes = 0
 
     @classmethod
@@ -169,12 +173,23 @@ class Int8Linear(nn.Module):
     def prepare(self, release: bool = True) -> None:
         q = self.weight
         self.stored_bytes = q.numel() + 4 * self.scales.numel()
-        if q.device.type in ("cpu", "cuda"):
+        if q.device.type == "cpu" and CpuKernels.ops() is not None:
+            # The same numbers as int8_linear (bit for bit), 1.35x (512 rows) to 5-7x
+            # (1 row) faster on SmolLM2's shapes: one call, activation split fused in.
+            self.vnni = pack_int8(q, self.scales, self.bias)
+            if release:
+                self.weight = torch.empty(0, dtype=torch.int8)
+        elif q.device.type in ("cpu", "cuda"):
             self.weight_t = q.t().contiguous()
             if release and q.device.type == "cpu":  # CUDA keeps it for weight-only
                 self.weight = torch.empty(0, dtype=torch.int8)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.vnni is not None and x.dtype == torch.float32:
+            packed, rowsum, scales, bias = self.vnni
+            return CpuKernels.k.int8_linear(
+                x.contiguous(), packed, rowsum, scales, bias, self.out_features
+            )
         rows = x.shape[0] * (2 if ACTIVATION_SPLIT else 1)
         if self.weight_t is not None and (x.device.type == "cpu" or rows > 16):
             y = int8_linear(x, self.weight_t, self.scales)
@@ -205,6 +220,8 @@ class Int4Linear(nn.Module):
         self.bias = nn.Parameter(torch.empty(out_features), requires_grad=False) if bias else None
         self.packed: torch.Tensor | None = None
         self.scales_and_zeros: torch.Tensor | None = None
+        self.vnni: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None] | None
+        self.vnni = None  # our C++ kernel's layout (CPU): packed, scales, mins, bias
         self.kernel = "dequantize"
         self.stored_bytes = 0
 
@@ -221,8 +238,17 @@ class Int4Linear(nn.Module):
 
     def prepare(self, release: bool = True) -> None:
         self.stored_bytes = sum(t.numel() * t.element_size() for t in self.buffers())
-        sz = int4_scales_and_zeros(self.scales, self.mins).to(torch.bfloat16)
         device = self.weight.device
+        if device.type == "cpu" and CpuKernels.ops() is not None and self.in_features % 8 == 0:
+            # Our VNNI kernel: 15-bit activations (50x less error than int4pack's bf16
+            # ones, measured) and 3-5x faster on SmolLM2's shapes.
+            q = unpack_nibbles(self.weight)
+            self.vnni = pack_int4(q, self.scales, self.mins, self.bias)
+            self.kernel = "vnni_cpu"
+            if release:
+                self.weight = torch.empty(0, dtype=torch.uint8)
+            return
+        sz = int4_scales_and_zeros(self.scales, self.mins).to(torch.bfloat16)
         try:
             if device.type == "cpu":
                 q = unpack_nibbles(self.weight).to(torch.int32)
@@ -241,6 +267,11 @@ class Int4Linear(nn.Module):
                 self.weight = torch.empty(0, dtype=torch.uint8, device=device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.vnni is not None and x.dtype == torch.float32:
+            packed, scales, mins, bias = self.vnni
+            return CpuKernels.k.int4_linear(
+                x.contiguous(), packed, scales, mins, bias, self.out_features, self.group_size
+            )
         if self.packed is not None and self.scales_and_zeros is not None:
             op = (
                 torch.ops.aten._weight_int4pack_mm_for_cpu

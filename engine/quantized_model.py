@@ -152,8 +152,8 @@ def quantize_model(
     cached: dict[str, torch.Tensor] | None,
     quantize_embedding: bool = True,
 ) -> None:
-    """Swap the loaded model's decoder Linears (and, for int8, the embedding / tied
-    head) for quantized modules, from ``cached`` tensors or by quantizing and saving."""
+    """Swap the loaded model's decoder Linears (and the embedding / tied head, as int8)
+    for quantized modules, from ``cached`` tensors or by quantizing and saving."""
     if method == "int4":
         check_group_size(model, group_size)
     out: dict[str, torch.Tensor] = {}
@@ -182,7 +182,8 @@ def quantize_model(
         qmod.to(device)
         _set_module(model, name, qmod)
         out.update({f"{name}.{k}": v for k, v in qmod.named_buffers()})
-    if method == "int8" and quantize_embedding:
+    # int4 too: a float tied head would be most of an int4 model's bytes read per token.
+    if method in ("int8", "int4") and quantize_embedding:
         emb: Any = model.get_submodule("embed_tokens")
         if cached is not None:
             q, s = cached["embed_tokens.qweight"], cached["embed_tokens.scales"]

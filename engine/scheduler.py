@@ -6,14 +6,14 @@ import bisect
 import time
 
 from engine.block_manager import BlockManager
+from engine.cache_aware_pick import PICK_WINDOW, cache_aware_pick
 from engine.config import EngineConfig
 from engine.scheduler_output import SchedulerOutput
 from engine.sequence import Sequence, SequenceStatus
+from engine.step_budget import StepBudget
+from engine.step_cost_model import StepCostModel, StepWork
 
 __all__ = ["Scheduler", "SchedulerOutput"]
-
-PICK_WINDOW = 16  # waiting requests a cache-aware pick looks at
-MAX_SKIPS = 8  # a request passed over this often is admitted next, cache or not
 
 
 class Scheduler:
@@ -70,6 +70,8 @@ class Scheduler:
         self.num_preemptions = 0
         self.prefill_tokens = 0  # tokens computed other than single-token decodes
         self.last_cluster: int | None = None
+        self.cost_model = StepCostModel()  # fitted by the engine after each step
+        self.latency_sensitive = False  # "latency" mode: bound every step while set
         reserve = config.preemption_reserve if self.policy == "priority" else 0.0
         self.reserve_blocks = int(block_manager.num_blocks * reserve)
         self.reserve_tokens = int(config.max_num_batched_tokens * reserve)
@@ -102,11 +104,13 @@ class Scheduler:
             self._preempt_for_high_priority(out)
         budget = self.config.max_num_batched_tokens
         low_budget = budget - self.reserve_tokens  # what work outside the reserve may use
-        if self.reserve_tokens and self._high_prefill_pending():
+        high_pending = self._high_prefill_pending()
+        if self.reserve_tokens and high_pending:
             # A step that prefills high-priority work is kept short: the rest gets only
             # the reserve's share, so a short request's first token is not stuck
             # behind a long prompt's big chunk.
             low_budget = self.reserve_tokens
+        timer = self._step_budget(high_pending)
         kv_pressure = False
         i = 0
         while i < len(self.running) and budget > 0:
@@ -115,9 +119,10 @@ class Scheduler:
             n = min(seq.num_tokens - seq.num_computed_tokens, budget)
             if not high and n > 1:  # a prefill chunk: keep out of the reserve
                 n = min(n, low_budget)
-                if n <= 0:
-                    i += 1
-                    continue
+            n = timer.cap(n, seq.num_computed_tokens, high) if n > 1 else n
+            if n <= 0:
+                i += 1
+                continue
             while not self.block_manager.ensure_slots(seq, seq.num_computed_tokens + n):
                 self._preempt(self.running[-1])  # not yet scheduled: it sorts after seq
                 out.num_preempted += 1
@@ -127,11 +132,12 @@ class Scheduler:
             else:
                 out.seqs.append(seq)
                 out.num_new_tokens.append(n)
+                timer.add(n, seq.num_computed_tokens)
                 budget -= n
                 low_budget -= 0 if high else n
                 i += 1
         if kv_pressure or not self._may_admit():
-            return out
+            return self._close(out, timer)
         # First blocks computed in this step: a request that starts with the same block
         # (a shared system prompt) waits one step and then reuses that KV.
         first_blocks = {
@@ -142,12 +148,25 @@ class Scheduler:
         }
         high_only = False  # the reserve is all that is left: high-priority requests only
         while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
-            picked = self._pick(first_blocks, high_only)
+            picked = cache_aware_pick(
+                self.waiting,
+                self.block_manager,
+                self.policy,
+                self.config.cache_aware_scheduling,
+                self.is_high,
+                self.last_cluster,
+                first_blocks,
+                high_only,
+            )
             if picked is None:
                 break
             seq, first = picked
             high = self.is_high(seq)
             reserve = 0 if high or not self.running else self.reserve_blocks
+            cached = self.block_manager.num_cached_tokens(seq)
+            left = min(seq.num_tokens - cached, budget if high else low_budget)
+            if left > 0 and timer.cap(left, cached, high) <= 0:
+                break  # the step's time is spent: admit nobody else now
             if (not high and low_budget <= 0) or not self.block_manager.allocate(seq, reserve):
                 if high or self.policy != "priority":
                     break
@@ -159,51 +178,36 @@ class Scheduler:
             seq.status = SequenceStatus.RUNNING
             bisect.insort(self.running, seq, key=self.order_key)
             n = min(seq.num_tokens - seq.num_computed_tokens, budget if high else low_budget)
+            n = timer.cap(n, seq.num_computed_tokens, high)
             out.seqs.append(seq)
             out.num_new_tokens.append(n)
+            timer.add(n, seq.num_computed_tokens)
             budget -= n
             low_budget -= 0 if high else n
             if first is not None:
                 first_blocks.add(first)
             if seq.cluster_id is not None:
                 self.last_cluster = seq.cluster_id
-        return out
+        return self._close(out, timer)
 
-    def _pick(
-        self, first_blocks: set[int], high_only: bool = False
-    ) -> tuple[Sequence, int | None] | None:
-        """The waiting request to admit next, and its uncached first block hash."""
-        bm = self.block_manager
-        queue = self.waiting
-        if high_only:
-            queue = [s for s in self.waiting[: 4 * PICK_WINDOW] if self.is_high(s)]
-            if not queue:
-                return None
-        head = queue[0]
-        candidates = [head]
-        if (
-            self.config.cache_aware_scheduling
-            and self.policy != "static"
-            and head.num_skips < MAX_SKIPS
-        ):
-            candidates = [
-                s
-                for s in queue[:PICK_WINDOW]
-                if self.policy != "priority" or s.priority == head.priority
-            ]
-        best: tuple[Sequence, int | None] | None = None
-        best_score = (-1, False)
-        for seq in candidates:
-            first = bm.uncached_first_block(seq)
-            if first is not None and first in first_blocks:
-                continue  # another request computes its first block now: hit it next step
-            same = self.last_cluster is not None and seq.cluster_id == self.last_cluster
-            score = (bm.num_cached_tokens(seq) if len(candidates) > 1 else 0, same)
-            if score > best_score:
-                best, best_score = (seq, first), score
-        if best is not None and best[0] is not head:
-            head.num_skips += 1
-        return best
+    def _step_budget(self, high_pending: bool) -> StepBudget:
+        """This step's time budget: bounded always, or while latency-sensitive work
+        waits ("latency" mode); the high-priority prefills queued get their share first."""
+        limit = self.config.max_step_ms
+        mode_on = self.config.step_budget_mode == "always" or self.latency_sensitive
+        if limit is None or self.policy == "static" or not (mode_on or high_pending):
+            return StepBudget(self.cost_model, None)
+        queued = StepWork()
+        for seq in self.waiting[:PICK_WINDOW] if high_pending else []:
+            if self.is_high(seq):
+                queued = queued.plus_chunk(seq.num_tokens - seq.num_computed_tokens, 0)
+        reserved = self.cost_model.predict(queued) - self.cost_model.predict(StepWork())
+        return StepBudget(self.cost_model, limit, max(limit - reserved, 0.2 * limit))
+
+    @staticmethod
+    def _close(out: SchedulerOutput, timer: StepBudget) -> SchedulerOutput:
+        out.work, out.predicted_ms, out.bounded = timer.work, timer.predicted_ms, timer.bounded
+        return out
 
     def _high_prefill_pending(self) -> bool:
         return any(self.is_high(s) for s in self.waiting[:PICK_WINDOW]) or any(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine.sequence import Sequence
+from engine.step_cost_model import StepWork
 
 
 @dataclass
@@ -14,6 +15,9 @@ class SchedulerOutput:
     seqs: list[Sequence] = field(default_factory=list)
     num_new_tokens: list[int] = field(default_factory=list)
     num_preempted: int = 0
+    work: StepWork = field(default_factory=StepWork)  # what the cost model sees
+    predicted_ms: float = 0.0  # the cost model's prediction when it was scheduled
+    bounded: bool = False  # built under a step-time limit
 
     def __bool__(self) -> bool:
         return bool(self.seqs)

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.scheduler_output import SchedulerOutput
+
 STATES = ("busy", "stalled", "idle")
+
+
+@dataclass
+class StepTimes:
+    """Measured step times (ms) since the last reset, and the cost model's accuracy."""
+
+    last_ms: float = 0.0
+    last_predicted_ms: float = 0.0
+    max_ms: float = 0.0
+    count: int = 0
+    over_limit: int = 0  # bounded steps that ran past max_step_ms anyway
+    prediction_error: float = 0.0  # moving mean of |measured - predicted| / measured
 
 
 @dataclass(frozen=True)
@@ -17,6 +32,7 @@ class ClockReading:
     mark_time: float
     state: str
     state_time: dict[str, float] = field(default_factory=dict)
+    steps: StepTimes = field(default_factory=lambda: StepTimes())
 
     def shares(self, now: float) -> dict[str, float]:
         """Share of wall time since ``start`` in each state, the open interval included."""
@@ -42,6 +58,7 @@ class StepClock:
         self.reset()
 
     def reset(self) -> None:
+        self.steps = StepTimes()
         self._start = self._mark_time = self.now()
         self._state = "idle"
         self._state_time = dict.fromkeys(STATES, 0.0)
@@ -56,10 +73,26 @@ class StepClock:
         self._state_time[self._state] += now - self._mark_time
         self._state, self._mark_time = state, now
 
-    def record_step(self, num_tokens: int, seconds: float) -> None:
-        rate = num_tokens / max(seconds, 1e-6)
+    def record_step(self, batch: SchedulerOutput, seconds: float, limit_ms: float | None) -> None:
+        """A step ran ``batch`` in ``seconds``: rates, and measured vs predicted time."""
+        rate = sum(batch.num_new_tokens) / max(seconds, 1e-6)
         old = self.tokens_per_s
         self.tokens_per_s = rate if not old else 0.8 * old + 0.2 * rate
+        ms = 1000 * seconds
+        self.steps.last_ms, self.steps.last_predicted_ms = ms, batch.predicted_ms
+        self.steps.max_ms = max(self.steps.max_ms, ms)
+        self.steps.count += 1
+        if batch.bounded and limit_ms is not None and ms > limit_ms:
+            self.steps.over_limit += 1
+        # mean absolute prediction error, relative: how far to trust the budget
+        err = abs(ms - batch.predicted_ms) / max(ms, 1e-3)
+        self.steps.prediction_error = 0.9 * self.steps.prediction_error + 0.1 * err
 
     def reading(self) -> ClockReading:
-        return ClockReading(self._start, self._mark_time, self._state, dict(self._state_time))
+        return ClockReading(
+            self._start,
+            self._mark_time,
+            self._state,
+            dict(self._state_time),
+            dataclasses.replace(self.steps),
+        )

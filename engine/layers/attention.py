@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.cpu_kernels import CpuKernels
+
 
 @dataclass
 class AttentionMetadata:
@@ -23,6 +25,10 @@ class AttentionMetadata:
     prefill_query_lens: list[int]  # per prefill chunk
     prefill_block_tables: list[torch.Tensor]  # per prefill chunk: its blocks
     prefill_masks: list[torch.Tensor]  # per prefill chunk: sdpa_mask of its causal mask
+    decode_lens: torch.Tensor | None = None  # [decodes] context lengths (C++ kernel path)
+    # per prefill chunk: its first block when its blocks are consecutive (then K/V are
+    # a view of the cache, not a gathered copy), else None
+    prefill_block_runs: list[int | None] | None = None
 
 
 def sdpa_mask(visible: torch.Tensor, groups: int, dtype: torch.dtype) -> torch.Tensor:
@@ -79,9 +85,26 @@ class PagedAttention(nn.Module):
         v_flat = self.v_cache.view(-1, kvh, d)
         k_flat.index_copy_(0, meta.slot_mapping, k)
         v_flat.index_copy_(0, meta.slot_mapping, v)
+        return self.attend_cached(q, meta)
+
+    def attend_cached(self, q: torch.Tensor, meta: AttentionMetadata) -> torch.Tensor:
+        """Attention of q [T, H, D] over the cache, this step's K/V already written."""
+        kvh, d = self.num_kv_heads, self.head_dim
         outs = []
         nd = meta.num_decode_tokens
-        if nd:
+        if nd and meta.decode_lens is not None:  # C++: straight over the block tables
+            assert meta.decode_block_tables is not None
+            outs.append(
+                CpuKernels.k.paged_decode_attention(
+                    q[:nd].contiguous(),
+                    self.k_cache,
+                    self.v_cache,
+                    meta.decode_block_tables,
+                    meta.decode_lens,
+                    d**-0.5,
+                )
+            )
+        elif nd:
             assert meta.decode_block_tables is not None and meta.decode_mask is not None
             ctx = meta.decode_mask.shape[-1]
             blocks = meta.decode_block_tables.view(-1)
@@ -90,12 +113,22 @@ class PagedAttention(nn.Module):
             values = self.v_cache.index_select(0, blocks).view(nd, -1, kvh, d)[:, :ctx]
             outs.append(attend(q[:nd].unsqueeze(1), keys, values, meta.decode_mask).view(nd, -1))
         start = nd
-        for qlen, table, mask in zip(
-            meta.prefill_query_lens, meta.prefill_block_tables, meta.prefill_masks, strict=True
+        runs = meta.prefill_block_runs or [None] * len(meta.prefill_query_lens)
+        for qlen, table, mask, first in zip(
+            meta.prefill_query_lens,
+            meta.prefill_block_tables,
+            meta.prefill_masks,
+            runs,
+            strict=True,
         ):
             ctx = mask.shape[-1]
-            keys = self.k_cache.index_select(0, table).view(-1, kvh, d)[:ctx]
-            values = self.v_cache.index_select(0, table).view(-1, kvh, d)[:ctx]
+            if first is not None:  # a long prompt's fresh blocks are usually in a row
+                last = first + table.shape[0]
+                keys = self.k_cache[first:last].view(-1, kvh, d)[:ctx]
+                values = self.v_cache[first:last].view(-1, kvh, d)[:ctx]
+            else:
+                keys = self.k_cache.index_select(0, table).view(-1, kvh, d)[:ctx]
+                values = self.v_cache.index_select(0, table).view(-1, kvh, d)[:ctx]
             qs = q[start : start + qlen].unsqueeze(0)
             outs.append(attend(qs, keys.unsqueeze(0), values.unsqueeze(0), mask)[0])
             start += qlen

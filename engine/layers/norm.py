@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.cpu_kernels import CpuKernels
+
 
 class RMSNorm(nn.Module):
     """Root-mean-square norm computed in float32, like Hugging Face's LlamaRMSNorm."""
@@ -14,6 +16,12 @@ class RMSNorm(nn.Module):
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.empty(hidden_size), requires_grad=False)
+        self.fused = False  # set by prepare(): our C++ kernel does add + norm in one call
+
+    def prepare(self) -> None:
+        w = self.weight
+        self.fused = w.device.type == "cpu" and w.dtype == torch.float32
+        self.fused = self.fused and CpuKernels.ops() is not None
 
     def _norm(self, x: torch.Tensor) -> torch.Tensor:
         if x.dtype == torch.float32:  # one fused op instead of six
@@ -26,6 +34,9 @@ class RMSNorm(nn.Module):
         self, x: torch.Tensor, residual: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Returns (norm(x + residual), x + residual): the new residual stream."""
+        if self.fused and x.dim() == 2:
+            normed, total = CpuKernels.k.rms_norm_residual(x, residual, self.weight, self.eps)
+            return normed, total
         if residual is not None:
             x = x + residual
         return self._norm(x), x

@@ -36,7 +36,7 @@ def test_int8_linear_close_to_float_on_every_path() -> None:
     w, b = torch.randn(48, 64) * 0.1, torch.randn(48)
     lin = Q.Int8Linear.from_float(w, b)
     lin.prepare()
-    assert lin.weight_t is not None
+    assert lin.weight_t is not None or lin.vnni is not None
     for rows in (1, 5, 40):
         x = torch.randn(rows, 64)
         ref = F.linear(x, w, b)

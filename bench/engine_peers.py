@@ -1,0 +1,123 @@
+"""Peers and limits for `bench engine`: llama.cpp on the same GGUF, memory bandwidth.
+
+llama.cpp (llama-cpp-python) is optional: `make bench-peers` installs it (it compiles
+for ~4 min). Without it the benchmark says so and how to get it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+HOW_TO_GET_LLAMA_CPP = "make bench-peers  (pip install llama-cpp-python==0.3.36; ~4 min build)"
+
+
+def read_bandwidth_gbs(threads: int, mib: int = 512, rounds: int = 5) -> float:
+    """Best-of-``rounds`` GB/s of summing a ``mib`` MiB fp32 tensor (streams from DRAM:
+    far larger than the caches), with the benchmark's thread count."""
+    import torch
+
+    x = torch.ones(mib * 1024 * 1024 // 4)
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        x.sum()
+        best = min(_timed(x.sum) for _ in range(rounds))
+    finally:
+        torch.set_num_threads(old)
+    return round(x.numel() * 4 / best / 1e9, 2)
+
+
+def _timed(fn: Any) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def gguf_path(model: str) -> Path | None:
+    """The GGUF behind a bundled model name or a .gguf path (None: no GGUF to compare)."""
+    if model.endswith(".gguf"):
+        return Path(model)
+    try:
+        from engine.model_store import bundled_gguf_path
+
+        return bundled_gguf_path(model)
+    except Exception:  # not a bundled model: a Hugging Face directory has no GGUF peer
+        return None
+
+
+class LlamaCppPeer:
+    """llama.cpp through llama-cpp-python: greedy decoding of the same token ids."""
+
+    def __init__(self, path: Path, threads: int, n_ctx: int = 2048) -> None:
+        from llama_cpp import Llama
+
+        self.path = path
+        self.llm = Llama(str(path), n_threads=threads, n_ctx=n_ctx, verbose=False)
+        self.file_bytes = path.stat().st_size
+
+    def generate(self, prompt: list[int], max_tokens: int) -> tuple[int, float]:
+        """(tokens generated, seconds) for prompt processing plus greedy decoding."""
+        self.llm.reset()
+        start = time.perf_counter()
+        self.llm.eval(prompt)
+        for _ in range(max_tokens):
+            token = self.llm.sample(temp=0.0)
+            self.llm.eval([token])
+        return max_tokens, time.perf_counter() - start
+
+    def single(self, prompts: list[list[int]], max_tokens: int) -> dict[str, Any]:
+        n, seconds = 0, 0.0
+        for p in prompts:
+            k, dt = self.generate(p, max_tokens)
+            n, seconds = n + k, seconds + dt
+        return {
+            "output_tokens": n,
+            "seconds": round(seconds, 3),
+            "tokens_per_s": round(n / seconds, 2),
+        }
+
+    def prefill(self, prompt: list[int]) -> float:
+        """Prompt tokens per second of one prompt evaluation."""
+        self.llm.reset()
+        start = time.perf_counter()
+        self.llm.eval(prompt)
+        return round(len(prompt) / (time.perf_counter() - start), 1)
+
+
+def load_llama_cpp(model: str, threads: int) -> tuple[LlamaCppPeer | None, dict[str, Any]]:
+    """The peer, or None and a note saying why (and how to get it)."""
+    path = gguf_path(model)
+    if path is None:
+        return None, {"available": False, "why": f"{model} has no GGUF file to compare on"}
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        return None, {
+            "available": False,
+            "why": "llama-cpp-python is not installed",
+            "how": HOW_TO_GET_LLAMA_CPP,
+        }
+    peer = LlamaCppPeer(path, threads)
+    return peer, {
+        "available": True,
+        "gguf": path.name,
+        "gguf_bytes": peer.file_bytes,
+        "threads": threads,
+    }
+
+
+def peer_ratios(
+    engine: dict[str, Any], peers: dict[str, Any], prefill: dict[str, float]
+) -> dict[str, float]:
+    """engine / peer, single stream and prefill, for each peer measured in this run."""
+    ratios = {}
+    mine = engine["single_stream"]["tokens_per_s"]
+    for name in ("llama.cpp", "engine_torch_kernels"):
+        theirs = peers.get(name, {}).get("single_stream")
+        if theirs:
+            ratios[f"single_stream_vs_{name}"] = round(mine / theirs["tokens_per_s"], 2)
+        if prefill.get(name) and prefill.get("engine"):
+            ratios[f"prefill_vs_{name}"] = round(prefill["engine"] / prefill[name], 2)
+    return ratios

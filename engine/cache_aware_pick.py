@@ -1,0 +1,55 @@
+"""The cache-aware pick: which waiting request the scheduler admits next.
+
+See ``Scheduler``: among the first PICK_WINDOW waiting requests of the head's priority,
+the one with the longest cached prefix, then one of the cluster admitted last; a
+request whose first block another request computes this step waits one step to hit it.
+The head is passed over at most MAX_SKIPS times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from engine.block_manager import BlockManager
+from engine.sequence import Sequence
+
+PICK_WINDOW = 16  # waiting requests a cache-aware pick looks at
+MAX_SKIPS = 8  # a request passed over this often is admitted next, cache or not
+
+
+def cache_aware_pick(
+    waiting: list[Sequence],
+    bm: BlockManager,
+    policy: str,
+    cache_aware: bool,
+    is_high: Callable[[Sequence], bool],
+    last_cluster: int | None,
+    first_blocks: set[int],
+    high_only: bool = False,
+) -> tuple[Sequence, int | None] | None:
+    """The waiting request to admit next (of ``waiting``, in queue order), and its
+    uncached first block hash; None when ``high_only`` and none is high-priority."""
+    queue = waiting
+    if high_only:
+        queue = [s for s in waiting[: 4 * PICK_WINDOW] if is_high(s)]
+        if not queue:
+            return None
+    head = queue[0]
+    candidates = [head]
+    if cache_aware and policy != "static" and head.num_skips < MAX_SKIPS:
+        candidates = [
+            s for s in queue[:PICK_WINDOW] if policy != "priority" or s.priority == head.priority
+        ]
+    best: tuple[Sequence, int | None] | None = None
+    best_score = (-1, False)
+    for seq in candidates:
+        first = bm.uncached_first_block(seq)
+        if first is not None and first in first_blocks:
+            continue  # another request computes its first block now: hit it next step
+        same = last_cluster is not None and seq.cluster_id == last_cluster
+        score = (bm.num_cached_tokens(seq) if len(candidates) > 1 else 0, same)
+        if score > best_score:
+            best, best_score = (seq, first), score
+    if best is not None and best[0] is not head:
+        head.num_skips += 1
+    return best

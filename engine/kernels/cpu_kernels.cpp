@@ -1,0 +1,115 @@
+// r1voice CPU kernels (AVX-512 VNNI), registered as torch.ops.r1voice.*
+//
+// int8_linear: y = x (q * s)^T + b for int8 weights q with one scale per output
+// channel, the activation quantization fused in. It computes exactly what
+// engine.quantization.int8_linear computes through torch._int_mm (15-bit activations
+// per row, x = 128 * hi + lo, integer sums, the same float ops in the same order),
+// in one call instead of ~14 dispatched ops, reading each weight byte once per tile
+// of rows. The weight layout is llama.cpp's / oneDNN's VNNI blocking: [n/16][k/4][16][4],
+// so one vpdpbusd multiplies 4 input channels of 16 outputs by one broadcast
+// activation group, and no horizontal sums are needed.
+//
+// vpdpbusd multiplies unsigned by signed bytes: lo is in [0, 127] already; hi in
+// [-128, 127] is stored as hi + 128 and the excess 128 * sum_k q is subtracted
+// (rowsum, computed once when packing).
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <immintrin.h>
+#include <torch/library.h>
+
+#include "quantize_row.h"
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+
+namespace {
+
+constexpr int kTileRows = 4;  // rows per weight pass: 8 accumulators + 1 weight + 8 broadcasts
+
+// R rows x 16 outputs over all of k: the integer sums, then the float epilogue.
+template <int R>
+inline void tile(const int8_t* wb, int64_t k4, const uint8_t* hi, const uint8_t* lo, int64_t kp,
+                 const int32_t* rowsum, const float* scales, const float* bias, const float* sx,
+                 float* y, int64_t ldy, __mmask16 store) {
+  __m512i ah[R], al[R];
+  for (int r = 0; r < R; ++r) ah[r] = al[r] = _mm512_setzero_si512();
+  for (int64_t j = 0; j < k4; ++j) {
+    const __m512i w = _mm512_loadu_si512(wb + 64 * j);
+    for (int r = 0; r < R; ++r) {
+      const int32_t h = *reinterpret_cast<const int32_t*>(hi + r * kp + 4 * j);
+      const int32_t l = *reinterpret_cast<const int32_t*>(lo + r * kp + 4 * j);
+      ah[r] = _mm512_dpbusd_epi32(ah[r], _mm512_set1_epi32(h), w);
+      al[r] = _mm512_dpbusd_epi32(al[r], _mm512_set1_epi32(l), w);
+    }
+  }
+  const __m512i excess = _mm512_slli_epi32(_mm512_loadu_si512(rowsum), 7);
+  const __m512 vscale = _mm512_loadu_ps(scales);
+  for (int r = 0; r < R; ++r) {
+    const __m512 h = _mm512_cvtepi32_ps(_mm512_sub_epi32(ah[r], excess));
+    // torch: acc_hi.mul(128).add_(acc_lo).mul_(sx).mul_(scales) [+ bias]
+    __m512 v = _mm512_add_ps(_mm512_mul_ps(h, _mm512_set1_ps(128.0f)), _mm512_cvtepi32_ps(al[r]));
+    v = _mm512_mul_ps(_mm512_mul_ps(v, _mm512_set1_ps(sx[r])), vscale);
+    if (bias != nullptr) v = _mm512_add_ps(v, _mm512_loadu_ps(bias));
+    _mm512_mask_storeu_ps(y + r * ldy, store, v);
+  }
+}
+
+// x fp32 [m, k]; packed int8 [np/16, kp/4, 16, 4]; rowsum int32 [np]; scales, bias fp32
+// [np] (padded); returns y fp32 [m, n].
+at::Tensor int8_linear(const at::Tensor& x, const at::Tensor& packed, const at::Tensor& rowsum,
+                       const at::Tensor& scales, const std::optional<at::Tensor>& bias,
+                       int64_t n) {
+  TORCH_CHECK(x.dim() == 2 && x.scalar_type() == at::kFloat && x.is_contiguous(), "x: fp32 [m, k]");
+  TORCH_CHECK(packed.scalar_type() == at::kChar && packed.is_contiguous(), "packed: int8");
+  const int64_t m = x.size(0), k = x.size(1);
+  const int64_t np = rowsum.size(0), kp = packed.numel() / np;
+  TORCH_CHECK(kp % 4 == 0 && kp >= k && kp < k + 4 && np % 16 == 0 && n <= np, "bad packing");
+  at::Tensor y = at::empty({m, n}, x.options());
+  if (m == 0) return y;
+  at::Tensor q = at::empty({2, m, kp}, x.options().dtype(at::kByte));
+  at::Tensor sx = at::empty({m}, x.options());
+  uint8_t* hi = q.data_ptr<uint8_t>();
+  uint8_t* lo = hi + m * kp;
+  const float* xp = x.data_ptr<float>();
+  float* sxp = sx.data_ptr<float>();
+  at::parallel_for(0, m, 64, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) quantize_row(xp + r * k, k, kp, hi + r * kp, lo + r * kp, sxp + r, 128);
+  });
+  const int8_t* wp = packed.data_ptr<int8_t>();
+  const int32_t* rs = rowsum.data_ptr<int32_t>();
+  const float* sp = scales.data_ptr<float>();
+  const float* bp = bias.has_value() ? bias->data_ptr<float>() : nullptr;
+  float* yp = y.data_ptr<float>();
+  const int64_t k4 = kp / 4, blocks = np / 16;
+  // Grain: about 32 KiB of weights per task, so two threads split even one small matrix.
+  const int64_t grain = std::max<int64_t>(1, 32768 / (16 * kp));
+  at::parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int8_t* wb = wp + b * 16 * kp;
+      const int64_t col = b * 16, left = n - col;
+      const __mmask16 store = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1);
+      const float* bb = bp != nullptr ? bp + col : nullptr;
+      int64_t r = 0;
+      for (; r + kTileRows <= m; r += kTileRows)
+        tile<kTileRows>(wb, k4, hi + r * kp, lo + r * kp, kp, rs + col, sp + col, bb, sxp + r,
+                        yp + r * n + col, n, store);
+      switch (m - r) {
+        case 3: tile<3>(wb, k4, hi + r * kp, lo + r * kp, kp, rs + col, sp + col, bb, sxp + r, yp + r * n + col, n, store); break;
+        case 2: tile<2>(wb, k4, hi + r * kp, lo + r * kp, kp, rs + col, sp + col, bb, sxp + r, yp + r * n + col, n, store); break;
+        case 1: tile<1>(wb, k4, hi + r * kp, lo + r * kp, kp, rs + col, sp + col, bb, sxp + r, yp + r * n + col, n, store); break;
+        default: break;
+      }
+    }
+  });
+  return y;
+}
+
+}  // namespace
+
+TORCH_LIBRARY(r1voice, m) {
+  m.def("int8_linear(Tensor x, Tensor packed, Tensor rowsum, Tensor scales, Tensor? bias, int n) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(r1voice, CPU, m) { m.impl("int8_linear", &int8_linear); }

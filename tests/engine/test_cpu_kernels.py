@@ -1,0 +1,146 @@
+"""Our C++ CPU kernels against the torch code they replace (skipped where unavailable)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from engine import quantization as Q
+from engine.cpu_kernels import CpuKernels, pack_int4, pack_int8
+from engine.layers.rotary import RotaryEmbedding
+
+ops = CpuKernels.ops()
+needs_kernels = pytest.mark.skipif(ops is None, reason=str(CpuKernels.unavailable_reason()))
+
+
+@needs_kernels
+@pytest.mark.parametrize("shape", [(960, 576), (576, 1536), (37, 70), (5, 3), (16, 4)])
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 9, 33])
+def test_int8_linear_is_bit_exact_to_the_torch_path(shape: tuple[int, int], rows: int) -> None:
+    """Same integer sums and float ops in the same order as quantization.int8_linear."""
+    n, k = shape
+    torch.manual_seed(rows * 1000 + n)
+    q, s = Q.quantize_int8(torch.randn(n, k) * 0.05)
+    bias = torch.randn(n)
+    x = torch.randn(rows, k) * torch.rand(rows, 1) * 10  # rows of different ranges
+    expected = Q.int8_linear(x, q.t().contiguous(), s) + bias
+    packed, rowsum, scales, b = pack_int8(q, s, bias)
+    assert torch.equal(ops.int8_linear(x, packed, rowsum, scales, b, n), expected)
+    no_bias = ops.int8_linear(x, packed, rowsum, scales, None, n)
+    assert torch.equal(no_bias, Q.int8_linear(x, q.t().contiguous(), s))
+
+
+@needs_kernels
+def test_int8_linear_module_uses_the_kernel_and_releases_weights() -> None:
+    w = torch.randn(48, 64) * 0.1
+    lin = Q.Int8Linear.from_float(w)
+    q, s = lin.weight.clone(), lin.scales.clone()
+    lin.prepare()
+    assert lin.vnni is not None and lin.weight.numel() == 0 and lin.weight_t is None
+    x = torch.randn(3, 64)
+    assert torch.equal(lin(x), Q.int8_linear(x, q.t().contiguous(), s))
+
+
+@needs_kernels
+@pytest.mark.parametrize("group_size", Q.INT4_GROUP_SIZES)
+@pytest.mark.parametrize("rows", [1, 3, 4, 9])
+def test_int4_linear_matches_the_dequantized_weights(group_size: int, rows: int) -> None:
+    """Exact integer sums per group; the errors: the 15-bit activations and the fp16
+    scales and mins (the reference uses the same fp16 values)."""
+    torch.manual_seed(group_size + rows)
+    n, k = 40, 256
+    q, s, m = Q.quantize_int4(torch.randn(n, k) * 0.05, group_size)
+    bias = torch.randn(n)
+    x = torch.randn(rows, k)
+    s, m = s.half().float(), m.half().float()
+    ref = x @ Q.dequantize_int4(q, s, m, group_size).t() + bias
+    packed, scales, mins, b = pack_int4(q, s, m, bias)
+    y = ops.int4_linear(x, packed, scales, mins, b, n, group_size)
+    assert (y - ref).norm() / ref.norm() < 2e-4
+    lin = Q.Int4Linear.from_float(torch.randn(n, k), group_size, bias)
+    lin.prepare()
+    assert lin.kernel == "vnni_cpu" and lin.weight.numel() == 0
+
+
+@needs_kernels
+def test_rms_norm_residual_and_silu_and_mul() -> None:
+    torch.manual_seed(0)
+    x, r, w = torch.randn(5, 70), torch.randn(5, 70), torch.rand(70)
+    normed, total = ops.rms_norm_residual(x, r, w, 1e-5)
+    assert torch.equal(total, x + r)
+    ref = w * ((x + r) * torch.rsqrt((x + r).pow(2).mean(-1, keepdim=True) + 1e-5))
+    torch.testing.assert_close(normed, ref, rtol=1e-6, atol=1e-6)
+    normed, total = ops.rms_norm_residual(x, None, w, 1e-5)
+    assert torch.equal(total, x)
+    gate_up = torch.randn(3, 2 * 40) * 4
+    gate, up = gate_up.chunk(2, dim=-1)
+    torch.testing.assert_close(ops.silu_and_mul(gate_up), F.silu(gate) * up, rtol=1e-6, atol=1e-6)
+
+
+@needs_kernels
+def test_rope_and_cache_write_the_rotated_keys_and_values() -> None:
+    h, kvh, d = 4, 2, 32
+    rotary = RotaryEmbedding(d, 256, 10000.0, {})
+    rotary.build(torch.device("cpu"), torch.float32)
+    qkv = torch.randn(4, (h + 2 * kvh) * d)
+    positions, slots = torch.tensor([3, 7, 100, 5]), torch.tensor([3, 40, 77, 159])
+    k_cache, v_cache = torch.zeros(10, 16, kvh, d), torch.zeros(10, 16, kvh, d)
+    q = ops.rope_and_cache(
+        qkv, rotary.cos[positions], rotary.sin[positions], k_cache, v_cache, slots, h, kvh, d
+    )
+    cos, sin = rotary.lookup(positions)
+    qk = RotaryEmbedding.rotate(qkv[:, : (h + kvh) * d].view(4, -1, d), cos, sin)
+    assert torch.equal(q, qk[:, :h])
+    assert torch.equal(k_cache.view(-1, kvh, d)[slots], qk[:, h:])
+    assert torch.equal(v_cache.view(-1, kvh, d)[slots], qkv[:, (h + kvh) * d :].view(4, kvh, d))
+    untouched = torch.ones(160, dtype=torch.bool)
+    untouched[slots] = False
+    assert not k_cache.view(160, -1)[untouched].any()
+
+
+@needs_kernels
+def test_paged_decode_attention_matches_sdpa() -> None:
+    torch.manual_seed(3)
+    h, kvh, d, bs = 6, 2, 32, 4
+    k_cache, v_cache = torch.randn(12, bs, kvh, d), torch.randn(12, bs, kvh, d)
+    tables = torch.tensor([[5, 0, 0, 0], [1, 7, 2, 9], [3, 11, 4, 0]])  # padded with 0
+    lens = torch.tensor([3, 16, 9])
+    q = torch.randn(3, h, d)
+    out = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, d**-0.5)
+    for i in range(3):
+        keys = k_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
+        vals = v_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
+        ref = F.scaled_dot_product_attention(
+            q[i][:, None], keys.transpose(0, 1), vals.transpose(0, 1)
+        )[:, 0]
+        torch.testing.assert_close(out[i].view(h, d), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_disabled_kernels_fall_back_cleanly() -> None:
+    """R1VOICE_CPU_KERNELS=0 (as a missing compiler or CPU feature): no kernels, and
+    the engine still runs on its torch path."""
+    code = (
+        "from engine.cpu_kernels import CpuKernels; from engine.quantization import Int8Linear;"
+        "import torch; assert CpuKernels.ops() is None;"
+        "lin = Int8Linear.from_float(torch.randn(8, 16)); lin.prepare();"
+        "assert lin.vnni is None and lin.weight_t is not None; print(lin(torch.randn(2, 16)).shape)"
+    )
+    env = {**os.environ, "R1VOICE_CPU_KERNELS": "0"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "torch.Size([2, 8])" in out.stdout
+
+
+@needs_kernels
+def test_build_is_cached_on_disk() -> None:
+    """A second build (a restart) finds the library and compiles nothing."""
+    path = CpuKernels.build()
+    mtime = path.stat().st_mtime_ns
+    before = CpuKernels.build_seconds
+    assert CpuKernels.build() == path and path.stat().st_mtime_ns == mtime
+    assert CpuKernels.build_seconds == before  # not set again: no compile happened
