@@ -217,3 +217,81 @@ def test_an_unserved_model_and_a_missing_url_are_named(second_server: str) -> No
     assert problem is not None and "does not serve 'gpt-17'" in problem and MODEL in problem
     with pytest.raises(LLMBackendError, match="--llm-url"):
         RemoteBackend(MODEL, "")
+
+
+def parse(lines: list[str], **options: Any) -> list[LLMDelta]:
+    """`RemoteBackend._deltas` over SSE lines as a vLLM server writes them."""
+    remote = RemoteBackend("r1", "http://unused/v1", **options)
+
+    async def source() -> AsyncGenerator[str, None]:
+        for line in lines:
+            yield line
+
+    async def collect() -> list[LLMDelta]:
+        return [d async for d in remote._deltas(source())]
+
+    return asyncio.run(collect())
+
+
+def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> str:
+    import json
+
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    return "data: " + json.dumps({"choices": choices, **extra})
+
+
+def test_vllm_shaped_streams_are_read_as_typed_deltas() -> None:
+    usage = {
+        "prompt_tokens": 5,
+        "completion_tokens": 4,
+        "prompt_tokens_details": {"cached_tokens": 2},
+    }
+    lines = [
+        chunk({"role": "assistant", "content": ""}),
+        "",
+        chunk({"reasoning": "Think."}),  # newer vLLM names it `reasoning`
+        chunk({"content": "Paris."}),
+        chunk({}, "tool_calls"),
+        chunk(None, usage=usage),
+        "data: [DONE]",
+    ]
+    deltas = parse(lines)
+    assert [d.text for d in deltas] == ["<think>Think.", "</think>Paris.", ""]
+    final = deltas[-1]
+    assert (final.finish_reason, final.prompt_tokens, final.completion_tokens) == ("stop", 5, 4)
+    assert final.cached_tokens == 2
+    opened = parse(
+        [chunk({"reasoning_content": "Hm."}), chunk({"content": "Yes."}, "length")],
+        opens_reasoning=True,
+    )
+    assert [d.text for d in opened] == ["Hm.", "</think>Yes.", ""]
+    assert opened[-1].finish_reason == "length" and opened[-1].completion_tokens == 0
+    raw = parse(['data: {"choices": [{"index": 0, "text": "lo", "finish_reason": "stop"}]}'])
+    assert [d.text for d in raw] == ["lo", ""]
+    with pytest.raises(LLMBackendError, match="unfinished"):
+        parse([chunk({"content": "cut"})])
+    with pytest.raises(LLMBackendError, match="out of memory"):
+        parse([chunk({"content": "a"}), 'data: {"error": {"message": "out of memory"}}'])
+
+
+class SlowLLM(ScriptedLLM):
+    async def stream_chat(
+        self, messages: list[ChatMessage], params: GenerationParams, request_id: str
+    ) -> AsyncGenerator[LLMDelta, None]:
+        await asyncio.sleep(2)  # far past the front's read timeout
+        yield LLMDelta(finish_reason="stop")
+
+
+def test_a_silent_remote_hits_the_read_timeout(shared_components: Any) -> None:
+    slow = app_with(dataclasses.replace(shared_components, llm=SlowLLM([])))
+    with serve(slow) as base:
+        remote = RemoteBackend(MODEL, f"{base}/v1", read_timeout_s=0.2)
+
+        async def first() -> None:
+            stream = remote.stream_chat([ChatMessage("user", "Hi")], GenerationParams(), "r1")
+            async with contextlib.aclosing(stream):
+                await anext(stream)
+
+        with pytest.raises(LLMBackendError, match=r"sent nothing for 0\.2 s") as failed:
+            asyncio.run(first())
+        assert failed.value.code == "llm_unavailable"
