@@ -301,6 +301,15 @@ function onEvent(ev) {
     case "conversation.item.deleted":
       conversation.remove(ev.item_id);
       break;
+    case "conversation.item.truncated": // ask what the server now keeps, to show it
+      if (conversation.has(ev.item_id)) send({ type: "conversation.item.retrieve", item_id: ev.item_id }, { background: true });
+      break;
+    case "conversation.item.retrieved": {
+      const part = ((ev.item && ev.item.content) || [])[0] || {};
+      const kept = part.transcript ?? part.text;
+      if (ev.item && ev.item.role === "assistant" && typeof kept === "string") conversation.setHeard(ev.item.id, kept);
+      break;
+    }
     case "response.created":
       activeResponse = ev.response.id;
       responses.set(ev.response.id, { id: ev.response.id, voice: responseVoice(ev.response), status: "in_progress", itemId: null });

@@ -180,7 +180,10 @@ def snap(request: Any) -> Snapper:
 
 @pytest.fixture
 def open_page(
-    playwright_driver: Playwright, live_server: str, snap: Snapper
+    playwright_driver: Playwright,
+    live_server: str,
+    snap: Snapper,
+    start_server: Callable[..., ServerHandle],  # its servers stop after the pages close
 ) -> Iterator[Callable[..., Page]]:
     """open_page(wav, server=None, grant_mic=True, fake_mic=True, expect_errors=()) -> the
     page at / in a fresh Chromium whose microphone plays `wav`. Uncaught page errors, console

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 from typing import Any
 
@@ -52,3 +53,19 @@ def session_value(page: Page, slot: str) -> Locator:
 
 def notice(page: Page, kind: str) -> Locator:
     return page.locator(f'.notice[data-kind="{kind}"]')
+
+
+DROP_FILE = """([b64, name, type]) => {
+  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  const data = new DataTransfer();
+  data.items.add(new File([bytes], name, { type }));
+  const target = document.querySelector("#log");
+  for (const kind of ["dragenter", "dragover", "drop"]) {
+    target.dispatchEvent(new DragEvent(kind, { dataTransfer: data, bubbles: true, cancelable: true }));
+  }
+}"""
+
+
+def drop_file(page: Page, content: bytes, name: str, mime: str) -> None:
+    """Drop a file on the page as a user dragging it from their desktop would."""
+    page.evaluate(DROP_FILE, [base64.b64encode(content).decode(), name, mime])

@@ -4,7 +4,6 @@ files the page cannot use."""
 
 from __future__ import annotations
 
-import base64
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,26 +20,13 @@ from tests.e2e.helpers import (
     assistant,
     connected,
     debug,
+    drop_file,
     notice,
     played_more_than,
     responses_done,
     session_value,
     user_final,
 )
-
-DROP_FILE = """([b64, name, type]) => {
-  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-  const data = new DataTransfer();
-  data.items.add(new File([bytes], name, { type }));
-  const target = document.querySelector("#log");
-  for (const kind of ["dragenter", "dragover", "drop"]) {
-    target.dispatchEvent(new DragEvent(kind, { dataTransfer: data, bubbles: true, cancelable: true }));
-  }
-}"""
-
-
-def _drop(page: Page, content: bytes, name: str, mime: str) -> None:
-    page.evaluate(DROP_FILE, [base64.b64encode(content).decode(), name, mime])
 
 
 def test_hold_space_to_talk(
@@ -80,7 +66,7 @@ def test_drop_an_audio_file(
     page = open_page(speech_wav(shared_components, tmp_path / "silence.wav", [1.0]))
     connected(page)
     question = speech_wav(shared_components, tmp_path / "question.wav", [0.3, QUESTION, 0.3])
-    _drop(page, question.read_bytes(), "question.wav", "audio/wav")
+    drop_file(page, question.read_bytes(), "question.wav", "audio/wav")
     expect(page.locator("#file-progress")).to_be_visible()
     expect(page.locator("#file-progress")).to_contain_text("question.wav")
     snap(page, "sending-file")
@@ -105,9 +91,9 @@ def test_files_the_page_cannot_use(
 ) -> None:
     page = open_page(speech_wav(shared_components, tmp_path / "silence.wav", [1.0]))
     connected(page)
-    _drop(page, b"just some notes", "notes.txt", "text/plain")
+    drop_file(page, b"just some notes", "notes.txt", "text/plain")
     expect(notice(page, "file")).to_contain_text("not an audio file")
-    _drop(page, b"RIFF....WAVEbroken" * 10, "broken.wav", "audio/wav")
+    drop_file(page, b"RIFF....WAVEbroken" * 10, "broken.wav", "audio/wav")
     expect(notice(page, "file")).to_contain_text("could not decode", timeout=TIMEOUT_MS)
     snap(page, "bad-file")
     notice(page, "file").locator(".dismiss").click()

@@ -19,6 +19,7 @@ from tests.e2e.helpers import (
     assistant,
     connected,
     debug,
+    drop_file,
     played_more_than,
     responses_done,
     user_final,
@@ -125,17 +126,22 @@ def test_typed_message_settings_and_copy_config(
 def test_speaking_over_the_answer_interrupts_it(
     open_page: Callable[..., Page], shared_components: Any, tmp_path: Path, snap: Snapper
 ) -> None:
-    """The fake mic asks for a long story, then, while the story plays, a second question:
-    the page flushes playback, marks the story interrupted and shows the second answer."""
+    """The fake mic asks for a long story; once the story plays, a second question comes
+    in (a dropped file, so that it surely comes while the story plays, however slow the
+    machine): the page flushes playback, marks the story interrupted and shows the second
+    answer."""
     wav = speech_wav(
         shared_components,
-        tmp_path / "barge-in.wav",
-        [0.5, "Tell me a long story about a dragon and a knight.", 6.0, QUESTION, 8.0],
+        tmp_path / "story.wav",
+        [0.5, "Tell me a long story about a dragon and a knight.", 90.0],
     )
+    question = speech_wav(shared_components, tmp_path / "question.wav", [0.3, QUESTION, 0.3])
     page = open_page(wav)
     connected(page)
     page.click("#talk")
     expect(user_final(page, "dragon|knight|story").first).to_be_visible(timeout=TIMEOUT_MS)
+    played_more_than(page, 12_000)  # half a second of the story was heard
+    drop_file(page, question.read_bytes(), "question.wav", "audio/wav")
     expect(user_final(page, HEARD).first).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.locator(".msg.assistant.interrupted")).to_have_count(1, timeout=TIMEOUT_MS)
     expect(page.locator(".msg.assistant.interrupted .badge")).to_have_text("interrupted")

@@ -32,7 +32,7 @@ export function niceMax(v) {
 }
 
 /** Bars (one per turn, the last `maxTurns`) with stacked stage rectangles in pixels. */
-export function chartModel(turns, { width = 600, height = 160, maxTurns = 20, pad = 28 } = {}) {
+export function chartModel(turns, { width = 600, height = 160, maxTurns = 20, pad = 40 } = {}) {
   const shown = turns.slice(-maxTurns).map((t, i, arr) => ({
     turn: turns.length - arr.length + i + 1,
     ...turnSegments(t),

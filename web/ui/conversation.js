@@ -100,17 +100,25 @@ export class Conversation {
     if (meta) item.parts.meta.textContent = meta;
     if (status === "cancelled" || status === "incomplete") {
       item.el.classList.add("interrupted");
-      const kept = typeof heard === "string" ? heard : item.text;
-      const rest = item.text.startsWith(kept) ? item.text.slice(kept.length) : "";
-      item.parts.text.textContent = kept || "…";
-      item.parts.unheard.textContent = rest;
-      item.parts.unheard.title = "generated but not heard";
-      item.el.setAttribute("aria-label", `Interrupted answer. Heard: ${kept || "nothing"}`);
+      this.setHeard(id, typeof heard === "string" ? heard : item.text);
       const badge = h("span", { class: "badge" }, reason === "client_cancelled" ? "stopped" : "interrupted");
       item.parts.meta.prepend(badge, " ");
     } else if (status === "failed") {
       item.el.classList.add("failed");
     }
+  }
+
+  /** What of an interrupted answer was heard: shown plain, the rest struck through. */
+  setHeard(id, heard) {
+    const item = this.items.get(id);
+    if (!item || item.role !== "assistant" || !item.el.classList.contains("interrupted")) return;
+    const kept = heard.trim();
+    const rest = item.text.startsWith(kept) ? item.text.slice(kept.length) : "";
+    item.parts.text.textContent = kept || "…";
+    item.parts.unheard.textContent = rest;
+    item.parts.unheard.title = "generated but not heard";
+    item.el.setAttribute("aria-label", `Interrupted answer. Heard: ${kept || "nothing"}`);
+    item.heard = kept;
   }
 
   remove(id) {
