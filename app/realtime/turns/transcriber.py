@@ -4,8 +4,11 @@
   second; a word is shown once two successive passes agree on it (LocalAgreement).
   Partials are optional work: a pass is skipped while the ASR model is busy (another
   session's final pass goes first) and they stop past Whisper's 30 s window.
-- Reuse: the final pass forces the agreed words as Whisper's decoder prefix, so they are
-  not decoded again and the final transcript always extends what was shown.
+- The final pass decides the words alone: it hears the whole turn with no forced
+  prefix (an early wrong guess agreed twice could never be corrected, and
+  faster-whisper applies a prefix only to the first 30 s window: long turns came out
+  with repeated sentences). Partial passes use the agreed words as a prefix, for
+  stable display.
 - Start early: when VAD hears the first ~200 ms of silence the final pass starts on the
   audio so far; if the user goes on speaking it is cancelled (and stops at its next
   segment on the ASR thread).
@@ -75,13 +78,15 @@ class TurnTranscriber:
             ):
                 continue
             done_at = audio.size
-            fresh = self.agreement.update(await self._transcribe(audio))
+            partial = await self.asr.run(audio, prefix=self.agreement.text or None)
+            fresh = self.agreement.update(partial.text)
             if fresh:
                 prefix = " " if len(self.agreement.confirmed) > len(fresh) else ""
                 self.on_delta(prefix + " ".join(fresh))
 
     async def _transcribe(self, audio: np.ndarray) -> str:
-        return (await self.asr.run(audio, prefix=self.agreement.text or None)).text
+        """A final pass: the whole turn, no forced prefix."""
+        return (await self.asr.run(audio)).text
 
     def speculate(self, audio: np.ndarray, end_sample: int) -> asyncio.Task[str]:
         """Silence started at `end_sample`: begin the final pass now, in case it lasts."""
