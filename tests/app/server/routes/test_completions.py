@@ -13,7 +13,7 @@ import openai
 import pytest
 from fastapi.testclient import TestClient
 
-from app.llm import ChatMessage, GenerationParams, LLMDelta
+from app.llm import ChatMessage, GenerationParams, LLMBusyError, LLMDelta
 from tests.app.llm.scripted import ScriptedLLM
 from tests.conftest import client_with
 
@@ -140,3 +140,22 @@ def test_sdk_chat_streams_reasoning_apart(shared_components: Any) -> None:
     assert "".join(d.content or "" for d in deltas) == "It is 4."
     assert chunks[-1].usage is not None and chunks[-1].usage.prompt_tokens == 11
     assert json.loads(chunks[-1].model_dump_json())["choices"] == []
+
+
+class BusyRawLLM(RawScriptedLLM):
+    def stream_chat(
+        self, messages: list[ChatMessage], params: GenerationParams, request_id: str
+    ) -> AsyncGenerator[LLMDelta, None]:
+        raise LLMBusyError("the engine's waiting queue is full; retry shortly", retry_after_s=2.6)
+
+
+def test_busy_is_429_with_retry_after_on_completions_and_generate(shared_components: Any) -> None:
+    client = client_with(dataclasses.replace(shared_components, llm=BusyRawLLM([])))
+    reply = client.post("/v1/completions", json={"model": MODEL, "prompt": PROMPT})
+    assert reply.status_code == 429 and reply.headers["retry-after"] == "3"
+    assert reply.json()["error"]["code"] == "server_busy"
+    body = {"text_input": PROMPT}
+    for path in ("generate", "generate_stream"):
+        refused = client.post(f"/v2/models/{MODEL}/{path}", json=body)
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "3"
+        assert "queue is full" in refused.json()["error"]
