@@ -159,3 +159,35 @@ def test_busy_is_429_with_retry_after_on_completions_and_generate(shared_compone
         refused = client.post(f"/v2/models/{MODEL}/{path}", json=body)
         assert refused.status_code == 429 and refused.headers["retry-after"] == "3"
         assert "queue is full" in refused.json()["error"]
+
+
+def test_a_client_that_goes_away_aborts_the_request(
+    live_server: str, shared_components: Any
+) -> None:
+    """Closing a streamed completion closes the connection; the server aborts the
+    engine request (counted as finished_reason "abort") and frees its KV blocks."""
+    import time
+
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def aborted() -> float:
+        text = httpx.get(f"http://{live_server}/metrics", timeout=10).text
+        key = {"finished_reason": "abort", "model_name": MODEL}
+        return sum(
+            s.value
+            for f in text_string_to_metric_families(text)
+            for s in f.samples
+            if s.name == "vllm:request_success_total" and s.labels == key
+        )
+
+    before = aborted()
+    body = {"model": MODEL, "prompt": "Once upon a time", "max_tokens": 400, "stream": True}
+    with httpx.stream("POST", f"http://{live_server}/v1/completions", json=body, timeout=60) as r:
+        assert r.status_code == 200
+        next(line for line in r.iter_lines() if line.startswith("data: "))
+    deadline = time.monotonic() + 60
+    while aborted() < before + 1 or shared_components.llm.stats()["num_running"]:
+        assert time.monotonic() < deadline, "the request was not aborted"
+        time.sleep(0.1)
+    assert shared_components.llm.stats()["kv_blocks_used"] == 0
