@@ -51,6 +51,18 @@ test: models lint
 	$(VENV)/bin/pytest -q
 	node --test tests/web
 
+# npm packages of the Node client tests (tests/clients/node: @openai/agents-realtime, run
+# by tests/clients/test_node_client.py under `make test`)
+NODE_CLIENTS := tests/clients/node
+NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
+$(NODE_STAMP): $(NODE_CLIENTS)/package.json $(NODE_CLIENTS)/package-lock.json
+	command -v npm >/dev/null || (apt-get update -q && apt-get install -y -q npm)
+	npm ci --prefix $(NODE_CLIENTS) --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+.PHONY: test-node-deps
+test-node-deps: $(NODE_STAMP)
+test: test-node-deps
+
 bench: models
 	$(VENV)/bin/r1voice bench engine --quick --json bench-results/engine.json
 
