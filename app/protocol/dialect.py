@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from app.protocol.errors import ProtocolError
 from app.protocol.schemas import BETA_FORMATS
 
 BETA, GA = "beta", "ga"
@@ -75,10 +76,15 @@ def ga_session_patch(session: dict[str, Any]) -> dict[str, Any]:
     audio = session.get("audio") or {}
     if not isinstance(audio, dict):
         return {**flat, "audio": audio}  # let validation name the bad field
-    source = {
-        **(audio.get("input") or {}),
-        **{f"out_{k}": v for k, v in (audio.get("output") or {}).items()},
-    }
+    given_in, given_out = audio.get("input") or {}, audio.get("output") or {}
+    for name, part in (("input", given_in), ("output", given_out)):
+        if not isinstance(part, dict):
+            raise ProtocolError(
+                "invalid_value",
+                f"session.audio.{name} must be an object, got {type(part).__name__}",
+                param=f"session.audio.{name}",
+            )
+    source = {**given_in, **{f"out_{k}": v for k, v in given_out.items()}}
     mapping = {
         "format": "input_audio_format",
         "transcription": "input_audio_transcription",

@@ -275,6 +275,15 @@ def parse_client_event(raw: str | bytes) -> Any:
         data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ProtocolError("invalid_json", f"event is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise ProtocolError("invalid_json", "event is nested too deeply") from exc
+    if _has_escaped_surrogate(raw) and _lone_surrogate(data):
+        raise ProtocolError(
+            "invalid_value",
+            "event contains invalid Unicode (a lone UTF-16 surrogate escape such as \\ud800); "
+            "send well-formed UTF-8 text",
+            event_id=data.get("event_id") if isinstance(data, dict) else None,
+        )
     if not isinstance(data, dict):
         raise ProtocolError("invalid_event", "an event must be a JSON object with a 'type' field")
     event_id = data.get("event_id") if isinstance(data.get("event_id"), str) else None
@@ -318,6 +327,27 @@ def _lenient_session_update(data: dict[str, Any], event_id: str | None) -> Sessi
         event._refused = refused
         return event
     raise refused[-1]
+
+
+def _has_escaped_surrogate(raw: str | bytes) -> bool:
+    """Cheap pre-check: only a `\\udXXX` escape can put a lone surrogate in parsed JSON."""
+    needle = "\\ud" if isinstance(raw, str) else b"\\ud"
+    return needle in raw.lower()  # type: ignore[operator]
+
+
+def _lone_surrogate(value: Any) -> bool:
+    """Whether any string in `value` cannot be encoded as UTF-8 (echoing it would fail)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_lone_surrogate(v) for v in value)
+    return False
 
 
 def validation_error(

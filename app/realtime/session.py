@@ -102,7 +102,7 @@ class Session:
             event_id = event.event_id
             await self._dispatch(event)
         except ProtocolError as exc:
-            event_id = event_id or _event_id_of(raw)  # refused by validation: still echo it
+            event_id = event_id or exc.event_id  # refused before it parsed: still echoed
             self.outbox.emit(
                 events.error(exc.code, exc.message, param=exc.param, event_id=event_id)
             )
@@ -129,13 +129,17 @@ class Session:
             return raw
         if not self._dialect_fixed:
             self.outbox.dialect = GA
-        if session.get("type") not in (None, "realtime"):
-            raise ProtocolError(
-                "unsupported_session_type",
-                f"session type '{session.get('type')}' is not supported; use 'realtime'",
-                param="session.type",
-            )
-        return json.dumps({**data, "session": ga_session_patch(session)})
+        try:
+            if session.get("type") not in (None, "realtime"):
+                raise ProtocolError(
+                    "unsupported_session_type",
+                    f"session type '{session.get('type')}' is not supported; use 'realtime'",
+                    param="session.type",
+                )
+            return json.dumps({**data, "session": ga_session_patch(session)})
+        except ProtocolError as exc:
+            exc.event_id = data.get("event_id") if isinstance(data.get("event_id"), str) else None
+            raise
 
     async def _dispatch(self, event: Any) -> None:
         if isinstance(event, AudioAppend):
@@ -229,13 +233,3 @@ class Session:
                 audio_end_ms=event.audio_end_ms,
             )
         )
-
-
-def _event_id_of(raw: str | bytes) -> str | None:
-    """The `event_id` of a message that did not validate, if it has a string one."""
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    event_id = data.get("event_id") if isinstance(data, dict) else None
-    return event_id if isinstance(event_id, str) else None

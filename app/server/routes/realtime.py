@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 
-from fastapi import APIRouter, WebSocket, WebSocketDisconnect, status
+from fastapi import APIRouter, WebSocket, status
 
 from app.protocol.dialect import BETA, GA
 from app.realtime.session import Session
@@ -59,24 +59,35 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
         while (event := await session.outbox.get()) is not None:
             await websocket.send_json(event)
 
-    sender = asyncio.create_task(send_events())
-    try:
-        await session.start()
+    async def receive_events() -> None:
         while True:
             message = await websocket.receive()
             if message["type"] == "websocket.disconnect":
-                break
+                return
             raw = message.get("text")
-            if raw is None:
-                raw = message.get("bytes") or b""
-            await session.handle(raw)
-            if sender.done():  # the client is gone (send failed)
-                break
-    except WebSocketDisconnect:
-        pass
+            await session.handle(raw if raw is not None else message.get("bytes") or b"")
+
+    sender = asyncio.create_task(send_events())
+    receiver = asyncio.create_task(receive_events())
+    overflow = asyncio.create_task(session.outbox.overflowed.wait())
+    try:
+        await session.start()
+        # Ends when the client leaves, a send fails, or the client stopped reading.
+        await asyncio.wait({sender, receiver, overflow}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         state.sessions.pop(session.id, None)
+        receiver.cancel()
         await session.close()
+        if overflow.done():  # never wait on a peer that does not read
+            sender.cancel()
+            with contextlib.suppress(Exception):
+                reason = "the client is not reading events; closing"
+                await asyncio.wait_for(websocket.close(code=1008, reason=reason), timeout=2)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(sender, timeout=5)
-        sender.cancel()
+        for task in (sender, overflow, receiver):
+            task.cancel()
+        await asyncio.wait({sender, overflow, receiver})
+        for task in (sender, receiver):  # a failed send or receive: the peer is gone
+            if not task.cancelled() and task.exception() is not None:
+                log.debug("websocket closed: %r", task.exception(), exc_info=task.exception())
