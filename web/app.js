@@ -131,7 +131,7 @@ function connect() {
   if (ws && ws.readyState <= WebSocket.OPEN) return;
   setStatus("connecting", "connecting…");
   const proto = location.protocol === "https:" ? "wss" : "ws";
-  const socket = new WebSocket(`${proto}://${location.host}/v1/realtime?dialect=ga`, ["realtime"]);
+  const socket = new WebSocket(`${proto}://${location.host}/v1/realtime?dialect=ga&r1voice_events=1`, ["realtime"]);
   ws = socket;
   socket.onmessage = (m) => {
     const ev = parseEvent(m.data);

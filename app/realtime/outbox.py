@@ -26,8 +26,17 @@ def _size(event: dict[str, Any]) -> int:
 
 
 class Outbox:
-    def __init__(self, dialect: str, max_events: int = MAX_EVENTS, max_bytes: int = MAX_BYTES):
+    def __init__(
+        self,
+        dialect: str,
+        max_events: int = MAX_EVENTS,
+        max_bytes: int = MAX_BYTES,
+        extensions: bool = False,
+    ) -> None:
         self.dialect = dialect
+        # Our `r1voice.*` events (turn metrics, reasoning) only for clients that asked:
+        # SDKs that validate every event against OpenAI's schema report them as errors.
+        self.extensions = extensions
         self.max_events, self.max_bytes = max_events, max_bytes
         self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self._bytes = 0
@@ -36,6 +45,8 @@ class Outbox:
     def emit(self, event: dict[str, Any]) -> None:
         event.setdefault("event_id", events.new_id("event"))
         if self.dialect != GA and event["type"] in GA_ONLY:
+            return
+        if not self.extensions and event["type"].startswith("r1voice."):
             return
         for out in to_ga(event) if self.dialect == GA else [event]:
             size = _size(out)

@@ -52,10 +52,13 @@ class Session:
         components: Components,
         dialect: str | None = None,
         on_response: Callable[[ResponseOutcome], None] = lambda _outcome: None,
+        extensions: bool = False,
     ) -> None:
         settings = components.settings
         self.id = events.new_id("sess")
-        self.outbox = Outbox(dialect or GA)  # GA unless the handshake asked for beta
+        self.outbox = Outbox(
+            dialect or GA, extensions=extensions
+        )  # GA unless the handshake asked for beta
         self._dialect_fixed = dialect is not None  # told by the handshake
         self.config = SessionConfig.default(settings)
         self._voices = components.tts.voices()
@@ -210,8 +213,14 @@ class Session:
     async def _truncate_item(self, event: ItemTruncate) -> None:
         """Keep only the audio the client played; an answer still being generated stops
         first (the client stopped playing it), so what it says next is not kept either."""
+        response = self.responses.recent(event.item_id)
+        if response is not None and response.item not in self.conversation.items:
+            # Gone already: a continued turn deleted the answer to its first half (told
+            # with conversation.item.deleted) just as the client truncates it on barge-in.
+            # Nothing of it is kept, which is what the truncate asks: confirm it.
+            self._truncated(event)
+            return
         item = self.conversation.get(event.item_id)
-        response = self.responses.recent(item.id)
         if item.role != "assistant" or response is None or not response.spec.audio:
             raise ProtocolError(
                 "invalid_item", f"item '{item.id}' is not an assistant audio item", param="item_id"
@@ -225,10 +234,13 @@ class Session:
                 param="audio_end_ms",
             )
         item.text = response.text_played(event.audio_end_ms)
+        self._truncated(event)
+
+    def _truncated(self, event: ItemTruncate) -> None:
         self.outbox.emit(
             events.event(
                 "conversation.item.truncated",
-                item_id=item.id,
+                item_id=event.item_id,
                 content_index=event.content_index,
                 audio_end_ms=event.audio_end_ms,
             )

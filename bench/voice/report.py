@@ -39,7 +39,7 @@ def collect_metadata(
     }
 
     async def session_defaults() -> dict[str, Any]:
-        conn = await Conn.open(f"ws://127.0.0.1:{server.port}/v1/realtime")
+        conn = await Conn.open(f"ws://127.0.0.1:{server.port}/v1/realtime?r1voice_events=1")
         try:
             return dict(conn.session)
         finally:

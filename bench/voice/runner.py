@@ -19,7 +19,7 @@ async def run_clients(
 ) -> dict[str, Any]:
     import random
 
-    url = f"ws://127.0.0.1:{server.port}/v1/realtime"
+    url = f"ws://127.0.0.1:{server.port}/v1/realtime?r1voice_events=1"
     merge_window_s = metadata["turn_merge_window_ms"] / 1000
     human = [clips[n] for n in plan.human_clips]
     questions = [clips[f"q{i + 1}"] for i in range(len(QUESTIONS))]

@@ -23,9 +23,9 @@ from app.audio import float_to_pcm16
 from tests.conftest import REALTIME_RATE, app_with, load_clip
 from tests.fakes import ScriptedLLM
 
-# The GA dialect is asked for in the URL until it is the server's default (issue 12,
-# item 6); drop this suffix then, and GA clients use the plain URL.
-GA_QUERY = "?dialect=ga"
+# GA is the default dialect, so GA clients use the plain URL (kept as a name so one
+# place says so).
+GA_QUERY = ""  # GA is the default: a GA client changes only the URL
 
 # An answer long enough (many clauses, several seconds of speech) to be interrupted.
 LONG_ANSWER = [f"Sentence number {i} is here, and it goes on for a while. " for i in range(16)]

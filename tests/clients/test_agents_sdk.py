@@ -276,12 +276,6 @@ async def test_tool_call_round_trip(scripted_server: ScriptedServer) -> None:
     assert invalid_events(recorder.raw) == []
 
 
-@pytest.mark.xfail(
-    reason="server bug: r1voice.turn.metrics (an r1voice.* extension event) is sent to GA "
-    "clients that never asked for it; openai-agents fails to validate it and emits a "
-    "RealtimeError for it on every spoken turn",
-    strict=False,
-)
 @pytest.mark.timeout(600)
 @run_async
 async def test_extension_events_are_not_reported_as_errors(

@@ -52,7 +52,9 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
         return
     await websocket.accept(subprotocol=_choose_subprotocol(websocket.scope.get("subprotocols", [])))
     components = state.metrics.metered(state.components)  # LLM series for /metrics
-    session = Session(components, _dialect(websocket), state.metrics.record_response)
+    # ?r1voice_events=1: also our r1voice.* events (turn metrics, reasoning); off by default
+    extensions = websocket.query_params.get("r1voice_events", "") in ("1", "true")
+    session = Session(components, _dialect(websocket), state.metrics.record_response, extensions)
     state.sessions[session.id] = session
 
     async def send_events() -> None:

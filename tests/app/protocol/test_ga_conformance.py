@@ -271,3 +271,24 @@ def test_transcription_null_sends_no_transcripts(app_client: TestClient) -> None
     assert committed
     assert not [e for e in events if "input_audio_transcription" in e["type"]]
     assert retrieved[-1]["item"]["role"] == "user"
+
+
+def test_truncating_an_answer_already_deleted_is_confirmed(shared_components: Any) -> None:
+    """A continued turn deletes the answer to its first half right after speech_started,
+    just as clients truncate it on barge-in: the truncate must not fail (Pipecat treats
+    an error there as fatal)."""
+    llm = ScriptedLLM([f"Part {i} of a long answer, still going. " for i in range(10)])
+    client = client_with(dataclasses.replace(shared_components, llm=llm))
+    with client.websocket_connect("/v1/realtime") as ws:
+        ws.receive_json()
+        ga(ws, {"type": "conversation.item.create", "item": user_text_item("Talk.")})
+        ga(ws, {"type": "response.create", "response": {"output_modalities": ["audio"]}})
+        events = receive_until(ws, lambda e: e["type"] == "response.output_audio.delta")
+        item_id = next(e for e in events if e["type"] == "response.output_item.added")["item"]["id"]
+        ga(ws, {"type": "response.cancel"})
+        ga(ws, {"type": "conversation.item.delete", "item_id": item_id})
+        truncate = {"type": "conversation.item.truncate", "item_id": item_id, "audio_end_ms": 0}
+        ga(ws, {**truncate, "content_index": 0, "event_id": "evt_t"})
+        events += receive_until(ws, lambda e: e["type"] in ("conversation.item.truncated", "error"))
+    assert events[-1]["type"] == "conversation.item.truncated", events[-1]
+    assert invalid_events(events) == []

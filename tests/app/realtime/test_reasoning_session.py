@@ -22,7 +22,7 @@ from tests.fakes import ScriptedLLM
 
 def _turn(components: Any, llm: ScriptedLLM) -> list[dict[str, Any]]:
     client = client_with(dataclasses.replace(components, llm=llm))
-    with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
+    with client.websocket_connect("/v1/realtime?dialect=beta&r1voice_events=1") as ws:
         ws.receive_json()
         send_user_text(ws, "What is 2+2?")
         ws.receive_json()

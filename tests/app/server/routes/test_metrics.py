@@ -20,7 +20,7 @@ def test_voice_turn_is_measured(app_client: TestClient) -> None:
     before = app_client.get("/metrics").text
     tts = app_client.app.state.server.components.tts  # type: ignore[attr-defined]
     speech = tts.synthesize("What is the capital of France?", REALTIME_RATE)
-    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
+    with app_client.websocket_connect("/v1/realtime?dialect=beta&r1voice_events=1") as ws:
         ws.receive_json()
         stream_audio(ws, np.concatenate([speech, np.zeros(REALTIME_RATE, np.float32)]))
         events = receive_until(ws, lambda e: e["type"] == "r1voice.turn.metrics")

@@ -88,7 +88,7 @@ def test_llm_series_exist_under_both_names_and_move(shared_components: Any) -> N
 def test_a_realtime_answer_and_a_voice_turn_are_counted(shared_components: Any) -> None:
     client = TestClient(app_with(shared_components))
     _, before = scrape(client)
-    with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
+    with client.websocket_connect("/v1/realtime?dialect=beta&r1voice_events=1") as ws:
         ws.receive_json()
         ask(ws, "What is the capital of France?", {"modalities": ["text"]})
         receive_until(ws, is_done)
