@@ -34,6 +34,8 @@ install: $(STAMP)
 
 models: install
 	$(VENV)/bin/r1voice models prepare
+	# the engine's C++ CPU kernels, compiled once now rather than at the first start
+	$(PY) -c "from engine.cpu_kernels import CpuKernels; CpuKernels.lib()"
 
 run: models
 	$(VENV)/bin/r1voice serve --host $(HOST) --port $(PORT)

@@ -12,10 +12,12 @@
     await allm.abort("r1")  # frees the request's KV blocks before it returns
 
 Files, one concept each: config (EngineConfig), sampling_params, sequence,
-block_manager (paged KV pool + prefix cache), scheduler (+ scheduler_output),
-model_runner, sampler, detokenizer, output_processor, llm_engine (step), step_clock,
-engine_stats, backpressure, model_loader, llm, async_llm (+ request_stream); models/
-and layers/ hold our own Llama/Qwen2 forward pass.
+prompt_check, block_manager (paged KV pool + prefix cache), scheduler (+
+scheduler_output, cache_aware_pick, step_budget, step_cost_model: steps bounded in
+time), model_runner, sampler, detokenizer, output_processor, llm_engine (step),
+step_clock, engine_stats, backpressure, model_loader, llm, async_llm (+ request_stream);
+models/ and layers/ hold our own Llama/Qwen2 forward pass; cpu_kernels builds and
+loads the C++ kernels in kernels/ (AVX-512 VNNI int8/int4 linears, fused layer ops).
 """
 
 from engine.async_llm import AsyncLLM

@@ -5,23 +5,20 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import dataclasses
 import logging
 import queue
 import threading
-import time
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from engine.backpressure import capacity_error
 from engine.errors import EngineError
 from engine.llm_engine import LLMEngine, Prompt
 from engine.outputs import EngineStats, RequestOutput, StreamDelta
 from engine.request_stream import RequestStream, deliver
 from engine.sampling_params import SamplingParams
 from engine.sequence import Sequence
-from engine.step_clock import ClockReading
+from engine.stats_snapshot import StatsSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -37,19 +34,25 @@ class AsyncLLM:
     """
 
     def __init__(self, model: str, **kwargs: Any) -> None:
-        self.engine = LLMEngine(model, **kwargs)
-        self.tokenizer = self.engine.tokenizer
-        self.model_path = self.engine.model_path
-        # Replaced whole (one reference assignment) by the engine thread; read anywhere.
-        self._snapshot: tuple[EngineStats, ClockReading, float] = self._take_snapshot()
         self._commands: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future]]
         self._commands = queue.SimpleQueue()
         self._wakeup = threading.Event()
         self._stop = False
         self._stepped_empty = False
         self._streams: dict[str, RequestStream] = {}
-        self._thread = threading.Thread(target=self._loop, name="r1voice-engine", daemon=True)
+        # The engine is built on the thread that steps it. Measured (SmolLM2 int8, 2
+        # cores, quiet machine): built on the caller's thread and stepped on this one,
+        # decode ran 68-71 tok/s; built here, 132-140 (torch's OpenMP thread teams are
+        # per calling thread). Errors of the build are raised here, in the caller.
+        built: concurrent.futures.Future = concurrent.futures.Future()
+        self._thread = threading.Thread(
+            target=self._build_and_loop, args=(model, kwargs, built), name="r1voice-engine"
+        )
+        self._thread.daemon = True
         self._thread.start()
+        self.engine: LLMEngine = built.result()
+        self.tokenizer = self.engine.tokenizer
+        self.model_path = self.engine.model_path
 
     # ---- public API -----------------------------------------------------------------
 
@@ -157,26 +160,11 @@ class AsyncLLM:
 
         Counters are as of the last step or command; wall-time shares run to now.
         """
-        snap, reading, _ = self._snapshot
-        shares = reading.shares(time.monotonic())
-        return dataclasses.replace(
-            snap,
-            busy_share=shares["busy"],
-            idle_waiting_share=shares["stalled"],
-            idle_empty_share=shares["idle"],
-        )
+        return self._snapshot.current()
 
     def _check_capacity(self, num_tokens: int) -> None:
         """Backpressure from the caller's thread, on the published snapshot only."""
-        (snap, _, tokens_per_s), config = self._snapshot, self.engine.config
-        error = capacity_error(
-            snap.num_waiting,
-            snap.waiting_tokens,
-            num_tokens,
-            config.max_waiting_tokens,
-            config.max_waiting_requests,
-            tokens_per_s,
-        )
+        error = self._snapshot.capacity_error(num_tokens, self.engine.config)
         if error is not None:
             self._call(self.engine.count_refusal)  # the counter is the engine thread's
             raise error
@@ -195,6 +183,20 @@ class AsyncLLM:
             self.engine.clusterer.close()
 
     # ---- engine thread --------------------------------------------------------------
+
+    def _build_and_loop(
+        self, model: str, kwargs: dict[str, Any], built: concurrent.futures.Future
+    ) -> None:
+        try:
+            engine = LLMEngine(model, **kwargs)
+        except BaseException as exc:
+            built.set_exception(exc)
+            return
+        self.engine = engine
+        # Replaced whole (one reference assignment) by the engine thread; read anywhere.
+        self._snapshot: StatsSnapshot = self._take_snapshot()
+        built.set_result(engine)
+        self._loop()
 
     def _call(self, fn: Callable[[], Any]) -> concurrent.futures.Future:
         future: concurrent.futures.Future = concurrent.futures.Future()
@@ -246,9 +248,9 @@ class AsyncLLM:
                 self._publish_stats()  # before the caller resumes: it sees the effect
                 future.set_result(result)
 
-    def _take_snapshot(self) -> tuple[EngineStats, ClockReading, float]:
+    def _take_snapshot(self) -> StatsSnapshot:
         clock = self.engine.clock
-        return self.engine.stats(), clock.reading(), clock.tokens_per_s
+        return StatsSnapshot(self.engine.stats(), clock.reading(), clock.tokens_per_s)
 
     def _publish_stats(self) -> None:
         self._snapshot = self._take_snapshot()

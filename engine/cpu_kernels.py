@@ -33,6 +33,7 @@ SOURCES = [_DIR / n for n in ("cpu_kernels.cpp", "int4_kernels.cpp", "layer_kern
 HEADERS = [_DIR / "quantize_row.h"]
 OPS = (
     "int8_linear",
+    "pack_int8",
     "int4_linear",
     "rms_norm_residual",
     "silu_and_mul",
@@ -187,11 +188,15 @@ def pack_int8(
     """int8 q [n, k] -> the layout ``r1voice::int8_linear`` reads: (packed
     [n/16, k/4, 16, 4], rowsum int32, scales, bias), n padded to 16 and k to 4 with zeros."""
     n, k = q.shape
-    np_, kp = -(-n // 16) * 16, -(-k // 4) * 4
-    padded = torch.zeros(np_, kp, dtype=torch.int8)
-    padded[:n, :k] = q
-    packed = padded.view(np_ // 16, 16, kp // 4, 4).permute(0, 2, 1, 3).contiguous()
-    rowsum = padded.sum(dim=1, dtype=torch.int32)
+    np_ = -(-n // 16) * 16
+    if CpuKernels.k is not None:  # one C++ pass: the torch form below took seconds a model
+        packed, rowsum = CpuKernels.k.pack_int8(q)
+    else:
+        kp = -(-k // 4) * 4
+        padded = torch.zeros(np_, kp, dtype=torch.int8)
+        padded[:n, :k] = q
+        packed = padded.view(np_ // 16, 16, kp // 4, 4).permute(0, 2, 1, 3).contiguous()
+        rowsum = padded.sum(dim=1, dtype=torch.int32)
 
     def pad(t: torch.Tensor) -> torch.Tensor:
         out = torch.zeros(np_, dtype=torch.float32)

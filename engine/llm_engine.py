@@ -19,14 +19,13 @@ from engine.model_loader import load
 from engine.model_runner import ModelRunner
 from engine.output_processor import OutputProcessor
 from engine.outputs import RequestOutput
+from engine.prompt_check import Prompt, check_prompt, tokenize
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler, SchedulerOutput
 from engine.sequence import Sequence
 from engine.step_clock import StepClock
 
 log = logging.getLogger(__name__)
-
-Prompt = str | list[int]
 
 
 class LLMEngine:
@@ -79,11 +78,7 @@ class LLMEngine:
     # ---- requests -------------------------------------------------------------------
 
     def tokenize(self, prompt: Prompt) -> list[int]:
-        if isinstance(prompt, str):
-            if self.tokenizer is None:
-                raise InvalidRequestError("this model has no tokenizer: pass token ids")
-            return list(self.tokenizer.encode(prompt, add_special_tokens=False))
-        return [int(t) for t in prompt]
+        return tokenize(self.tokenizer, prompt)
 
     def add_request(
         self,
@@ -103,17 +98,8 @@ class LLMEngine:
         ``backpressure`` is False: the batch API ``generate`` queues all its prompts).
         """
         params = params or SamplingParams()
-        token_ids = self.tokenize(prompt)
         vocab = int(self.model_config.vocab_size)
-        if not token_ids:
-            raise InvalidRequestError("the prompt is empty")
-        if any(not 0 <= t < vocab for t in token_ids):
-            raise InvalidRequestError(f"prompt token ids must be in [0, {vocab})")
-        if len(token_ids) >= self.max_model_len:
-            raise InvalidRequestError(
-                f"the prompt has {len(token_ids)} tokens; the model context is "
-                f"{self.max_model_len} (prompt + at least one generated token)"
-            )
+        token_ids = check_prompt(self.tokenize(prompt), vocab, self.max_model_len)
         if request_id is not None and request_id in self.requests:
             raise InvalidRequestError(f"request id {request_id!r} is already in use")
         if backpressure:

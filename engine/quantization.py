@@ -6,27 +6,20 @@ cached on disk by ``engine.quantized_model.QuantCache``) plus small modules hold
 ``Int8Linear.prepare`` / ``Int4Linear.prepare`` from the weight's device:
 
 INT8 (symmetric, scale per output channel, w = q * s):
-  * CPU: ``int8_linear`` through ``torch._int_mm`` (int8 x int8 -> int32, exact sums).
-    Activations are quantized per row (token) to 15 bits and split into two int8
-    halves (x = 128 * hi + lo) stacked as 2M rows: one matmul, and the quality of
-    weight-only int8 (SmolLM2 perplexity +0.0%, measured). Plain 8-bit activations
-    (W8A8, ``ACTIVATION_SPLIT = False``) are up to 2x faster at 32 rows but cost +4.5%
-    perplexity and most greedy tokens (24% agreement over 8 prompts x 32 tokens).
-    Measured per layer on SmolLM2's shapes (2-core EPYC, 1 thread, best of 10-30, same
-    run), W8A8 vs oneDNN-packed fp32: 0.7-0.9x the time at 1 row, 0.3-0.45x at 32, the
-    576x49152 LM head 0.45x at 1 row; the split form adds a few small ops at 1 row and
-    doubles the integer work at 32. Each row has its own scale and integer sums are
-    exact: a row's result does not depend on the batch (the engine's batch invariance).
-    Not chosen: fbgemm's dynamic linear (``quantized.linear_dynamic``), 1.2-2x faster
-    than W8A8 at 1 row, but one activation scale for all rows: one token's outliers
-    ruin the others (perplexity 24.7 -> 57 on a prefill; 118 with ``reduce_range``)
-    and results depend on the batch. ``torch._weight_int8pack_mm``: slower than fp32.
+  * CPU: activations quantized per row (token) to 15 bits, x = 128 * hi + lo, integer
+    sums exact: the quality of weight-only int8 (SmolLM2 perplexity +0.0%), and a row's
+    result does not depend on the batch. Our C++ VNNI kernel (engine.cpu_kernels) does
+    it in one call, bit for bit what ``int8_linear`` computes through ``torch._int_mm``
+    in ~14 ops (the fallback without the kernels): 5-7x faster at 1 row, 1.35x at 512.
+    Not chosen: 8-bit activations (W8A8: +4.5% perplexity, 24% greedy agreement);
+    fbgemm's dynamic linear (one activation scale for all rows: one token's outliers
+    ruin the others, perplexity 24.7 -> 57); ``torch._weight_int8pack_mm`` (slower
+    than fp32).
   * CUDA: the same ``int8_linear`` when its matmul has more than 16 rows
     (``_int_mm``'s minimum), else weight-only: ``F.linear(x, q.to(x.dtype)) * s``.
 INT4 (asymmetric, per group of ``group_size`` input channels, w = q * s + m, q in 0..15):
-  * CPU: ``aten._weight_int4pack_mm_for_cpu`` with bfloat16 activations (its fp32 path
-    is many times slower). Faster than oneDNN fp32 at 1 row, about 1.1-1.3x slower
-    at 32-128 rows; it is about memory (weights 1/7 of fp32), not speed, on CPU.
+  * CPU: our C++ kernel (Q4_1-style group sums, 15-bit activations, fp16 scales);
+    without it ``aten._weight_int4pack_mm_for_cpu`` on bfloat16 activations.
   * CUDA: ``aten._weight_int4pack_mm`` (tinygemm) on bfloat16.
 """
 
@@ -61,8 +54,6 @@ def check_method(method: str, group_size: int) -> None:
 
 
 # ---- the math (device independent; the tests check it) ------------------------------
-
-
 def quantize_int8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Symmetric per-row int8: (q int8 [n, k], scales fp32 [n]) with w ~= q * s[:, None]."""
     QUANTIZE_CALLS["int8"] += 1
@@ -122,11 +113,9 @@ ACTIVATION_SPLIT = True  # int8_linear's activations: 15 bits in two int8 halves
 def int8_linear(
     x: torch.Tensor, qweight_t: torch.Tensor, scales: torch.Tensor, split: bool = ACTIVATION_SPLIT
 ) -> torch.Tensor:
-    """y = x W^T with W = q * s through ``torch._int_mm``; qweight_t is q^T [k, n].
-
-    x is quantized per row: to 8 bits (``split=False``: W8A8), or to 15 bits written as
-    128 * hi + lo with hi in [-128, 127] and lo in [0, 127], both rows of one int8
-    matmul. Few ops on purpose: at one row they are most of the cost."""
+    """y = x W^T with W = q * s through ``torch._int_mm``; qweight_t is q^T [k, n]. x is
+    quantized per row to 8 bits (``split=False``: W8A8), or to 15 bits, 128 * hi + lo
+    (hi in [-128, 127], lo in [0, 127]), both rows of one int8 matmul."""
     xf = x if x.dtype == torch.float32 else x.float()
     m = xf.shape[0]
     top = 16383.0 if split else 127.0
@@ -142,8 +131,6 @@ def int8_linear(
 
 
 # ---- modules -------------------------------------------------------------------------
-
-
 class Int8Linear(nn.Module):
     """y = x (q * s)^T + b; int8 ``weight`` [out, in] and fp32 ``scales`` [out] buffers."""
 

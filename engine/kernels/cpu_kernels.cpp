@@ -15,6 +15,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <immintrin.h>
 #include <torch/library.h>
 
@@ -23,37 +24,63 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <tuple>
 
 namespace {
 
 constexpr int kTileRows = 4;  // rows per weight pass: 8 accumulators + 1 weight + 8 broadcasts
 
-// R rows x 16 outputs over all of k: the integer sums, then the float epilogue.
-template <int R>
+// R rows x NB * 16 outputs (NB consecutive blocks) over all of k: the integer sums, then
+// the float epilogue. NB = 2 reuses each broadcast activation for two weight vectors:
+// fewer loads per vpdpbusd where prefill is compute-bound; decode uses NB = 1.
+template <int R, int NB>
 inline void tile(const int8_t* wb, int64_t k4, const uint8_t* hi, const uint8_t* lo, int64_t kp,
                  const int32_t* rowsum, const float* scales, const float* bias, const float* sx,
-                 float* y, int64_t ldy, __mmask16 store) {
-  __m512i ah[R], al[R];
-  for (int r = 0; r < R; ++r) ah[r] = al[r] = _mm512_setzero_si512();
+                 float* y, int64_t ldy, const __mmask16* store) {
+  __m512i ah[NB][R], al[NB][R];
+  for (int c = 0; c < NB; ++c)
+    for (int r = 0; r < R; ++r) ah[c][r] = al[c][r] = _mm512_setzero_si512();
   for (int64_t j = 0; j < k4; ++j) {
-    const __m512i w = _mm512_loadu_si512(wb + 64 * j);
+    __m512i w[NB];
+    for (int c = 0; c < NB; ++c) w[c] = _mm512_loadu_si512(wb + c * 16 * kp + 64 * j);
     for (int r = 0; r < R; ++r) {
-      const int32_t h = *reinterpret_cast<const int32_t*>(hi + r * kp + 4 * j);
-      const int32_t l = *reinterpret_cast<const int32_t*>(lo + r * kp + 4 * j);
-      ah[r] = _mm512_dpbusd_epi32(ah[r], _mm512_set1_epi32(h), w);
-      al[r] = _mm512_dpbusd_epi32(al[r], _mm512_set1_epi32(l), w);
+      const __m512i h = _mm512_set1_epi32(*reinterpret_cast<const int32_t*>(hi + r * kp + 4 * j));
+      const __m512i l = _mm512_set1_epi32(*reinterpret_cast<const int32_t*>(lo + r * kp + 4 * j));
+      for (int c = 0; c < NB; ++c) {
+        ah[c][r] = _mm512_dpbusd_epi32(ah[c][r], h, w[c]);
+        al[c][r] = _mm512_dpbusd_epi32(al[c][r], l, w[c]);
+      }
     }
   }
-  const __m512i excess = _mm512_slli_epi32(_mm512_loadu_si512(rowsum), 7);
-  const __m512 vscale = _mm512_loadu_ps(scales);
-  for (int r = 0; r < R; ++r) {
-    const __m512 h = _mm512_cvtepi32_ps(_mm512_sub_epi32(ah[r], excess));
-    // torch: acc_hi.mul(128).add_(acc_lo).mul_(sx).mul_(scales) [+ bias]
-    __m512 v = _mm512_add_ps(_mm512_mul_ps(h, _mm512_set1_ps(128.0f)), _mm512_cvtepi32_ps(al[r]));
-    v = _mm512_mul_ps(_mm512_mul_ps(v, _mm512_set1_ps(sx[r])), vscale);
-    if (bias != nullptr) v = _mm512_add_ps(v, _mm512_loadu_ps(bias));
-    _mm512_mask_storeu_ps(y + r * ldy, store, v);
+  for (int c = 0; c < NB; ++c) {
+    const __m512i excess = _mm512_slli_epi32(_mm512_loadu_si512(rowsum + 16 * c), 7);
+    const __m512 vscale = _mm512_loadu_ps(scales + 16 * c);
+    for (int r = 0; r < R; ++r) {
+      const __m512 h = _mm512_cvtepi32_ps(_mm512_sub_epi32(ah[c][r], excess));
+      // torch: acc_hi.mul(128).add_(acc_lo).mul_(sx).mul_(scales) [+ bias]
+      __m512 v = _mm512_add_ps(_mm512_mul_ps(h, _mm512_set1_ps(128.0f)), _mm512_cvtepi32_ps(al[c][r]));
+      v = _mm512_mul_ps(_mm512_mul_ps(v, _mm512_set1_ps(sx[r])), vscale);
+      if (bias != nullptr) v = _mm512_add_ps(v, _mm512_loadu_ps(bias + 16 * c));
+      _mm512_mask_storeu_ps(y + r * ldy + 16 * c, store[c], v);
+    }
   }
+}
+
+template <int NB>
+inline void block_rows(const int8_t* wb, int64_t k4, const uint8_t* hi, const uint8_t* lo,
+                       int64_t kp, int64_t m, const int32_t* rs, const float* sp, const float* bb,
+                       const float* sxp, float* yp, int64_t n, const __mmask16* store) {
+  int64_t r = 0;
+#define R1VOICE_TILE(R) \
+  tile<R, NB>(wb, k4, hi + r * kp, lo + r * kp, kp, rs, sp, bb, sxp + r, yp + r * n, n, store)
+  for (; r + kTileRows <= m; r += kTileRows) R1VOICE_TILE(kTileRows);
+  switch (m - r) {
+    case 3: R1VOICE_TILE(3); break;
+    case 2: R1VOICE_TILE(2); break;
+    case 1: R1VOICE_TILE(1); break;
+    default: break;
+  }
+#undef R1VOICE_TILE
 }
 
 // x fp32 [m, k]; packed int8 [np/16, kp/4, 16, 4]; rowsum int32 [np]; scales, bias fp32
@@ -85,31 +112,63 @@ at::Tensor int8_linear(const at::Tensor& x, const at::Tensor& packed, const at::
   const int64_t k4 = kp / 4, blocks = np / 16;
   // Grain: about 32 KiB of weights per task, so two threads split even one small matrix.
   const int64_t grain = std::max<int64_t>(1, 32768 / (16 * kp));
+  const auto mask = [&](int64_t col) {
+    const int64_t left = n - col;
+    return left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1);
+  };
   at::parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      const int8_t* wb = wp + b * 16 * kp;
-      const int64_t col = b * 16, left = n - col;
-      const __mmask16 store = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1);
+    for (int64_t b = b0; b < b1;) {
+      const int64_t col = b * 16;
       const float* bb = bp != nullptr ? bp + col : nullptr;
-      int64_t r = 0;
-      for (; r + kTileRows <= m; r += kTileRows)
-        tile<kTileRows>(wb, k4, hi + r * kp, lo + r * kp, kp, rs + col, sp + col, bb, sxp + r,
-                        yp + r * n + col, n, store);
-      switch (m - r) {
-        case 3: tile<3>(wb, k4, hi + r * kp, lo + r * kp, kp, rs + col, sp + col, bb, sxp + r, yp + r * n + col, n, store); break;
-        case 2: tile<2>(wb, k4, hi + r * kp, lo + r * kp, kp, rs + col, sp + col, bb, sxp + r, yp + r * n + col, n, store); break;
-        case 1: tile<1>(wb, k4, hi + r * kp, lo + r * kp, kp, rs + col, sp + col, bb, sxp + r, yp + r * n + col, n, store); break;
-        default: break;
+      const int8_t* wb = wp + b * 16 * kp;
+      if (m >= kTileRows && b + 1 < b1) {
+        const __mmask16 store[2] = {mask(col), mask(col + 16)};
+        block_rows<2>(wb, k4, hi, lo, kp, m, rs + col, sp + col, bb, sxp, yp + col, n, store);
+        b += 2;
+      } else {
+        const __mmask16 store[1] = {mask(col)};
+        block_rows<1>(wb, k4, hi, lo, kp, m, rs + col, sp + col, bb, sxp, yp + col, n, store);
+        b += 1;
       }
     }
   });
   return y;
 }
 
+// q int8 [n, k] -> (packed [np/16, kp/4, 16, 4] zero padded, rowsum int32 [np]): the
+// layout above, in one pass (the torch permute + sum took most of a model's load time).
+std::tuple<at::Tensor, at::Tensor> pack_int8(const at::Tensor& q) {
+  TORCH_CHECK(q.dim() == 2 && q.scalar_type() == at::kChar, "q: int8 [n, k]");
+  at::Tensor qc = q.contiguous();
+  const int64_t n = qc.size(0), k = qc.size(1);
+  const int64_t np = (n + 15) / 16 * 16, kp = (k + 3) / 4 * 4;
+  at::Tensor packed = at::zeros({np / 16, kp / 4, 16, 4}, qc.options());
+  at::Tensor rowsum = at::zeros({np}, qc.options().dtype(at::kInt));
+  const int8_t* src = qc.data_ptr<int8_t>();
+  int8_t* dst = packed.data_ptr<int8_t>();
+  int32_t* rs = rowsum.data_ptr<int32_t>();
+  at::parallel_for(0, n, 64, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int32_t sum = 0;
+      int8_t* block = dst + (r / 16) * 16 * kp + (r % 16) * 4;
+      for (int64_t c = 0; c < k; ++c) {
+        block[(c / 4) * 64 + c % 4] = src[r * k + c];
+        sum += src[r * k + c];
+      }
+      rs[r] = sum;
+    }
+  });
+  return {packed, rowsum};
+}
+
 }  // namespace
 
 TORCH_LIBRARY(r1voice, m) {
   m.def("int8_linear(Tensor x, Tensor packed, Tensor rowsum, Tensor scales, Tensor? bias, int n) -> Tensor");
+  m.def("pack_int8(Tensor q) -> (Tensor, Tensor)");
 }
 
-TORCH_LIBRARY_IMPL(r1voice, CPU, m) { m.impl("int8_linear", &int8_linear); }
+TORCH_LIBRARY_IMPL(r1voice, CPU, m) {
+  m.impl("int8_linear", &int8_linear);
+  m.impl("pack_int8", &pack_int8);
+}

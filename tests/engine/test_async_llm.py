@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from engine import AsyncLLM, EngineError, InvalidRequestError, SamplingParams
+from engine import (
+    AsyncLLM,
+    ConfigError,
+    EngineError,
+    InvalidRequestError,
+    ModelNotFoundError,
+    SamplingParams,
+)
 
 LONG = SamplingParams(max_tokens=200, temperature=0.0, ignore_eos=True)
 
@@ -243,3 +250,13 @@ def test_stats_never_run_engine_code_on_the_callers_thread(
 
 def test_max_model_len_is_public(allm: AsyncLLM) -> None:
     assert allm.max_model_len == allm.engine.max_model_len == 160  # 40 blocks of 4
+
+
+def test_build_errors_reach_the_caller_and_the_engine_runs_on_its_own_thread(
+    allm: AsyncLLM, tmp_path: Path
+) -> None:
+    with pytest.raises(ModelNotFoundError):
+        AsyncLLM(str(tmp_path / "nope"))
+    with pytest.raises(ConfigError):
+        AsyncLLM("unused", block_size=0)
+    assert allm._thread.is_alive() and allm.stats().kv_blocks_total == 40

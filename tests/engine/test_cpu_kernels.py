@@ -36,6 +36,19 @@ def test_int8_linear_is_bit_exact_to_the_torch_path(shape: tuple[int, int], rows
 
 
 @needs_kernels
+@pytest.mark.parametrize("shape", [(37, 70), (5, 3), (48, 64)])
+def test_pack_int8_in_cpp_equals_the_torch_layout(shape: tuple[int, int]) -> None:
+    n, k = shape
+    q = torch.randint(-127, 128, shape, dtype=torch.int8)
+    packed, rowsum = CpuKernels.k.pack_int8(q)
+    np_, kp = -(-n // 16) * 16, -(-k // 4) * 4
+    padded = torch.zeros(np_, kp, dtype=torch.int8)
+    padded[:n, :k] = q
+    assert torch.equal(packed, padded.view(np_ // 16, 16, kp // 4, 4).permute(0, 2, 1, 3))
+    assert torch.equal(rowsum, padded.sum(dim=1, dtype=torch.int32))
+
+
+@needs_kernels
 def test_int8_linear_module_uses_the_kernel_and_releases_weights() -> None:
     w = torch.randn(48, 64) * 0.1
     lin = Q.Int8Linear.from_float(w)

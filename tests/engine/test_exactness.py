@@ -55,3 +55,19 @@ def test_prefix_cache_hit_gives_same_tokens(tiny_factory: Callable[..., tuple[Pa
     stats = llm.stats()
     assert stats.prefix_cache_hits == 40
     assert stats.kv_blocks_free == stats.kv_blocks_total
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 5, 8, 16, 32])
+def test_greedy_matches_transformers_at_every_batch_size(
+    tiny_factory: Callable[..., tuple[Path, Any]], batch_size: int
+) -> None:
+    """The decode path (C++ kernels where available) at each batch size: every row's
+    tokens are transformers' own, whatever the rows beside it."""
+    path, hf = tiny_factory("qwen2-gqa-bias")
+    lengths = tuple(3 + (7 * i) % 29 for i in range(batch_size))
+    batch = prompts(hf.config.vocab_size, lengths)
+    expected = [hf_greedy(hf, p, 6) for p in batch]
+    llm = LLM(str(path), dtype="float32", quantization="none", max_num_seqs=32, block_size=4)
+    outs = llm.generate(batch, SamplingParams(max_tokens=6, temperature=0.0, ignore_eos=True))
+    assert [o.token_ids for o in outs] == expected
+    assert llm.stats().kv_blocks_free == llm.stats().kv_blocks_total
