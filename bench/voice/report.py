@@ -55,18 +55,21 @@ def collect_metadata(
         except OSError:
             return None
 
+    audio = session.get("audio") or {}  # the GA shape (the default dialect) or the beta one
+    turn = (audio.get("input") or {}).get("turn_detection", session.get("turn_detection"))
+    formats = {d: (audio.get(d) or {}).get("format") for d in ("input", "output")}
     return {
         "llm_backend": settings.llm_backend,
         "models": served,
         "max_response_tokens": settings.max_response_tokens,
         "temperature": settings.temperature,
-        "turn_detection": session.get("turn_detection"),
-        "silence_window_ms": (session.get("turn_detection") or {}).get("silence_duration_ms"),
+        "turn_detection": turn,
+        "silence_window_ms": (turn or {}).get("silence_duration_ms"),
         "turn_merge_window_ms": settings.turn_merge_window_ms,
         "barge_in_hold_ms": getattr(settings, "barge_in_hold_ms", None),
         "audio_lead_ms": getattr(settings, "audio_lead_ms", None),
-        "input_audio_format": session.get("input_audio_format"),
-        "output_audio_format": session.get("output_audio_format"),
+        "input_audio_format": formats["input"] or session.get("input_audio_format"),
+        "output_audio_format": formats["output"] or session.get("output_audio_format"),
         "client_audio": {"rate_hz": WIRE_RATE, "chunk_ms": CHUNK_MS, "pace": "real time"},
         "inputs": {
             name: {"kind": c.kind, "seconds": round(c.duration_s, 2), "text": c.text}
