@@ -17,6 +17,7 @@ from app.models.components import Components
 from app.protocol import events
 from app.protocol.dialect import GA, ga_session_patch, looks_ga, session_to_ga
 from app.protocol.errors import ProtocolError
+from app.protocol.parsing import parse_client_event
 from app.protocol.schemas import (
     AudioAppend,
     AudioClear,
@@ -31,7 +32,6 @@ from app.protocol.schemas import (
     ResponseCancel,
     ResponseCreate,
     SessionUpdate,
-    parse_client_event,
 )
 from app.realtime.conversation import Conversation, Item
 from app.realtime.outbox import Outbox

@@ -129,8 +129,7 @@ class Response:
         return events.message_item(self.item_id, "assistant", status, content)
 
     def _join_conversation(self) -> None:
-        """The answer is a conversation item from its start (truncatable while it plays),
-        unless it was asked out of band (`conversation: "none"`)."""
+        """An item from its start (truncatable while it plays), unless out of band."""
         if self.spec.in_conversation:
             self.deps.conversation.add(self.item)
 
@@ -269,9 +268,8 @@ class Response:
         timing = self.timing if visible else None
         seconds = timing.stage_seconds(self.first_token_at, first_audio) if timing else None
         reason = self._cancel_reason if visible and status == "cancelled" else None
-        self._on_done(
-            self, ResponseOutcome(status if visible else "discarded", visible, seconds, reason)
-        )
+        outcome = ResponseOutcome(status if visible else "discarded", visible, seconds, reason)
+        self._on_done(self, outcome)
         if seconds is not None:
             self.gate.emit(events.turn_metrics(self.id, seconds, self.audio_ms, status))
 
