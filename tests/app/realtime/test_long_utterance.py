@@ -50,6 +50,10 @@ def test_long_monologue_transcript_matches_one_pass_whisper(
     ours = wer(events[-1]["transcript"], truth.split())
     one_pass = shared_components.asr.transcribe(resample(monologue, REALTIME_RATE, 16_000)).text
     reference = wer(one_pass, truth.split())
-    # The turn's audio starts and ends where VAD cut it, not where the clip does, so one
-    # word of 88 may differ from the one-pass reading; a repeated or lost sentence is 25%.
-    assert ours <= reference + 0.03, (ours, reference, events[-1]["transcript"])
+    # What the bug did: whole sentences repeated or lost at the 30 s window edge (25% WER
+    # on this clip). tiny.en's word-level readings of the turn's audio (which starts and
+    # ends where VAD cut it) vary by a few words from run to run under load, so the check
+    # is on sentences, plus a WER bound far below the bug's.
+    transcript = events[-1]["transcript"].lower()
+    assert transcript.count("fellow") == 4, transcript  # each sentence once, none repeated
+    assert ours <= reference + 0.15, (ours, reference, transcript)
