@@ -16,30 +16,19 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from app.llm import GenerationParams, LLMBackendError, LLMDelta
 from app.server.routes.openai_common import OpenAIError, ReadyComponents, check_model, refusal
-from app.server.routes.openai_schemas import StreamOptions
+from app.server.routes.openai_schemas import SamplingRequest
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 
 
-class CompletionRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    model: str
+class CompletionRequest(SamplingRequest):
     prompt: str | list[str]
     max_tokens: int | None = Field(default=16, ge=1)  # OpenAI's default for this API
-    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
-    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    top_k: int = 0
-    stop: str | list[str] | None = None
-    seed: int | None = None
-    n: int = 1
     echo: bool = False
-    stream: bool = False
-    stream_options: StreamOptions | None = None
-    priority: int | None = None
     logprobs: int | None = None
     suffix: str | None = None
 
