@@ -86,7 +86,7 @@ class TurnCoordinator:
         for vad_event in await self.audio.append(audio_b64):
             await self._on_vad(vad_event)
         if (judge := self.semantic) and self.turn is not None:
-            judge.grew(self.audio.vad.silence_samples)
+            await judge.grew(self.audio.vad.silence_samples)
         turn, buffer = self.turn, self.audio.buffer
         if (
             turn
@@ -119,7 +119,7 @@ class TurnCoordinator:
             early = turn.transcriber.speculate(audio, vad_event.sample)
             early.add_done_callback(lambda task: self._answer_early(turn, task))
             if judge := self.semantic:
-                judge.paused(turn, vad_event.sample)
+                await judge.paused(turn, vad_event.sample)
         elif vad_event.kind == "speech_resumed":
             if self._semantic:
                 self._semantic.resumed()
@@ -294,7 +294,7 @@ class TurnCoordinator:
         """Stop every pass and task of this session's turns; no answer starts after it."""
         self._closed = True
         if self._semantic:
-            await self._semantic.close()
+            self._semantic.close()
         await self._drop_open_turn()
         for task in list(self._tasks):
             await stop_task(task)

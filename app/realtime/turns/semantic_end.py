@@ -10,7 +10,6 @@ Pipecat's Smart Turn analyzer works the same way (an idea taken from it, not its
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Protocol
@@ -18,7 +17,6 @@ from typing import Protocol
 import numpy as np
 
 from app.audio import PIPELINE_RATE
-from app.realtime.turns.transcriber import stop_task
 from app.realtime.turns.turn import SpeechTurn
 
 log = logging.getLogger("r1voice.turns")
@@ -33,6 +31,10 @@ class TurnScorer(Protocol):
 
 
 class SemanticEnd:
+    """Scores each pause inline, in stream order: the verdict for a pause is reached before
+    any later audio is looked at, so the same audio always gives the same turns however
+    fast the client sends it (a score is ~10-50 ms on the turn model's own executor)."""
+
     def __init__(
         self,
         scorer: TurnScorer,
@@ -43,32 +45,25 @@ class SemanticEnd:
         self.audio_of = audio_of  # the turn's audio up to now
         self.end_turn = end_turn  # end `turn` at a stream position
         self.scores: list[float] = []  # of the current pause, for tests and logs
-        self._task: asyncio.Task[None] | None = None
         self._pause: tuple[SpeechTurn, int, int] | None = None  # turn, pause start, silence scored
 
-    def paused(self, turn: SpeechTurn, sample: int) -> None:
+    async def paused(self, turn: SpeechTurn, sample: int) -> None:
         """The VAD heard a pause begin at `sample` (its early pause event)."""
         self._pause = (turn, sample, 0)
         self.scores = []
-        self._score_now(turn, sample)
+        await self._judge(turn, sample)
 
     def resumed(self) -> None:
         self._pause = None
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
 
-    def grew(self, silence: int) -> None:
+    async def grew(self, silence: int) -> None:
         """The pause is `silence` samples long now: score again every RESCORE_EVERY."""
-        if self._pause is None or (self._task is not None and not self._task.done()):
+        if self._pause is None:
             return
         turn, sample, scored = self._pause
         if silence - scored >= RESCORE_EVERY:
             self._pause = (turn, sample, silence)
-            self._score_now(turn, sample)
-
-    def _score_now(self, turn: SpeechTurn, sample: int) -> None:
-        self._task = asyncio.create_task(self._judge(turn, sample), name="turn-score")
+            await self._judge(turn, sample)
 
     async def _judge(self, turn: SpeechTurn, sample: int) -> None:
         try:
@@ -77,11 +72,15 @@ class SemanticEnd:
             log.exception("turn model failed")
             return
         self.scores.append(probability)
+        log.debug(
+            "turn %s: complete %.2f at the pause from %.2f s",
+            turn.item_id,
+            probability,
+            sample / PIPELINE_RATE,
+        )
         if probability >= COMPLETE and self._pause is not None and self._pause[0] is turn:
             self._pause = None
-            # shielded: a pause that resumes now must not cut the turn's commit in half
-            await asyncio.shield(self.end_turn(turn, sample))
+            await self.end_turn(turn, sample)
 
-    async def close(self) -> None:
+    def close(self) -> None:
         self._pause = None
-        await stop_task(self._task)  # type: ignore[arg-type]

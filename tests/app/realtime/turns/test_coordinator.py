@@ -239,10 +239,11 @@ class ScriptedScorer:
     def __init__(self, probabilities: list[float]) -> None:
         self.probabilities = probabilities
         self.scored: list[int] = []
+        self.delay_s = 0.0
 
     async def score(self, audio_16k: np.ndarray) -> float:
         self.scored.append(audio_16k.size)
-        await asyncio.sleep(0)
+        await asyncio.sleep(self.delay_s)
         return self.probabilities[min(len(self.scored) - 1, len(self.probabilities) - 1)]
 
 
@@ -274,8 +275,29 @@ def test_semantic_complete_at_the_first_pause_ends_the_turn_there() -> None:
     assert h.types() == TURN  # ended without waiting for the 4 s silence window
     assert h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
     assert len(scorer.scored) == 1
-    (answer,) = h.responses.started  # the early answer was released, not restarted
-    assert answer.released_after == h.events[2]["item_id"]
+    # the verdict came inline, before the early transcript: one ASR pass (the early one,
+    # reused as the final) and one answer on the committed turn
+    assert len(h.asr.calls) == 1
+    (answer,) = h.responses.started
+    assert answer.early_user_text is None and not answer.discarded
+
+
+def test_semantic_verdict_applies_at_its_pause_however_fast_audio_arrives() -> None:
+    """A fast client's next append (speech resuming) must not overtake the score of the
+    pause before it: the same audio gives the same turns at any send rate (the bug: the
+    score ran in the background and the resumed speech cancelled it)."""
+
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_paused", 30_000)], True)
+        await h.feed(4000, [("speech_resumed", 33_000)], True)  # no settle in between
+        await h.settle()
+
+    h, scorer = semantic_harness([0.9])
+    scorer.delay_s = 0.05  # the turn model is slower than the client
+    asyncio.run(main(h))
+    assert h.types() == TURN  # ended at the pause the model heard complete
+    assert h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
 
 
 def test_semantic_incomplete_then_complete_is_one_turn() -> None:
