@@ -80,6 +80,10 @@ class Response:
     def audio_ms(self) -> float:
         return self.speaker.audio_ms if self.speaker else 0.0
 
+    @property
+    def shown(self) -> bool:
+        return not self.gate.holding and bool(self.text or self.audio_ms)
+
     def text_played(self, audio_end_ms: float) -> str:
         return self.speaker.text_played(audio_end_ms) if self.speaker else self.text
 
@@ -158,10 +162,9 @@ class Response:
 
     async def _run(self) -> None:
         clauses: asyncio.Queue[str | None] = asyncio.Queue()
+        speaker = self.speaker
         speaking = (
-            asyncio.create_task(self.speaker.run(clauses, self.gate.released))
-            if self.speaker
-            else None
+            asyncio.create_task(speaker.run(clauses, self.gate.released)) if speaker else None
         )
         status: str = "completed"
         details: dict[str, Any] | None = None
@@ -251,13 +254,8 @@ class Response:
         return await self.deps.voices.speak(text, rate, self.spec.speed, self.spec.voice)
 
     def _send_audio(self, piece: bytes) -> None:
-        self._emit(
-            "response.audio.delta",
-            item_id=self.item_id,
-            output_index=0,
-            content_index=0,
-            delta=events.encode_base64(piece),
-        )
+        where = {"item_id": self.item_id, "output_index": 0, "content_index": 0}
+        self._emit("response.audio.delta", delta=events.encode_base64(piece), **where)
 
     def _finish(self, status: str, details: dict[str, Any] | None) -> None:
         self._done = True

@@ -4,9 +4,9 @@
   a cough or the speaker's own echo does not cut the answer. Until then `speech_started`
   is not sent (clients flush playback on it).
 - Continued turns: speech resuming within `merge_window` of the end of the previous VAD
-  turn continues it: that turn and any answer to it are deleted and the whole utterance
-  is transcribed again, so nobody answers half a sentence. A clear or a manual commit
-  ends that chance: what came before it is never reopened.
+  turn continues it, unless its answer was already shown or played: that turn and its
+  unseen answer are deleted and the whole utterance is transcribed again, so nobody
+  answers half a sentence. A clear or a manual commit ends that chance.
 - Early answers: at the first ~200 ms of silence the final transcription starts; if it
   is ready before the turn really ends, the answer starts too, held unseen (see
   responses/gate.py) until the committed transcript confirms it.
@@ -129,11 +129,8 @@ class TurnCoordinator:
             await self._on_stopped(turn, vad_event.sample)
 
     def _continues_last(self, turn: SpeechTurn) -> bool:
-        last = self.last
-        return (
-            last is not None
-            and last.vad
-            and turn.start - last.end_sample <= self.policy.merge_window
+        return self.last is not None and self.last.continued_by(
+            turn.start, self.policy.merge_window
         )
 
     def _answer_early(self, turn: SpeechTurn, early: asyncio.Task[str]) -> None:

@@ -23,6 +23,11 @@ class Answer(Protocol):
     @property
     def early_user_text(self) -> str | None: ...
 
+    @property
+    def shown(self) -> bool:
+        """Whether the client has been given any of it (text or audio)."""
+        ...
+
     def release(self, timing: TurnTiming, previous_item_id: str | None) -> None: ...
 
     async def discard(self) -> None: ...
@@ -80,3 +85,10 @@ class CommittedTurn:
     early: Answer | None = None
     task: asyncio.Task[None] | None = None
     answer: Answer | None = None
+
+    def continued_by(self, start: int, merge_window: int) -> bool:
+        """Whether speech starting at `start` continues this turn: soon after its end, and
+        before its answer showed anything. An answer the client has shown or played stands
+        (the client truncates it on barge-in); only an unseen one is deleted with the turn."""
+        heard = self.answer is not None and self.answer.shown
+        return self.vad and not heard and start - self.end_sample <= merge_window

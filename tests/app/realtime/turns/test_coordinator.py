@@ -40,6 +40,7 @@ class FakeAnswer:
     done: bool = False
     released_after: str | None = None
     discarded: bool = False
+    shown: bool = False
 
     def release(self, timing: TurnTiming, previous_item_id: str | None) -> None:
         self.released_after = previous_item_id
@@ -160,6 +161,25 @@ def test_speech_soon_after_a_turn_continues_it() -> None:
     assert [i.text for i in h.conversation.items] == ["and so my fellow americans"]
     first_audio = 40_000 - 16_000 + 4800
     assert h.asr.calls[1][0] == first_audio + (60_000 - 40_000)  # both parts together
+
+
+def test_speech_soon_after_a_shown_answer_is_a_new_turn() -> None:
+    """Bug: the merge deleted an answer the client was already playing, just when it sent
+    its truncate. An answer shown or played stands; the new speech is a turn of its own."""
+
+    async def main(h: Harness) -> None:
+        await spoken_turn(h, 16_000, 40_000)
+        h.responses.started[0].shown = True  # its first words reached the client
+        await h.feed(49_000 - h.audio.buffer.end, [("speech_started", 49_000)], True)
+        await h.feed(6000, [], True)
+        await h.feed(8000, [("speech_stopped", 60_000)], False)
+        await h.settle()
+
+    h = Harness(["what time is it", "and the date"])
+    asyncio.run(main(h))
+    assert h.types() == TURN + TURN
+    assert [i.text for i in h.conversation.items] == ["what time is it", "and the date"]
+    assert h.asr.calls[1][0] == 60_000 - 49_000 + 300 * 16  # the new words only
 
 
 def test_vad_switched_off_mid_turn_drops_the_turn() -> None:
