@@ -102,6 +102,14 @@ def item_deleted(item_id: str) -> dict[str, Any]:
     return event("conversation.item.deleted", item_id=item_id)
 
 
+def rate_limits(context_tokens: int, remaining_tokens: int) -> dict[str, Any]:
+    """`rate_limits.updated` at the start of a response. r1voice has no request quota; its
+    one limit is the model's context: what the conversation may still grow by once this
+    response's prompt and its reserved `max_output_tokens` are counted."""
+    limit = {"name": "tokens", "limit": context_tokens, "remaining": remaining_tokens}
+    return event("rate_limits.updated", rate_limits=[{**limit, "reset_seconds": 0.0}])
+
+
 def response_object(
     response_id: str,
     status: str,

@@ -67,6 +67,7 @@ class History:
 
     messages: list[ChatMessage]
     dropped: list[Item]
+    tokens: int  # the prompt's tokens (an overestimate by the template's overhead)
 
 
 class Conversation:
@@ -134,11 +135,12 @@ class Conversation:
         for item in dropped:
             self.items.remove(item)
         kept = [item for item in items if item not in dropped]
+        tokens = fixed_tokens + sum(_cost(item) for item in kept)
         messages = [ChatMessage("system", instructions)]
         messages += [ChatMessage(item.role, item.text or "") for item in kept]
         if pending_user_text:
             messages.append(ChatMessage("user", pending_user_text))
-        return History(messages, dropped)
+        return History(messages, dropped, tokens)
 
     @staticmethod
     async def _count(items: list[Item], count_tokens: TokenCounter) -> None:
@@ -155,17 +157,18 @@ def _first_kept(items: list[Item], budget: int, can_drop_all: bool) -> int:
     not fit (the backend then refuses it with a clear error), unless the user's turn is
     not among the items (`can_drop_all`: an early answer's pending text)."""
 
-    def cost(item: Item) -> int:
-        return (item._counted[1] if item._counted else 0) + MESSAGE_OVERHEAD_TOKENS
-
-    system_cost = sum(cost(item) for item in items if item.role == "system")
+    system_cost = sum(_cost(item) for item in items if item.role == "system")
     boundaries = [i for i, item in enumerate(items) if item.role == "user"] or [0]
     if boundaries[0] != 0:
         boundaries.insert(0, 0)
     if can_drop_all:
         boundaries.append(len(items))
     for cut in boundaries:
-        rest = sum(cost(item) for item in items[cut:] if item.role != "system")
+        rest = sum(_cost(item) for item in items[cut:] if item.role != "system")
         if system_cost + rest <= budget:
             return cut
     return boundaries[-1]
+
+
+def _cost(item: Item) -> int:
+    return (item._counted[1] if item._counted else 0) + MESSAGE_OVERHEAD_TOKENS

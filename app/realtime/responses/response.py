@@ -204,6 +204,8 @@ class Response:
         )
         for item in history.dropped:  # the conversation really lost them: say so now
             self.deps.sink(events.item_deleted(item.id))
+        left = llm.context_length - history.tokens - spec.params.max_tokens  # reserved
+        self.gate.emit(events.rate_limits(llm.context_length, max(0, left)))
         splitter = ThinkSplitter(starts_in_reasoning=llm.prompt_opens_reasoning(history.messages))
         chunker, calls = ClauseChunker(), ToolCallSplitter()
         stream = llm.stream_chat(history.messages, spec.params, self.id)

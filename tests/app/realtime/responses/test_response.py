@@ -62,6 +62,7 @@ def test_text_response_events_in_order() -> None:
     asyncio.run(run_to_end(h))
     assert h.types == [
         *COMMON_START,
+        "rate_limits.updated",
         "response.text.delta",
         "response.text.delta",
         "response.text.done",
@@ -79,6 +80,10 @@ def test_text_response_events_in_order() -> None:
     assert done["status"] == "completed"
     assert done["output"][0]["content"] == [{"type": "text", "text": "Hello there."}]
     assert h.events[2]["previous_item_id"] == "user1"
+    (limit,) = h.events[h.types.index("rate_limits.updated")]["rate_limits"]
+    prompt_and_reserve = h.llm.context_length - limit["remaining"]
+    assert limit["name"] == "tokens" and limit["limit"] == h.llm.context_length
+    assert h.response.spec.params.max_tokens < prompt_and_reserve < 200  # the prompt is tiny
     assert h.llm.prompts == [
         [ChatMessage("system", "be brief"), ChatMessage("user", "What is it?")]
     ]
@@ -92,6 +97,7 @@ def test_audio_response_speaks_each_clause() -> None:
     asyncio.run(run_to_end(h))
     assert h.types == [
         *COMMON_START,
+        "rate_limits.updated",
         "response.audio_transcript.delta",
         "response.audio_transcript.delta",
         "response.audio.delta",
@@ -118,6 +124,7 @@ def test_unexpected_failure_is_reported_failed_not_completed() -> None:
     asyncio.run(run_to_end(h))
     assert h.types == [
         *COMMON_START,
+        "rate_limits.updated",
         "error",
         "response.text.done",
         "response.content_part.done",
