@@ -84,7 +84,10 @@ class Session:
 
     def session_object(self) -> dict[str, Any]:
         wire = self.config.to_wire(self.id)
-        return session_to_ga(wire) if self.outbox.dialect == GA else wire
+        if self.outbox.dialect == GA:
+            return session_to_ga(wire)
+        # beta's schema allows only OpenAI's model names there: ours is left out, not faked
+        return {key: value for key, value in wire.items() if key != "model"}
 
     async def start(self) -> None:
         self.outbox.emit(events.event("session.created", session=self.session_object()))
