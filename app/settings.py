@@ -48,6 +48,9 @@ class Settings:
         False  # vLLM accepts `priority` only with --scheduling-policy priority
     )
     llm_opens_reasoning: bool = False  # an R1 remote without a reasoning parser
+    # HTTP requests may not ask for a priority below this: lower classes (the engine's
+    # high-priority reserve, <= 0) are kept for voice sessions
+    http_priority_floor: int = 1
     drain_timeout_s: int = 30  # on SIGTERM: how long open connections may finish
 
     def __post_init__(self) -> None:

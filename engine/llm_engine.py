@@ -19,7 +19,7 @@ from engine.model_loader import load
 from engine.model_runner import ModelRunner
 from engine.output_processor import OutputProcessor
 from engine.outputs import RequestOutput
-from engine.prompt_check import Prompt, check_prompt, tokenize
+from engine.prompt_check import Prompt, check_priority, check_prompt, tokenize
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler, SchedulerOutput
 from engine.sequence import Sequence
@@ -102,15 +102,16 @@ class LLMEngine:
         token_ids = check_prompt(self.tokenize(prompt), vocab, self.max_model_len)
         if request_id is not None and request_id in self.requests:
             raise InvalidRequestError(f"request id {request_id!r} is already in use")
+        check_priority(priority)
         if backpressure:
             self.check_capacity(len(token_ids))
         seq = Sequence(token_ids, params, request_id, priority, cache_salt=cache_salt)
         if params.seed is not None:
             seq.generator = torch.Generator().manual_seed(params.seed)
+        self.scheduler.add(seq)  # first: nothing else holds the request if this refuses it
         self.output_processor.add(seq)
         self.requests[seq.request_id] = seq
         self.prompt_tokens += len(token_ids)
-        self.scheduler.add(seq)
         if (
             self.config.semantic_clustering
             and self.clusterer is not None

@@ -1,4 +1,4 @@
-"""Prompt checks: a prompt (text or token ids) -> token ids the engine can run."""
+"""Request checks: a prompt (text or token ids) -> token ids the engine can run; a priority."""
 
 from __future__ import annotations
 
@@ -7,6 +7,14 @@ from typing import Any
 from engine.errors import InvalidRequestError
 
 Prompt = str | list[int]
+PRIORITY_RANGE = (-(2**31), 2**31 - 1)  # a priority beyond a float's range broke queue order
+
+
+def check_priority(priority: int | None) -> None:
+    """InvalidRequestError unless `priority` is None or a 32-bit integer."""
+    low, high = PRIORITY_RANGE
+    if priority is not None and not low <= priority <= high:
+        raise InvalidRequestError(f"priority must be in [{low}, {high}], got {priority}")
 
 
 def tokenize(tokenizer: Any, prompt: Prompt) -> list[int]:

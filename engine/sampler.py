@@ -12,6 +12,8 @@ class Sampler:
 
     An all-greedy batch is one argmax. Other rows are sampled one by one with their own
     generator so that a seeded request draws the same tokens whatever it is batched with.
+    A row whose distribution is not finite (overflowing logits) takes its argmax: one
+    request's numbers never fail the rows batched with it.
     """
 
     def __init__(self, seed: int = 0) -> None:
@@ -44,5 +46,7 @@ class Sampler:
             drop = probs.cumsum(-1) - probs > p.top_p
             logits = logits.scatter(0, order[drop], float("-inf"))
         probs = logits.softmax(-1)
+        if not bool(torch.isfinite(probs).all()) or float(probs.sum()) <= 0.0:
+            return int(torch.nan_to_num(logits, nan=float("-inf")).argmax().item())
         gen = generator if generator is not None else self.default_generator
         return int(torch.multinomial(probs, 1, generator=gen).item())

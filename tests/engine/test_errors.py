@@ -45,7 +45,16 @@ def test_max_tokens_not_positive(max_tokens: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "kwargs", [dict(temperature=-1.0), dict(top_p=0.0), dict(stop_token_ids=[-1])]
+    "kwargs",
+    [
+        dict(temperature=-1.0),
+        dict(temperature=float("nan")),
+        dict(temperature=float("inf")),
+        dict(top_p=0.0),
+        dict(top_p=float("nan")),
+        dict(stop_token_ids=[-1]),
+        dict(seed=2**64),  # torch's manual_seed overflowed inside the engine
+    ],
 )
 def test_bad_sampling_params(kwargs: dict) -> None:
     with pytest.raises(InvalidRequestError):
@@ -63,6 +72,17 @@ def test_bad_prompts(llm: LLM) -> None:
     with pytest.raises(InvalidRequestError, match="already"):
         llm.add_request([1, 2], request_id="dup")
     llm.abort("dup")
+    still_serves(llm)
+
+
+@pytest.mark.parametrize("priority", [10**400, -(10**400), 2**31])
+def test_out_of_range_priority_is_refused_and_leaves_nothing(llm: LLM, priority: int) -> None:
+    """Bug: priority 10**400 overflowed the queue key after the request was registered:
+    an error, and a request left in the engine's table for good."""
+    with pytest.raises(InvalidRequestError, match="priority"):
+        llm.add_request([1, 2], request_id="huge", priority=priority)
+    assert "huge" not in llm.requests
+    assert not llm.has_unfinished()
     still_serves(llm)
 
 

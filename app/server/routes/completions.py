@@ -19,8 +19,15 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import Field
 
 from app.llm import GenerationParams, LLMBackendError, LLMDelta
-from app.server.routes.openai_common import OpenAIError, ReadyComponents, check_model, refusal
+from app.server.routes.openai_common import (
+    OpenAIError,
+    ReadyComponents,
+    check_http_priority,
+    check_model,
+    refusal,
+)
 from app.server.routes.openai_schemas import SamplingRequest
+from app.server.state import HttpState
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 
@@ -90,9 +97,10 @@ async def first_delta(stream: AsyncGenerator[LLMDelta, None], param: str) -> LLM
 
 @router.post("/completions", response_model=None)
 async def completions(
-    request: CompletionRequest, components: ReadyComponents
+    request: CompletionRequest, components: ReadyComponents, state: HttpState
 ) -> JSONResponse | StreamingResponse:
     check_model(request.model, components)
+    check_http_priority(request.priority, state.settings.http_priority_floor)
     params, prompt = request.params(), request.text()
     completion_id = f"cmpl-{uuid.uuid4().hex}"
     stream = components.llm.stream_text(prompt, params, completion_id)

@@ -25,7 +25,8 @@ from app.llm import GenerationParams, LLMBackendError, LLMDelta
 from app.models.components import Components
 from app.server.routes.completions import first_delta
 from app.server.routes.health import served_models
-from app.server.routes.openai_common import OpenAIError, ready_components
+from app.server.routes.openai_common import OpenAIError, check_http_priority, ready_components
+from app.server.routes.openai_schemas import Priority, Seed, TopK
 from app.server.state import HttpState
 
 router = APIRouter(prefix="/v2", tags=["kserve"])
@@ -38,10 +39,10 @@ class GenerateParameters(BaseModel):
     max_tokens: int = Field(default=128, ge=1)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    top_k: int = 0
-    seed: int | None = None
+    top_k: TopK = 0
+    seed: Seed = None
     stop: str | list[str] | None = None
-    priority: int | None = None
+    priority: Priority = None
 
 
 class GenerateRequest(BaseModel):
@@ -95,6 +96,7 @@ async def _start(
         where = ".".join(str(p) for p in first["loc"])
         raise OpenAIError(400, f"{where}: {first['msg']}", code="invalid_value") from exc
     p = request.parameters
+    check_http_priority(p.priority, state.settings.http_priority_floor)
     stop = (p.stop,) if isinstance(p.stop, str) else tuple(p.stop or ())
     params = GenerationParams(
         max_tokens=p.max_tokens,

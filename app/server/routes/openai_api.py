@@ -39,6 +39,7 @@ from app.models.components import Components
 from app.server.routes.openai_common import (
     OpenAIError,
     ReadyComponents,
+    check_http_priority,
     check_model,
     refusal,
 )
@@ -75,8 +76,9 @@ def _params(request: ChatRequest, components: Components) -> GenerationParams:
 
 @router.post("/chat/completions", response_model=None)
 async def chat_completions(
-    request: ChatRequest, components: ReadyComponents, http: Request
+    request: ChatRequest, components: ReadyComponents, state: HttpState, http: Request
 ) -> JSONResponse | StreamingResponse:
+    check_http_priority(request.priority, state.settings.http_priority_floor)
     params = _params(request, components)
     messages = [
         ChatMessage("system" if m.role == "developer" else m.role, m.text())

@@ -47,6 +47,19 @@ def ready_components(state: HttpState) -> Components:
 ReadyComponents = Annotated[Components, Depends(ready_components)]
 
 
+def check_http_priority(priority: int | None, floor: int) -> None:
+    """Priorities below `floor` are the voice sessions' class (the engine's reserve and
+    preemption): an HTTP caller may not outrank a spoken turn."""
+    if priority is not None and priority < floor:
+        raise OpenAIError(
+            400,
+            f"priority must be >= {floor} over HTTP, got {priority} (lower values are "
+            "reserved for voice sessions; R1VOICE_HTTP_PRIORITY_FLOOR sets the floor)",
+            code="invalid_value",
+            param="priority",
+        )
+
+
 def refusal(exc: LLMBackendError, param: str | None = None) -> OpenAIError:
     """A refusal before the first token: 429 busy (with Retry-After), 503 when the
     remote LLM is down, else 400 (`param` named for a context that does not fit)."""

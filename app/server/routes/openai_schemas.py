@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.llm.tool_calls import ToolSpec, call_text
+
+# Every integer a caller sends is bounded here: a huge one (priority 10**400, seed 2**64)
+# once got past the edge and failed inside the engine with a 500.
+INT32 = (-(2**31), 2**31 - 1)
+Seed = Annotated[int | None, Field(default=None, ge=-(2**63), le=2**63 - 1)]
+TopK = Annotated[int, Field(default=0, ge=-1, le=INT32[1])]  # <= 0: no top-k filter
+Priority = Annotated[int | None, Field(default=None, ge=INT32[0], le=INT32[1])]
 
 
 class ContentPart(BaseModel):
@@ -78,13 +85,13 @@ class SamplingRequest(BaseModel):
     model: str
     temperature: float = Field(default=1.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    top_k: int = 0
+    top_k: TopK = 0
     stop: str | list[str] | None = None
-    seed: int | None = None
-    n: int = 1
+    seed: Seed = None
+    n: int = Field(default=1, ge=1, le=128)
     stream: bool = False
     stream_options: StreamOptions | None = None
-    priority: int | None = None
+    priority: Priority = None
 
 
 class ChatRequest(SamplingRequest):

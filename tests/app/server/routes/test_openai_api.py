@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import json
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from fastapi.testclient import TestClient
@@ -119,6 +121,21 @@ def test_streamed_chat_completion_matches_plain(app_client: TestClient) -> None:
         ),
         ({"model": MODEL, "messages": QUESTION, "n": 3}, 400, "invalid_value", "n"),
         ({"model": "gpt-17", "messages": QUESTION}, 404, "model_not_found", "model"),
+        # crafted numbers (bug: a 500, and for priority a request left in the engine)
+        ({"model": MODEL, "messages": QUESTION, "seed": 2**64}, 400, "invalid_value", "seed"),
+        (
+            {"model": MODEL, "messages": QUESTION, "priority": 10**400},
+            400,
+            "invalid_value",
+            "priority",
+        ),
+        (  # below the HTTP floor: voice turns' class
+            {"model": MODEL, "messages": QUESTION, "priority": -(10**9)},
+            400,
+            "invalid_value",
+            "priority",
+        ),
+        ({"model": MODEL, "messages": QUESTION, "top_k": 2**40}, 400, "invalid_value", "top_k"),
         (
             {"model": MODEL, "messages": [{"role": "user", "content": "hi " * 20000}]},
             400,
@@ -138,6 +155,23 @@ def test_bad_requests_get_openai_errors(
         assert error["code"] == code
     if param:
         assert error["param"] == param
+
+
+def test_a_tiny_temperature_fails_no_request_batched_with_it(live_server: str) -> None:
+    """Bug: temperature 1e-40 made the sampler produce NaN and the engine failed every
+    request of that step; now a tiny temperature is greedy and nobody else notices."""
+    url = f"http://{live_server}/v1/chat/completions"
+    temperatures = [0.7, 1e-40, 0.7, 5e-324, 0.7, 0.0]
+
+    def ask(temperature: float) -> httpx.Response:
+        body = {"model": MODEL, "messages": QUESTION, "max_tokens": 12, "temperature": temperature}
+        return httpx.post(url, json=body, timeout=120)
+
+    with concurrent.futures.ThreadPoolExecutor(len(temperatures)) as pool:
+        replies = list(pool.map(ask, temperatures))
+    assert [r.status_code for r in replies] == [200] * len(temperatures), [r.text for r in replies]
+    texts = [r.json()["choices"][0]["message"]["content"] for r in replies]
+    assert texts[1] == texts[3] == texts[5]  # greedy, all three
 
 
 def test_official_sdk_chat(live_server: str) -> None:
