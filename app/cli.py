@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -18,6 +19,9 @@ BENCHMARKS = {
     "serve": "bench.serve",
     "prefix": "bench.prefix",
 }
+
+
+LOOPBACK_BINDS = ("127.0.0.1", "localhost", "::1")
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -35,10 +39,22 @@ def _serve(args: argparse.Namespace) -> int:
             "llm_url": args.llm_url,
             "llm_api_key": args.llm_api_key,
             "drain_timeout_s": args.drain_timeout,
+            "api_key": args.api_key,
         }.items()
         if v is not None
     }
+    loopback = args.host in LOOPBACK_BINDS
+    if loopback and "R1VOICE_ALLOWED_HOSTS" not in os.environ:
+        overrides.setdefault("allowed_hosts", "localhost,127.0.0.1,::1")  # no DNS rebinding
     settings = Settings.from_env(**overrides)
+    if not (loopback or settings.api_key or args.insecure):
+        print(
+            f"error: refusing to serve on {args.host} without an API key: anyone who can "
+            "reach the port could use it. Set R1VOICE_API_KEY (or --api-key), or pass "
+            "--insecure if something in front of r1voice already checks who connects.",
+            file=sys.stderr,
+        )
+        return 2
     uvicorn.run(
         create_app(settings),
         host=args.host,
@@ -93,6 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--quantization", choices=["int8", "int4", "none"], default=None)
     serve.add_argument("--ssl-certfile", default=None, help="serve HTTPS/WSS with this certificate")
     serve.add_argument("--ssl-keyfile", default=None, help="the certificate's private key")
+    serve.add_argument("--api-key", default=None, help="require this key (R1VOICE_API_KEY)")
+    serve.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow serving a non-loopback address without an API key",
+    )
     serve.add_argument(
         "--drain-timeout",
         type=int,

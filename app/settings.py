@@ -48,6 +48,12 @@ class Settings:
         False  # vLLM accepts `priority` only with --scheduling-policy priority
     )
     llm_opens_reasoning: bool = False  # an R1 remote without a reasoning parser
+    # Access (see app/server/access.py and the README's Security section).
+    api_key: str = ""  # when set, every route but health probes and the page needs it
+    open_metrics: bool = False  # with a key: /metrics and the API docs stay open anyway
+    allowed_hosts: str = "*"  # Host names served (comma-separated); serve on loopback: loopback
+    allowed_origins: str = ""  # web origins besides the server's own; "*": any
+    client_secret_ttl_s: int = 600  # default lifetime of a /v1/realtime/client_secrets key
     # HTTP requests may not ask for a priority below this: lower classes (the engine's
     # high-priority reserve, <= 0) are kept for voice sessions
     http_priority_floor: int = 1

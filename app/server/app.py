@@ -14,7 +14,17 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from app.models import components as components_module
-from app.server.routes import completions, health, kserve, metrics, openai_api, page, realtime
+from app.server.access import AccessGuard, AccessPolicy
+from app.server.routes import (
+    client_secrets,
+    completions,
+    health,
+    kserve,
+    metrics,
+    openai_api,
+    page,
+    realtime,
+)
 from app.server.routes import components as components_route
 from app.server.state import ServerState
 from app.settings import Settings
@@ -63,6 +73,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(completions.router)
     app.include_router(kserve.router)
     app.include_router(components_route.router)
+    app.include_router(client_secrets.router)
+    policy = AccessPolicy.from_settings(state.settings)
+    app.add_middleware(AccessGuard, policy=policy, client_secrets=state.client_secrets)
 
     @app.exception_handler(openai_api.OpenAIError)
     async def openai_error(request: Request, exc: openai_api.OpenAIError) -> JSONResponse:

@@ -10,6 +10,7 @@ from fastapi import Depends, Request, WebSocket
 
 from app.models.components import Components
 from app.realtime.session import Session
+from app.server.access import ClientSecrets
 from app.server.metrics import Metrics
 from app.settings import Settings
 
@@ -24,6 +25,7 @@ class ServerState:
     ready_after_s: float | None = None
     sessions: dict[str, Session] = field(default_factory=dict)  # open sessions by id
     metrics: Metrics = field(default_factory=Metrics)
+    client_secrets: ClientSecrets = field(default_factory=ClientSecrets)
 
 
 def _state_from_http(request: Request) -> ServerState:

@@ -64,7 +64,8 @@ def test_k8s_manifests() -> None:
         if name != "vllm":
             assert service["spec"]["sessionAffinity"] == "ClientIP"  # sticky WebSockets
     front = deployments["r1voice-front"]["spec"]["template"]["spec"]["containers"][0]
-    env = {e["name"]: e["value"] for e in front["env"]}
+    env = {e["name"]: e.get("value") for e in front["env"]}
+    assert "secretKeyRef" in str(front["env"])  # the API key comes from a Secret
     assert env["R1VOICE_LLM_URL"].startswith("http://vllm:")
     hpa = by_kind["HorizontalPodAutoscaler"]["r1voice"]
     assert hpa["spec"]["scaleTargetRef"]["name"] in deployments

@@ -1,0 +1,166 @@
+"""Who may use the server: API key, short-lived client secrets, Host and Origin checks.
+
+One ASGI middleware guards every route, HTTP and WebSocket alike, so a route added later
+is covered without anyone remembering to. With `R1VOICE_API_KEY` set, a request needs it
+as `Authorization: Bearer <key>`; a WebSocket may instead offer the subprotocol
+`openai-insecure-api-key.<key>` (browsers cannot set headers) and may use a client secret
+from `POST /v1/realtime/client_secrets` in place of the key. Health probes stay open; the
+page's static files are open (they hold no secret); /metrics and the API docs follow
+`open_metrics`. The Host check stops DNS rebinding of a loopback server; the Origin check
+stops other web pages a user visits from using it through their browser.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from app.settings import Settings
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+KEY_SUBPROTOCOL = "openai-insecure-api-key."
+ALWAYS_OPEN = ("/v2/health/", "/health")
+PAGE = ("/web/", "/static/")
+DOCS_AND_METRICS = ("/metrics", "/docs", "/redoc", "/openapi.json")
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+@dataclass
+class ClientSecrets:
+    """Short-lived keys for one Realtime connection each (OpenAI's ephemeral keys)."""
+
+    _expiry: dict[str, float] = field(default_factory=dict)
+
+    def mint(self, seconds: int) -> tuple[str, int]:
+        """A new secret and its expiry (unix seconds)."""
+        now = time.time()
+        self._expiry = {k: t for k, t in self._expiry.items() if t > now}  # forget stale ones
+        value = "ek_" + secrets.token_urlsafe(24)
+        self._expiry[value] = now + seconds
+        return value, int(now + seconds)
+
+    def valid(self, value: str) -> bool:
+        expiry = self._expiry.get(value)
+        return expiry is not None and expiry > time.time()
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    api_key: str = ""
+    open_metrics: bool = False
+    allowed_hosts: tuple[str, ...] = ("*",)  # Host header names; "*": any
+    allowed_origins: tuple[str, ...] = ()  # besides the server's own origin; "*": any
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AccessPolicy:
+        def names(value: str) -> tuple[str, ...]:
+            return tuple(v.strip().lower() for v in value.split(",") if v.strip())
+
+        hosts, origins = names(settings.allowed_hosts), names(settings.allowed_origins)
+        return cls(settings.api_key, settings.open_metrics, hosts, origins)
+
+    def host_allowed(self, host: str) -> bool:
+        return "*" in self.allowed_hosts or _hostname(host) in self.allowed_hosts
+
+    def origin_allowed(self, origin: str, host: str) -> bool:
+        if "*" in self.allowed_origins or origin in self.allowed_origins:
+            return True
+        return urlsplit(origin).netloc.lower() == host.lower()  # same origin
+
+    def needs_key(self, path: str) -> bool:
+        if not self.api_key or path == "/" or path.startswith(ALWAYS_OPEN + PAGE):
+            return False
+        if path.startswith("/v2/models/") and path.endswith("/ready"):  # KServe readiness
+            return False
+        return not (self.open_metrics and path.startswith(DOCS_AND_METRICS))
+
+
+def _hostname(host: str) -> str:
+    """ "example.com:8000" -> "example.com"; "[::1]:8000" -> "::1"."""
+    if host.startswith("["):
+        return host[1 : host.find("]")].lower()
+    return host.rsplit(":", 1)[0].lower() if host.count(":") == 1 else host.lower()
+
+
+class AccessGuard:
+    """The ASGI middleware that applies an AccessPolicy to every request."""
+
+    def __init__(self, app: ASGIApp, policy: AccessPolicy, client_secrets: ClientSecrets) -> None:
+        self.app, self.policy, self.client_secrets = app, policy, client_secrets
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            refusal = self._refusal(scope)
+            if refusal is not None:
+                if scope["type"] == "websocket":
+                    await receive()  # the handshake's websocket.connect comes first
+                await _refuse(scope, send, *refusal)
+                return
+        await self.app(scope, receive, send)
+
+    def _refusal(self, scope: Scope) -> tuple[int, str, str] | None:
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        host = headers.get("host", "")
+        if not self.policy.host_allowed(host):
+            return (
+                421,
+                "host_not_allowed",
+                (f"Host {host!r} is not served here: add it to R1VOICE_ALLOWED_HOSTS"),
+            )
+        origin = headers.get("origin")
+        if origin and not self.policy.origin_allowed(origin, host):
+            return (
+                403,
+                "origin_not_allowed",
+                (f"Origin {origin!r} may not use this server: add it to R1VOICE_ALLOWED_ORIGINS"),
+            )
+        if self.policy.needs_key(scope["path"]) and not self._authorized(scope, headers):
+            where = "Authorization: Bearer <key>"
+            if scope["type"] == "websocket":
+                where += f", the subprotocol {KEY_SUBPROTOCOL}<key> or a client secret"
+            return 401, "invalid_api_key", f"a valid API key is required ({where})"
+        return None
+
+    def _authorized(self, scope: Scope, headers: dict[str, str]) -> bool:
+        offered = []
+        bearer = headers.get("authorization", "")
+        if bearer.lower().startswith("bearer "):
+            offered.append(bearer[7:].strip())
+        if scope["type"] == "websocket":
+            offered += [
+                p[len(KEY_SUBPROTOCOL) :]
+                for p in scope.get("subprotocols", [])
+                if p.startswith(KEY_SUBPROTOCOL)
+            ]
+        key = self.policy.api_key.encode()
+        for value in offered:
+            if hmac.compare_digest(value.encode(), key):
+                return True
+            if scope["type"] == "websocket" and self.client_secrets.valid(value):
+                return True
+        return False
+
+
+async def _refuse(scope: Scope, send: Send, status: int, code: str, message: str) -> None:
+    error = {"message": message, "type": "invalid_request_error", "code": code, "param": None}
+    body = json.dumps({"error": error}).encode()
+    headers = [(b"content-type", b"application/json")]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    if scope["type"] == "http" or "websocket.http.response" in scope.get("extensions", {}):
+        kind = "http.response" if scope["type"] == "http" else "websocket.http.response"
+        await send({"type": f"{kind}.start", "status": status, "headers": headers})
+        await send({"type": f"{kind}.body", "body": body})
+    else:  # a server without denial responses: the handshake fails with a policy close
+        await send({"type": "websocket.close", "code": 1008, "reason": message[:120]})
