@@ -4,6 +4,7 @@
 // `window.r1voice` holds debug state for tests and the console: counts of server events by
 // type, answer audio received / scheduled / played (24 kHz samples), flushes, turn
 // metrics, responses (with the voice they used), the session as the server confirmed it.
+import { KEY_ITEM, KeyRequired, authHeaders, keyWanted, realtimeProtocols } from "./lib/auth.js";
 import { Backoff } from "./lib/backoff.js";
 import { turnSegments } from "./lib/chart.js";
 import { currentKey, fieldsFor, palettes as toPalettes } from "./lib/components.js";
@@ -40,6 +41,7 @@ let sessionCount = 0;
 let view = {}; // sessionView of the server's confirmed session
 let rawSession = null;
 let paletteData = null;
+let connecting = false; // minting a client secret before the socket opens
 let stages = { ...IDLE };
 const desired = {}; // fields the user chose: re-applied after a reconnect
 const pending = {}; // slot -> {key, eventId}
@@ -115,6 +117,23 @@ function notice(kind, message, actions = []) {
   return el;
 }
 
+/** The server wants an API key: ask for it (kept for this tab only), then connect. */
+function askForKey(message) {
+  setStatus("closed", "API key needed");
+  const input = h("input", { type: "password", id: "api-key", autocomplete: "off", "aria-label": "API key" });
+  const submit = () => {
+    if (!input.value) return;
+    sessionStorage.setItem(KEY_ITEM, input.value);
+    clearNotice("api-key");
+    paletteData = null;
+    connect();
+  };
+  input.addEventListener("keydown", (e) => e.key === "Enter" && submit());
+  const el = notice("api-key", `${message} Enter it to connect (it is kept for this tab only).`, [{ label: "Connect", run: submit }]);
+  el.querySelector(".text").after(input);
+  input.focus();
+}
+
 function clearNotice(kind) {
   for (const el of $("notices").querySelectorAll(`.notice[data-kind="${kind}"]`)) el.remove();
 }
@@ -125,13 +144,24 @@ function setStatus(state, text) {
 }
 
 // ---- the connection ---------------------------------------------------------------------
-function connect() {
+async function connect() {
   clearTimeout(reconnectTimer);
   reconnectTimer = null;
   if (ws && ws.readyState <= WebSocket.OPEN) return;
   setStatus("connecting", "connecting…");
+  if (connecting) return;
+  connecting = true;
+  let protocols;
+  try {
+    protocols = await realtimeProtocols(fetch, sessionStorage);
+  } catch (err) {
+    if (err instanceof KeyRequired) return askForKey(err.message);
+    return onDisconnected(4000, "");
+  } finally {
+    connecting = false;
+  }
   const proto = location.protocol === "https:" ? "wss" : "ws";
-  const socket = new WebSocket(`${proto}://${location.host}/v1/realtime?dialect=ga&r1voice_events=1`, ["realtime"]);
+  const socket = new WebSocket(`${proto}://${location.host}/v1/realtime?dialect=ga&r1voice_events=1`, protocols);
   ws = socket;
   socket.onmessage = (m) => {
     const ev = parseEvent(m.data);
@@ -152,6 +182,7 @@ async function probeReadiness(code) {
   try {
     const res = await fetch("/v2/health/ready", { cache: "no-store" });
     if (res.status === 503) return 1013;
+    if (await keyWanted(fetch, sessionStorage)) return 4001;
   } catch {
     return 4000; // the server cannot be reached at all
   }
@@ -167,6 +198,7 @@ function onDisconnected(code, reason) {
   stages = nextStages({ ...IDLE, mic: false }, { type: "reset" });
   pipeline.setStages(stages);
   updateTalk();
+  if (code === 4001) return askForKey("This server needs an API key.");
   const info = closeInfo(code, reason);
   if (!info.retry) {
     setStatus("closed", "disconnected");
@@ -253,7 +285,8 @@ function choose(slot, key, how) {
 
 async function loadComponents(attempt = 0) {
   try {
-    const res = await fetch("/v1/r1voice/components");
+    const res = await fetch("/v1/r1voice/components", { headers: authHeaders(sessionStorage) });
+    if (res.status === 401) return; // the key prompt is up; a connect loads them again
     if (res.status === 503) throw new Error("the server is still loading its models");
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
     paletteData = toPalettes(await res.json());

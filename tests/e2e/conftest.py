@@ -104,8 +104,8 @@ class ServerHandle:
     """A uvicorn server of one test, on a free loopback port, over an app sharing the
     loaded models (`state` is its ServerState: flip `state.ready` to mimic warm-up)."""
 
-    def __init__(self, components: Any, ready: bool = True) -> None:
-        self.app = app_with(components)
+    def __init__(self, components: Any, ready: bool = True, **settings: Any) -> None:
+        self.app = app_with(components, **settings)
         self.state = self.app.state.server
         self.state.ready = ready
         with socket.socket() as probe:
@@ -133,11 +133,11 @@ class ServerHandle:
 
 @pytest.fixture
 def start_server() -> Iterator[Callable[..., ServerHandle]]:
-    """start_server(components, ready=True) -> a server of this test's own."""
+    """start_server(components, ready=True, **settings) -> a server of this test's own."""
     servers: list[ServerHandle] = []
 
-    def start(components: Any, ready: bool = True) -> ServerHandle:
-        servers.append(ServerHandle(components, ready))
+    def start(components: Any, ready: bool = True, **settings: Any) -> ServerHandle:
+        servers.append(ServerHandle(components, ready, **settings))
         return servers[-1]
 
     yield start

@@ -1,6 +1,7 @@
 """What a person sees when something goes wrong, and the way out each time: microphone
 denied or missing, the server busy, the server still warming up, the socket lost (the
-page reconnects with backoff and keeps the conversation on screen)."""
+page reconnects with backoff and keeps the conversation on screen), a server that wants
+an API key."""
 
 from __future__ import annotations
 
@@ -177,3 +178,33 @@ def test_lost_socket_reconnects_and_keeps_the_conversation(
     page.click("#text-form button[type=submit]")
     responses_done(page, 2)
     snap(page, "reconnected")
+
+
+def test_a_server_with_an_api_key_asks_for_it_then_connects(
+    open_page: Callable[..., Page],
+    start_server: Callable[..., ServerHandle],
+    shared_components: Any,
+    tmp_path: Path,
+    snap: Snapper,
+) -> None:
+    server = start_server(shared_components, api_key="sk-page-test")
+    page = open_page(
+        speech_wav(shared_components, tmp_path / "q.wav", [1.0]),
+        server.address,
+        expect_errors=(r"WebSocket connection to .* failed", r".* 401"),
+    )
+    ask = notice(page, "api-key")
+    expect(ask).to_contain_text("needs an API key", timeout=TIMEOUT_MS)
+    snap(page, "api-key")
+    page.fill("#api-key", "sk-wrong")
+    ask.locator("button.action").click()
+    expect(notice(page, "api-key")).to_contain_text("refused", timeout=TIMEOUT_MS)
+    page.fill("#api-key", "sk-page-test")
+    page.press("#api-key", "Enter")
+    connected(page)
+    expect(notice(page, "api-key")).to_have_count(0)
+    page.fill("#text", QUESTION)
+    page.click("#text-form button[type=submit]")
+    expect(assistant(page, "paris").first).to_be_visible(timeout=TIMEOUT_MS)
+    # the key itself never went into the handshake: only a short-lived client secret
+    assert "sk-page-test" not in page.evaluate("() => JSON.stringify(window.r1voice)")
