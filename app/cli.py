@@ -63,6 +63,8 @@ def _serve(args: argparse.Namespace) -> int:
         ssl_certfile=args.ssl_certfile,
         ssl_keyfile=args.ssl_keyfile,
         timeout_graceful_shutdown=settings.drain_timeout_s,
+        # a hard stop well past the limit the session answers with message_too_large
+        ws_max_size=4 * settings.max_message_bytes,
     )
     return 0
 

@@ -54,6 +54,13 @@ class Settings:
     allowed_hosts: str = "*"  # Host names served (comma-separated); serve on loopback: loopback
     allowed_origins: str = ""  # web origins besides the server's own; "*": any
     client_secret_ttl_s: int = 600  # default lifetime of a /v1/realtime/client_secrets key
+    # Limits (each refusal is a named error, never a crash).
+    max_body_bytes: int = 4 * 1024 * 1024  # an HTTP request body
+    max_message_bytes: int = 4 * 1024 * 1024  # one WebSocket message (~60 s of 24 kHz PCM16)
+    max_sessions: int = 64  # concurrent Realtime sessions (close 1013 when full)
+    conversation_max_items: int = 1000  # items a client may create in one conversation
+    conversation_max_item_chars: int = 100_000
+    conversation_max_chars: int = 1_000_000
     # HTTP requests may not ask for a priority below this: lower classes (the engine's
     # high-priority reserve, <= 0) are kept for voice sessions
     http_priority_floor: int = 1

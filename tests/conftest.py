@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import time
@@ -135,6 +136,9 @@ def shared_components(app_client: TestClient) -> Any:
 def app_with(components: Any, **setting_overrides: Any) -> Any:
     """An app that reuses already-loaded components (optionally with parts replaced)."""
     settings = make_settings(warmup=False, **setting_overrides)
+    if setting_overrides:  # sessions read their settings from the components
+        changed = dataclasses.replace(components.settings, **setting_overrides)
+        components = dataclasses.replace(components, settings=changed)
     app = create_app(settings)
     app.state.server.ready = True
     app.state.server.components = components

@@ -72,6 +72,21 @@ def count_tokens(tokenizer: Any, texts: list[str]) -> list[int]:
     return [len(ids) for ids in encoded]
 
 
+# No token of a real tokenizer spans more characters than this, so a prompt longer than
+# this many characters per context token cannot fit and is refused before tokenizing
+# (19 MB of conversation once took 9-16 s of tokenizer time per request to refuse).
+MAX_CHARS_PER_TOKEN = 32
+
+
+def check_length(chars: int, context_length: int) -> None:
+    if chars > MAX_CHARS_PER_TOKEN * context_length:
+        raise LLMBackendError(
+            f"conversation too long: {chars} characters cannot fit the model context of "
+            f"{context_length} tokens",
+            code="context_length_exceeded",
+        )
+
+
 def check_fits(prompt_tokens: int, max_tokens: int, context_length: int) -> None:
     """Refuse (code "context_length_exceeded") a prompt that leaves no room for `max_tokens`."""
     if prompt_tokens + max_tokens > context_length:
@@ -95,12 +110,14 @@ class ChatTemplate:
         self, messages: list[ChatMessage], max_tokens: int, context_length: int
     ) -> list[int]:
         """The prompt's token ids; refused when it leaves no room for `max_tokens`."""
+        check_length(sum(len(m.content) for m in messages), context_length)
         ids = await self._run(encode_prompt, self.tokenizer, messages)
         check_fits(len(ids), max_tokens, context_length)
         return ids
 
     async def text_ids(self, text: str, max_tokens: int, context_length: int) -> list[int]:
         """A raw prompt's token ids; refused when it leaves no room for `max_tokens`."""
+        check_length(len(text), context_length)
         ids = await self._run(encode_text, self.tokenizer, text)
         check_fits(len(ids), max_tokens, context_length)
         return ids

@@ -70,10 +70,41 @@ class History:
     tokens: int  # the prompt's tokens (an overestimate by the template's overhead)
 
 
+@dataclass(frozen=True)
+class ConversationLimits:
+    """What a client may put in one conversation with conversation.item.create (spoken
+    turns are bounded by the history's token budget, which drops the oldest)."""
+
+    max_items: int = 1000
+    max_item_chars: int = 100_000
+    max_chars: int = 1_000_000
+
+
 class Conversation:
-    def __init__(self) -> None:
+    def __init__(self, limits: ConversationLimits | None = None) -> None:
         self.id = events.new_id("conv")
         self.items: list[Item] = []
+        self.limits = limits or ConversationLimits()
+
+    def check_room(self, chars: int) -> None:
+        """Refuse a client item of `chars` characters that the limits have no room for."""
+        limits = self.limits
+        if chars > limits.max_item_chars:
+            raise ProtocolError(
+                "invalid_value",
+                f"the item has {chars} characters; one item may have at most "
+                f"{limits.max_item_chars} (R1VOICE_CONVERSATION_MAX_ITEM_CHARS)",
+                param="item",
+            )
+        total = sum(len(item.text or "") for item in self.items)
+        if len(self.items) >= limits.max_items or total + chars > limits.max_chars:
+            raise ProtocolError(
+                "conversation_full",
+                f"the conversation holds {len(self.items)} items and {total} characters "
+                f"(limits {limits.max_items} and {limits.max_chars}): delete items with "
+                "conversation.item.delete or start a new session",
+                param="item",
+            )
 
     @property
     def last_id(self) -> str | None:

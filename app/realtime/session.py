@@ -33,7 +33,7 @@ from app.protocol.schemas import (
     ResponseCreate,
     SessionUpdate,
 )
-from app.realtime.conversation import Conversation, Item
+from app.realtime.conversation import Conversation, ConversationLimits, Item
 from app.realtime.outbox import Outbox
 from app.realtime.responses.controller import Responses
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome
@@ -62,7 +62,13 @@ class Session:
         self._dialect_fixed = dialect is not None  # told by the handshake
         self.config = SessionConfig.default(settings)
         self._voices = components.tts.voices()
-        self.conversation = Conversation()
+        self.conversation = Conversation(
+            ConversationLimits(
+                settings.conversation_max_items,
+                settings.conversation_max_item_chars,
+                settings.conversation_max_chars,
+            )
+        )
         deps = ResponseDeps(
             self.outbox.emit,
             self.conversation,
@@ -88,6 +94,14 @@ class Session:
             return session_to_ga(wire)
         # beta's schema allows only OpenAI's model names there: ours is left out, not faked
         return {key: value for key, value in wire.items() if key != "model"}
+
+    def refuse_oversized(self, size: int, limit: int) -> None:
+        """A client message over the size limit, left unparsed (nothing else changes)."""
+        message = (
+            f"the message is {size} bytes; the limit is {limit} (R1VOICE_MAX_MESSAGE_BYTES): "
+            "send audio in smaller appends"
+        )
+        self.outbox.emit(events.error("message_too_large", message))
 
     async def start(self) -> None:
         self.outbox.emit(events.event("session.created", session=self.session_object()))
@@ -206,6 +220,7 @@ class Session:
                 )
             texts = [p.text or p.transcript or "" for p in given.content]
             item = Item(id=item_id, role=given.role, text=" ".join(texts).strip())
+        self.conversation.check_room(len(item.text or ""))
         previous = self.conversation.add(item, after=event.previous_item_id)
         wire_item = item.to_wire()
         if isinstance(given, ConversationItem):  # echo the parts as the client sent them

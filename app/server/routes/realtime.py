@@ -50,6 +50,11 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
             code=status.WS_1013_TRY_AGAIN_LATER, reason="server is warming up; retry shortly"
         )
         return
+    limit = state.settings.max_sessions
+    if len(state.sessions) >= limit:
+        reason = f"the server is full ({limit} sessions, R1VOICE_MAX_SESSIONS); retry later"
+        await websocket.close(code=status.WS_1013_TRY_AGAIN_LATER, reason=reason)
+        return
     await websocket.accept(subprotocol=_choose_subprotocol(websocket.scope.get("subprotocols", [])))
     components = state.metrics.metered(state.components)  # LLM series for /metrics
     # ?r1voice_events=1: also our r1voice.* events (turn metrics, reasoning); off by default
@@ -67,7 +72,11 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
             if message["type"] == "websocket.disconnect":
                 return
             raw = message.get("text")
-            await session.handle(raw if raw is not None else message.get("bytes") or b"")
+            data = raw if raw is not None else message.get("bytes") or b""
+            if len(data) > state.settings.max_message_bytes:
+                session.refuse_oversized(len(data), state.settings.max_message_bytes)
+                continue
+            await session.handle(data)
 
     sender = asyncio.create_task(send_events())
     receiver = asyncio.create_task(receive_events())

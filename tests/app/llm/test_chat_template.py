@@ -147,3 +147,30 @@ def test_a_full_tokenizer_queue_is_busy(tokenizer: Any) -> None:
         asyncio.run(main())
     finally:
         template.close()
+
+
+class CountingTokenizer:
+    """Refuses to be called: proves a hopeless prompt is refused before tokenizing."""
+
+    chat_template = None
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the tokenizer was used ({name})")
+
+
+def test_a_prompt_that_cannot_fit_is_refused_before_tokenizing() -> None:
+    """Bug: 19 MB of conversation was tokenized (9-16 s) on every response.create before
+    its refusal."""
+    template = ct.ChatTemplate.__new__(ct.ChatTemplate)
+    template.tokenizer = CountingTokenizer()
+    huge = [ChatMessage("user", "word " * (ct.MAX_CHARS_PER_TOKEN * 2048 // 5 + 1))]
+
+    async def main() -> None:
+        with pytest.raises(LLMBackendError) as chat:
+            await template.prompt_ids(huge, 16, 2048)
+        assert chat.value.code == "context_length_exceeded"
+        with pytest.raises(LLMBackendError) as text:
+            await template.text_ids(huge[0].content, 16, 2048)
+        assert text.value.code == "context_length_exceeded"
+
+    asyncio.run(main())
