@@ -28,6 +28,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from app.server.app import create_app
+    from app.server.drain import DrainingServer
     from app.settings import Settings
 
     overrides = {
@@ -55,8 +56,9 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    uvicorn.run(
-        create_app(settings),
+    app = create_app(settings)
+    config = uvicorn.Config(
+        app,
         host=args.host,
         port=args.port,
         log_level="info",
@@ -66,6 +68,8 @@ def _serve(args: argparse.Namespace) -> int:
         # a hard stop well past the limit the session answers with message_too_large
         ws_max_size=4 * settings.max_message_bytes,
     )
+    state = app.state.server
+    DrainingServer(config, state.drain, state.sessions, settings.drain_timeout_s).run()
     return 0
 
 

@@ -95,6 +95,11 @@ class Session:
         # beta's schema allows only OpenAI's model names there: ours is left out, not faked
         return {key: value for key, value in wire.items() if key != "model"}
 
+    @property
+    def idle(self) -> bool:
+        """No answer running and no turn being spoken, transcribed or about to be answered."""
+        return not self.responses.responding and self.turns.idle
+
     def refuse_oversized(self, size: int, limit: int) -> None:
         """A client message over the size limit, left unparsed (nothing else changes)."""
         message = (

@@ -11,6 +11,7 @@ from fastapi import Depends, Request, WebSocket
 from app.models.components import Components
 from app.realtime.session import Session
 from app.server.access import ClientSecrets
+from app.server.drain import Drain
 from app.server.metrics import Metrics
 from app.settings import Settings
 
@@ -26,6 +27,7 @@ class ServerState:
     sessions: dict[str, Session] = field(default_factory=dict)  # open sessions by id
     metrics: Metrics = field(default_factory=Metrics)
     client_secrets: ClientSecrets = field(default_factory=ClientSecrets)
+    drain: Drain = field(default_factory=Drain)
 
 
 def _state_from_http(request: Request) -> ServerState:

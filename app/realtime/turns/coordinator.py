@@ -230,10 +230,8 @@ class TurnCoordinator:
         audio, end = self.audio.take_all()
         item = Item(id=events.new_id("item"), role="user", audio=True)
         transcriber = TurnTranscriber(self.asr, lambda _d: None)
-        committed = CommittedTurn(
-            item, audio, end, TurnTiming(time.monotonic()), False, transcriber
-        )
-        self._commit(committed, auto_respond=False)
+        turn = CommittedTurn(item, audio, end, TurnTiming(time.monotonic()), False, transcriber)
+        self._commit(turn, auto_respond=False)
 
     async def clear(self) -> None:
         """`input_audio_buffer.clear`: the open turn and the chance to continue the last go."""
@@ -286,6 +284,11 @@ class TurnCoordinator:
                 turn.answer = self.responses.start(timing=turn.timing)
             except ProtocolError:  # the client started its own response meanwhile
                 log.debug("not answering turn %s: a response is active", turn.item.id)
+
+    @property
+    def idle(self) -> bool:
+        """No turn being spoken, transcribed or about to be answered."""
+        return self.turn is None and not self._tasks
 
     async def close(self) -> None:
         """Stop every pass and task of this session's turns; no answer starts after it."""

@@ -18,6 +18,8 @@ async def not_ready_reason(state: ServerState, llm: bool = True) -> str | None:
     """Why the server (or, with `llm` False, its speech models) cannot serve now."""
     if state.load_error:
         return state.load_error
+    if state.drain.draining:
+        return "shutting down: finishing the open turns"
     if not state.ready or state.components is None:
         return "loading and warming up models"
     return await state.components.llm.health() if llm else None

@@ -34,6 +34,13 @@ class OpenAIError(HTTPException):
 
 
 def ready_components(state: HttpState) -> Components:
+    if state.drain.draining:
+        raise OpenAIError(
+            503,
+            "the server is shutting down; retry (another replica will answer)",
+            code="shutting_down",
+            headers={"Retry-After": "1"},
+        )
     if not state.ready or state.components is None:
         raise OpenAIError(
             503,

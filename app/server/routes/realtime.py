@@ -10,6 +10,7 @@ from fastapi import APIRouter, WebSocket, status
 
 from app.protocol.dialect import BETA, GA
 from app.realtime.session import Session
+from app.server.drain import Drain
 from app.server.state import WsState
 
 log = logging.getLogger("r1voice.realtime")
@@ -43,12 +44,28 @@ def _dialect(websocket: WebSocket) -> str | None:
     return None
 
 
+async def _drained(session: Session, drain: Drain) -> None:
+    """Returns once the server drains and this session is idle (or the drain timed out)."""
+    await drain.started.wait()
+    while not (session.idle or drain.deadline.is_set()):
+        await asyncio.sleep(0.05)
+
+
+async def _close(websocket: WebSocket, code: int, reason: str) -> None:
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(websocket.close(code=code, reason=reason), timeout=2)
+
+
 @router.websocket("/v1/realtime")
 async def realtime(websocket: WebSocket, state: WsState) -> None:
     if not state.ready or state.components is None:
         await websocket.close(
             code=status.WS_1013_TRY_AGAIN_LATER, reason="server is warming up; retry shortly"
         )
+        return
+    if state.drain.draining:
+        reason = "the server is shutting down; reconnect (another replica will answer)"
+        await websocket.close(code=status.WS_1001_GOING_AWAY, reason=reason)
         return
     limit = state.settings.max_sessions
     if len(state.sessions) >= limit:
@@ -81,24 +98,27 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
     sender = asyncio.create_task(send_events())
     receiver = asyncio.create_task(receive_events())
     overflow = asyncio.create_task(session.outbox.overflowed.wait())
+    drained = asyncio.create_task(_drained(session, state.drain))
+    tasks = {sender, receiver, overflow, drained}
     try:
         await session.start()
-        # Ends when the client leaves, a send fails, or the client stopped reading.
-        await asyncio.wait({sender, receiver, overflow}, return_when=asyncio.FIRST_COMPLETED)
+        # Ends when the client leaves, a send fails, the client stopped reading, or the
+        # server drains (the session is idle, or the drain timed out).
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
         state.sessions.pop(session.id, None)
         receiver.cancel()
         await session.close()
         if overflow.done():  # never wait on a peer that does not read
             sender.cancel()
-            with contextlib.suppress(Exception):
-                reason = "the client is not reading events; closing"
-                await asyncio.wait_for(websocket.close(code=1008, reason=reason), timeout=2)
+            await _close(websocket, 1008, "the client is not reading events; closing")
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(sender, timeout=5)
-        for task in (sender, overflow, receiver):
+            await asyncio.wait_for(sender, timeout=5)  # the last events go out first
+        if drained.done():
+            await _close(websocket, status.WS_1001_GOING_AWAY, "the server is shutting down")
+        for task in tasks:
             task.cancel()
-        await asyncio.wait({sender, overflow, receiver})
+        await asyncio.wait(tasks)
         for task in (sender, receiver):  # a failed send or receive: the peer is gone
             if not task.cancelled() and task.exception() is not None:
                 log.debug("websocket closed: %r", task.exception(), exc_info=task.exception())
