@@ -176,3 +176,9 @@ def live_server(shared_components: Any) -> Iterator[str]:
     yield f"127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)
+
+
+def post_json(client: Any, url: str, body: dict[str, Any]) -> Any:
+    """POST `body` as JSON with non-ASCII escaped, as most clients send it (so a lone
+    surrogate travels as the escape "\\ud800", which httpx's own encoder refuses)."""
+    return client.post(url, content=json.dumps(body), headers={"content-type": "application/json"})

@@ -78,6 +78,19 @@ def count_tokens(tokenizer: Any, texts: list[str]) -> list[int]:
 MAX_CHARS_PER_TOKEN = 32
 
 
+def check_unicode(texts: list[str]) -> None:
+    """Refuse (code "invalid_value") text the tokenizer cannot encode: a lone surrogate
+    ("\\ud800" in JSON) once reached it and failed the request with a 500."""
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise LLMBackendError(
+                f"the text is not valid Unicode (a lone surrogate at character {exc.start})",
+                code="invalid_value",
+            ) from exc
+
+
 def check_length(chars: int, context_length: int) -> None:
     if chars > MAX_CHARS_PER_TOKEN * context_length:
         raise LLMBackendError(
@@ -111,6 +124,7 @@ class ChatTemplate:
     ) -> list[int]:
         """The prompt's token ids; refused when it leaves no room for `max_tokens`."""
         check_length(sum(len(m.content) for m in messages), context_length)
+        check_unicode([m.content for m in messages])
         ids = await self._run(encode_prompt, self.tokenizer, messages)
         check_fits(len(ids), max_tokens, context_length)
         return ids
@@ -118,6 +132,7 @@ class ChatTemplate:
     async def text_ids(self, text: str, max_tokens: int, context_length: int) -> list[int]:
         """A raw prompt's token ids; refused when it leaves no room for `max_tokens`."""
         check_length(len(text), context_length)
+        check_unicode([text])
         ids = await self._run(encode_text, self.tokenizer, text)
         check_fits(len(ids), max_tokens, context_length)
         return ids
@@ -125,6 +140,7 @@ class ChatTemplate:
     async def count_tokens(self, texts: list[str]) -> list[int]:
         if not texts:
             return []
+        check_unicode(texts)
         return await self._run(count_tokens, self.tokenizer, list(texts))
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:

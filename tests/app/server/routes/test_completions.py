@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from app.llm import ChatMessage, GenerationParams, LLMBusyError, LLMDelta
 from tests.app.llm.scripted import ScriptedLLM
-from tests.conftest import client_with
+from tests.conftest import client_with, post_json
 
 MODEL = "smollm2-135m-instruct"
 PROMPT = "The capital of France is"
@@ -89,6 +89,19 @@ def test_bad_requests_are_refused_naming_the_field(
     reply = app_client.post("/v1/completions", json=body)
     assert reply.status_code == status
     assert reply.json()["error"]["param"] == param
+
+
+def test_crafted_inputs_are_400s_not_500s(app_client: TestClient) -> None:
+    """Bugs: a lone surrogate reached the tokenizer (500); seed 2**64 reached torch (500)."""
+    for change, code in (
+        ({"prompt": "hi \ud800"}, "invalid_value"),
+        ({"seed": 2**64}, "invalid_value"),
+        ({"priority": 10**400}, "invalid_value"),
+    ):
+        body = {"model": MODEL, "prompt": PROMPT, **change}
+        reply = post_json(app_client, "/v1/completions", body)
+        assert reply.status_code == 400, reply.text
+        assert reply.json()["error"]["code"] == code
 
 
 def test_sdk_refusal_of_n(app_client: TestClient) -> None:

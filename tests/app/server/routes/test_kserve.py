@@ -9,7 +9,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from app.server.app import create_app
-from tests.conftest import make_settings
+from tests.conftest import make_settings, post_json
 
 MODEL = "smollm2-135m-instruct"
 BODY = {"text_input": "The capital of France is", "parameters": {"max_tokens": 6}}
@@ -51,7 +51,7 @@ def test_generate_matches_completions_and_the_stream_matches_generate(
 
 def test_refusals(app_client: TestClient) -> None:
     def post(name: str, body: dict[str, Any]) -> Any:
-        return app_client.post(f"/v2/models/{name}/generate", json=body)
+        return post_json(app_client, f"/v2/models/{name}/generate", body)
 
     bad = post(MODEL, {"parameters": {}})
     assert bad.status_code == 400 and "text_input" in bad.json()["error"]
@@ -62,6 +62,11 @@ def test_refusals(app_client: TestClient) -> None:
     assert post("gpt-17", BODY).status_code == 404
     streamed = app_client.post(f"/v2/models/{MODEL}/generate_stream", json={})
     assert streamed.status_code == 400
+    surrogate = post(MODEL, {"text_input": "hi \ud800"})  # bug: the tokenizer raised (500)
+    assert surrogate.status_code == 400 and "unicode" in surrogate.json()["error"].lower()
+    for crafted in ({"seed": 2**64}, {"priority": 10**400}, {"priority": -5}):
+        refused = post(MODEL, {"text_input": "Hi", "parameters": crafted})
+        assert refused.status_code == 400, (crafted, refused.text)
 
 
 def test_generate_is_503_before_ready() -> None:

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from tests.app.llm.conftest import chat_ids
 from tests.app.llm.scripted import ScriptedLLM
-from tests.conftest import client_with
+from tests.conftest import client_with, post_json
 
 MODEL = "smollm2-135m-instruct"
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
@@ -36,7 +36,7 @@ def test_models_lists_the_llm(app_client: TestClient) -> None:
 
 def test_chat_completion(app_client: TestClient) -> None:
     body = {"model": MODEL, "messages": QUESTION, "max_tokens": 24, "temperature": 0}
-    reply = app_client.post("/v1/chat/completions", json=body)
+    reply = post_json(app_client, "/v1/chat/completions", body)
     assert reply.status_code == 200, reply.text
     data = reply.json()
     assert data["object"] == "chat.completion"
@@ -136,6 +136,12 @@ def test_streamed_chat_completion_matches_plain(app_client: TestClient) -> None:
             "priority",
         ),
         ({"model": MODEL, "messages": QUESTION, "top_k": 2**40}, 400, "invalid_value", "top_k"),
+        (  # bug: a lone surrogate reached the tokenizer
+            {"model": MODEL, "messages": [{"role": "user", "content": "hi \ud800"}]},
+            400,
+            "invalid_value",
+            None,
+        ),
         (
             {"model": MODEL, "messages": [{"role": "user", "content": "hi " * 20000}]},
             400,
@@ -147,7 +153,7 @@ def test_streamed_chat_completion_matches_plain(app_client: TestClient) -> None:
 def test_bad_requests_get_openai_errors(
     app_client: TestClient, body: dict[str, Any], status: int, code: str | None, param: str | None
 ) -> None:
-    reply = app_client.post("/v1/chat/completions", json=body)
+    reply = post_json(app_client, "/v1/chat/completions", body)
     assert reply.status_code == status, reply.text
     error = reply.json()["error"]
     assert error["message"]
