@@ -15,7 +15,7 @@ from typing import Any
 from engine.errors import EngineError
 from engine.llm_engine import LLMEngine, Prompt
 from engine.outputs import EngineStats, RequestOutput, StreamDelta
-from engine.request_stream import RequestStream, deliver
+from engine.request_stream import RequestStream, fail_all, publish
 from engine.sampling_params import SamplingParams
 from engine.sequence import Sequence
 from engine.stats_snapshot import StatsSnapshot
@@ -40,6 +40,7 @@ class AsyncLLM:
         self._stop = False
         self._stepped_empty = False
         self._streams: dict[str, RequestStream] = {}
+        self.failure: str | None = None  # why the engine loop died, if it did
         # The engine is built on the thread that steps it. Measured (SmolLM2 int8, 2
         # cores, quiet machine): built on the caller's thread and stepped on this one,
         # decode ran 68-71 tok/s; built here, 132-140 (torch's OpenMP thread teams are
@@ -196,12 +197,28 @@ class AsyncLLM:
         # Replaced whole (one reference assignment) by the engine thread; read anywhere.
         self._snapshot: StatsSnapshot = self._take_snapshot()
         built.set_result(engine)
-        self._loop()
+        try:
+            self._loop()
+        except BaseException as exc:  # the loop itself died: nothing may wait on it
+            self._die(exc)
+
+    def _die(self, exc: BaseException) -> None:
+        log.critical("the engine loop stopped", exc_info=exc)
+        self.failure = f"the engine loop stopped ({type(exc).__name__}: {exc})"
+        self._stop = True
+        fail_all(self._streams)
+        while True:
+            try:
+                _, future = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            if future.set_running_or_notify_cancel():
+                future.set_exception(EngineError(self.failure))
 
     def _call(self, fn: Callable[[], Any]) -> concurrent.futures.Future:
         future: concurrent.futures.Future = concurrent.futures.Future()
         if self._stop:
-            future.set_exception(EngineError("the engine is shut down"))
+            future.set_exception(EngineError(self.failure or "the engine is shut down"))
             return future
         self._commands.put((fn, future))
         self._wakeup.set()
@@ -256,28 +273,9 @@ class AsyncLLM:
         self._snapshot = self._take_snapshot()
 
     def _publish(self, seqs: list[Sequence]) -> None:
-        """Send each sequence's news to its stream: one wake-up per event loop per step.
-
-        Statistics first, so a caller woken by a delta already sees the step's effect.
-        """
+        """Statistics first, so a caller woken by a delta already sees the step's effect."""
         self._publish_stats()
-        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[RequestStream, StreamDelta]]] = {}
-        for seq in seqs:
-            stream = self._streams.get(seq.request_id)
-            if stream is None:
-                continue
-            if seq.is_finished:
-                del self._streams[seq.request_id]
-            delta = stream.delta(seq, self.engine.stream_text(seq))
-            if delta is not None:
-                by_loop.setdefault(stream.loop, []).append((stream, delta))
-        for loop, items in by_loop.items():
-            try:
-                loop.call_soon_threadsafe(deliver, items)
-            except RuntimeError:  # the caller's event loop is gone: nobody is listening
-                for _, delta in items:
-                    self.engine.abort(delta.request_id)
-                    self._streams.pop(delta.request_id, None)
+        publish(self._streams, seqs, self.engine.stream_text, self.engine.abort)
 
     def _abort_stream(self, request_id: str, stream: RequestStream) -> None:
         if self._streams.get(request_id) is stream:

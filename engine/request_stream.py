@@ -1,8 +1,11 @@
-"""RequestStream: one streaming caller's queue, and what it has been sent so far."""
+"""RequestStream: one streaming caller's queue, and what it has been sent so far; how the
+engine thread hands deltas to the callers' event loops."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine.outputs import StreamDelta
@@ -39,3 +42,39 @@ def deliver(items: list[tuple[RequestStream, StreamDelta]]) -> None:
     """Runs on the caller's event loop (call_soon_threadsafe): one wake-up per step."""
     for stream, delta in items:
         stream.queue.put_nowait(delta)
+
+
+def publish(
+    streams: dict[str, RequestStream],
+    seqs: list[Sequence],
+    text_of: Callable[[Sequence], str],
+    abort: Callable[[str], object],
+) -> None:
+    """Send each sequence's news to its stream: one wake-up per event loop per step
+    (engine thread). A caller whose event loop is gone is aborted: nobody listens."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[RequestStream, StreamDelta]]] = {}
+    for seq in seqs:
+        stream = streams.get(seq.request_id)
+        if stream is None:
+            continue
+        if seq.is_finished:
+            del streams[seq.request_id]
+        delta = stream.delta(seq, text_of(seq))
+        if delta is not None:
+            by_loop.setdefault(stream.loop, []).append((stream, delta))
+    for loop, items in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(deliver, items)
+        except RuntimeError:
+            for _, delta in items:
+                abort(delta.request_id)
+                streams.pop(delta.request_id, None)
+
+
+def fail_all(streams: dict[str, RequestStream]) -> None:
+    """The engine loop died: end every open stream with an error (nothing may hang)."""
+    for request_id, stream in list(streams.items()):
+        delta = StreamDelta(request_id, "", finished=True, finish_reason="error")
+        with contextlib.suppress(RuntimeError):  # that caller's event loop is gone
+            stream.loop.call_soon_threadsafe(deliver, [(stream, delta)])
+    streams.clear()

@@ -106,6 +106,11 @@ class LLMBackend(abc.ABC):
 
     async def health(self) -> str | None:
         """What keeps the backend from serving now (a remote that is down), or None."""
+        return self.fatal_error()
+
+    def fatal_error(self) -> str | None:
+        """A failure this process cannot recover from (our engine's loop died), or None:
+        liveness then fails, so an orchestrator restarts the process."""
         return None
 
     @abc.abstractmethod

@@ -97,6 +97,9 @@ class EmbeddedBackend(LLMBackend):
         except EngineError as exc:
             raise LLMBackendError(str(exc)) from exc
 
+    def fatal_error(self) -> str | None:
+        return self.llm.failure
+
     async def count_tokens(self, texts: list[str]) -> list[int]:
         return await self.template.count_tokens(texts)
 

@@ -260,3 +260,32 @@ def test_build_errors_reach_the_caller_and_the_engine_runs_on_its_own_thread(
     with pytest.raises(ConfigError):
         AsyncLLM("unused", block_size=0)
     assert allm._thread.is_alive() and allm.stats().kv_blocks_total == 40
+
+
+class LoopKiller(BaseException):
+    """Not an Exception: escapes the step's own error handling, as a fatal error would."""
+
+
+def test_a_dead_engine_loop_fails_every_caller_instead_of_hanging(tiny_llama: Path) -> None:
+    """Bug: if the engine thread died, every stream (and every later call) waited forever."""
+    engine = AsyncLLM(str(tiny_llama), block_size=4, num_kv_blocks=40, max_num_seqs=8)
+    started = threading.Event()
+
+    def die() -> None:
+        started.set()
+        raise LoopKiller("simulated fatal error")
+
+    engine.engine.step = die  # type: ignore[method-assign]
+    params = SamplingParams(max_tokens=8, ignore_eos=True)
+
+    async def main() -> tuple[str, str]:
+        with pytest.raises(EngineError, match="failed inside the engine") as first:
+            async for _ in engine.stream([1, 2, 3], params):
+                pass
+        with pytest.raises(EngineError, match="engine loop stopped") as later:
+            await asyncio.wait_for(engine.generate([1, 2], params), 10)
+        return str(first.value), str(later.value)
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+    assert started.is_set()
+    assert engine.failure is not None and "LoopKiller" in engine.failure

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from app.llm import LLMBackendError
 from app.llm.reasoning import ThinkSplitter
@@ -30,7 +30,6 @@ from app.realtime.responses.spec import (
     ResponseDeps,
     ResponseOutcome,
     ResponseSpec,
-    StageFailure,
     TurnTiming,
 )
 
@@ -166,22 +165,21 @@ class Response:
         speaking = (
             asyncio.create_task(speaker.run(clauses, self.gate.released)) if speaker else None
         )
-        status: str = "completed"
-        details: dict[str, Any] | None = None
+        status, details = "completed", cast(dict[str, Any] | None, None)
         try:
             await self._generate(clauses)
             if speaking is not None:
                 try:
                     await speaking
-                except Exception as exc:
-                    raise StageFailure("tts_failed", exc) from exc
+                except Exception as exc:  # the words stand: this answer is text only
+                    self._speech_failed(exc)
             await self.gate.released.wait()  # a held text answer waits for its turn to end
         except asyncio.CancelledError:
             status, details = "cancelled", {"type": "cancelled", "reason": self._cancel_reason}
             if self._cancel_reason == "turn_detected" and self.speaker is not None:
                 self.text = self.speaker.text_played(self.speaker.played_ms())  # what was heard
         except Exception as exc:  # every failure is reported; the session goes on
-            code = exc.code if isinstance(exc, LLMBackendError | StageFailure) else "server_error"
+            code = exc.code if isinstance(exc, LLMBackendError) else "server_error"
             if code == "server_error":
                 log.exception("response %s failed", self.id)
             kind = "invalid_request_error" if code == "llm_error" else "server_error"
@@ -193,6 +191,11 @@ class Response:
                 speaking.cancel()
                 await asyncio.wait([speaking])
             self._finish(status, details)
+
+    def _speech_failed(self, exc: Exception) -> None:
+        log.warning("response %s: speech synthesis failed: %s", self.id, exc)
+        message = f"speech synthesis failed ({exc}); this answer is text only"
+        self.gate.emit(events.error("tts_failed", message, kind="server_error"))
 
     async def _generate(self, clauses: asyncio.Queue[str | None]) -> None:
         llm, spec = self.deps.llm, self.spec
@@ -280,11 +283,8 @@ class Response:
             self._emit("response.audio_transcript.done", transcript=self.text, **common)
         else:
             self._emit("response.text.done", text=self.text, **common)
-        self._emit(
-            "response.content_part.done",
-            part=events.assistant_part(self.spec.audio, self.text),
-            **common,
-        )
+        part = events.assistant_part(self.spec.audio, self.text)
+        self._emit("response.content_part.done", part=part, **common)
         item_status = "completed" if status == "completed" else "incomplete"
         self._emit("response.output_item.done", output_index=0, item=self._item(item_status))
         self.item.text, self.item.status = self.text, item_status

@@ -83,11 +83,3 @@ class ResponseDeps:
     llm: LLMBackend
     voices: Voices
     audio_lead_ms: int
-
-
-class StageFailure(Exception):
-    """A pipeline stage failed; `code` names it in the `error` event."""
-
-    def __init__(self, code: str, cause: BaseException) -> None:
-        super().__init__(f"{type(cause).__name__}: {cause}")
-        self.code = code

@@ -31,8 +31,12 @@ def served_models(state: ServerState) -> set[str]:
 
 
 @router.get("/health/live")
-async def live() -> JSONResponse:
-    """200 while the process runs."""
+async def live(state: HttpState) -> JSONResponse:
+    """200 while the process can serve; 503 once it cannot recover (the engine's loop
+    died), so an orchestrator restarts it."""
+    fatal = state.components.llm.fatal_error() if state.components is not None else None
+    if fatal is not None:
+        return JSONResponse({"live": False, "error": fatal}, status_code=503)
     return JSONResponse({"live": True})
 
 

@@ -24,13 +24,19 @@ COMMON_START = [
 
 
 class Harness:
-    def __init__(self, llm: ScriptedLLM, audio: bool = False, early: str | None = None) -> None:
+    def __init__(
+        self,
+        llm: ScriptedLLM,
+        audio: bool = False,
+        early: str | None = None,
+        voices: ScriptedVoices | None = None,
+    ) -> None:
         self.llm = llm
         self.events: list[dict[str, Any]] = []
         self.outcomes: list[ResponseOutcome] = []
         self.conversation = Conversation()
         self.conversation.add(Item(id="user1", role="user", text="What is it?"))
-        self.voices = ScriptedVoices(seconds_per_clause=0.2)
+        self.voices = voices or ScriptedVoices(seconds_per_clause=0.2)
         deps = ResponseDeps(self.events.append, self.conversation, llm, self.voices, 10_000)
         spec = ResponseSpec(
             audio=audio,
@@ -116,6 +122,24 @@ def test_audio_response_speaks_each_clause() -> None:
     assert len(audio) == 2 * int(0.2 * 24_000)  # PCM16 of the one 0.2 s clause
     assert h.voices.spoken == ["Hello there."]
     assert h.response.text_played(h.response.audio_ms) == "Hello there."
+
+
+class BrokenVoices(ScriptedVoices):
+    async def speak(self, text: str, out_rate: int, speed: float, voice: str) -> Any:
+        raise RuntimeError("the voice model crashed")
+
+
+def test_a_tts_failure_leaves_a_text_only_answer() -> None:
+    """Bug: a TTS failure failed the whole answer; now its words still arrive."""
+    h = Harness(ScriptedLLM(["Hello ", "there."]), audio=True, voices=BrokenVoices())
+    asyncio.run(run_to_end(h))
+    (error,) = [e["error"] for e in h.events if e["type"] == "error"]
+    assert error["code"] == "tts_failed" and "text only" in error["message"]
+    done = h.events[h.types.index("response.done")]["response"]
+    assert done["status"] == "completed"
+    assert done["output"][0]["content"][0]["transcript"] == "Hello there."
+    assert "response.audio.delta" not in h.types
+    assert h.conversation.items[-1].text == "Hello there."
 
 
 def test_unexpected_failure_is_reported_failed_not_completed() -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -11,7 +13,8 @@ from starlette.websockets import WebSocketDisconnect
 
 from app.models import components as components_module
 from app.server.app import create_app
-from tests.conftest import make_settings
+from tests.conftest import client_with, make_settings
+from tests.fakes import ScriptedLLM
 
 
 def test_ready_is_503_before_warmup_and_200_after(
@@ -91,3 +94,19 @@ def test_page_is_served(app_client: TestClient) -> None:
         "/web/style.css",
     ):
         assert app_client.get(asset).status_code == 200, asset
+
+
+class DeadEngineLLM(ScriptedLLM):
+    """A backend whose engine loop died (see tests/engine: the real engine reports it)."""
+
+    def fatal_error(self) -> str | None:
+        return "the engine loop stopped (LoopKiller: simulated)"
+
+
+def test_a_dead_engine_fails_liveness_and_readiness(shared_components: Any) -> None:
+    client = client_with(dataclasses.replace(shared_components, llm=DeadEngineLLM()))
+    live, ready = client.get("/v2/health/live"), client.get("/v2/health/ready")
+    assert live.status_code == 503 and "engine loop stopped" in live.json()["error"]
+    assert ready.status_code == 503 and "engine loop stopped" in ready.json()["error"]
+    healthy = client_with(dataclasses.replace(shared_components, llm=ScriptedLLM()))
+    assert healthy.get("/v2/health/live").status_code == 200
