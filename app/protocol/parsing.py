@@ -28,6 +28,23 @@ KNOWN_TYPES = {
 }
 
 
+MAX_DEPTH = 64  # far beyond any real event (a tool schema nests a handful of levels)
+
+
+def _depth(data: Any) -> int:
+    """How deeply `data` nests lists and objects (iteratively: no recursion to exhaust)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, depth)
+            if deepest > MAX_DEPTH:
+                return deepest
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 # pydantic's labels for union branches and tags, never field names
 _TYPE_LABELS = {"int", "float", "str", "bool", "list", "dict", "none", "message", "function_call"}
 _TYPE_LABELS |= {"function_call_output"}
@@ -42,6 +59,8 @@ def parse_client_event(raw: str | bytes) -> Any:
         raise ProtocolError("invalid_json", f"event is not valid JSON: {exc}") from exc
     except RecursionError as exc:
         raise ProtocolError("invalid_json", "event is nested too deeply") from exc
+    if _depth(data) > MAX_DEPTH:  # parsed, but validating it would recurse as deep
+        raise ProtocolError("invalid_json", f"event is nested more than {MAX_DEPTH} levels deep")
     if _has_escaped_surrogate(raw) and _lone_surrogate(data):
         raise ProtocolError(
             "invalid_value",

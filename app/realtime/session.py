@@ -145,7 +145,7 @@ class Session:
             return raw  # the common case (audio appends): no JSON parsed twice
         try:
             data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             return raw  # parse_client_event reports it
         if not isinstance(data, dict) or data.get("type") != "session.update":
             return raw
