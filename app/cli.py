@@ -18,6 +18,8 @@ BENCHMARKS = {
     "quant": "bench.quant",
     "serve": "bench.serve",
     "prefix": "bench.prefix",
+    "load": "bench.load",
+    "soak": "bench.soak",
 }
 
 
