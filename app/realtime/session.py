@@ -53,6 +53,7 @@ class Session:
         dialect: str | None = None,
         on_response: Callable[[ResponseOutcome], None] = lambda _outcome: None,
         extensions: bool = False,
+        on_merge: Callable[[str], None] = lambda _detection: None,
     ) -> None:
         settings = components.settings
         self.id = events.new_id("sess")
@@ -86,6 +87,7 @@ class Session:
             TurnPolicy(settings.barge_in_hold_ms, settings.turn_merge_window_ms),
             self.config.turn_detection,
             scorer=components.turn,
+            on_merge=on_merge,
         )
 
     def session_object(self) -> dict[str, Any]:

@@ -59,6 +59,13 @@ class Metrics:
         self.barge_ins = Counter(
             "r1voice_barge_ins", "Answers interrupted by the user speaking", registry=self.registry
         )
+        self.turn_merges = Counter(
+            "r1voice_turn_merges",
+            "Turns continued by speech soon after them (the earlier turn and its unseen answer "
+            "deleted), by turn detection",
+            ["turn_detection"],
+            registry=self.registry,
+        )
         self.llm = LLMMetrics(self.registry)
         self._llm: StatsCollector | None = None
         self._metered: dict[int, tuple[Any, Components]] = {}
@@ -79,6 +86,10 @@ class Metrics:
             cached = (components, dataclasses.replace(components, llm=llm))
             self._metered[key] = cached
         return cached[1]
+
+    def record_merge(self, turn_detection: str) -> None:
+        """A turn was continued (merged with the next speech): semantic_vad should rarely."""
+        self.turn_merges.labels(turn_detection=turn_detection).inc()
 
     def record_response(self, outcome: ResponseOutcome) -> None:
         """A response ended: count it by status and observe a voice turn's stages."""

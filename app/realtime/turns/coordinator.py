@@ -19,6 +19,7 @@ import asyncio
 import functools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,6 +53,7 @@ class TurnCoordinator:
     turn_detection: TurnDetection | None
     show_transcripts: bool = True
     scorer: TurnScorer | None = None  # the turn model, for semantic_vad
+    on_merge: Callable[[str], None] = lambda _detection: None  # a continued turn, counted
     turn: SpeechTurn | None = None
     last: CommittedTurn | None = None
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
@@ -172,6 +174,7 @@ class TurnCoordinator:
 
     async def _reopen(self, last: CommittedTurn) -> None:
         self.last = None
+        self.on_merge(self.turn_detection.type if self.turn_detection else "none")
         await stop_task(last.task)  # its item becomes ready (empty) at once
         if last.early is not None:
             await last.early.discard()
@@ -211,10 +214,7 @@ class TurnCoordinator:
         self._commit(committed, auto_respond=bool(td and td.create_response))
 
     def _turn_audio(self, turn: SpeechTurn, end: int) -> np.ndarray:
-        if turn.carry is not None:
-            earlier, earlier_end = turn.carry
-            return np.concatenate([earlier, self.audio.buffer.view(earlier_end, end)])
-        return self.audio.buffer.view(turn.start - self._padding(), end)
+        return turn.audio_until(end, self.audio.buffer, self._padding())
 
     # -- commits ------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from app.audio import PIPELINE_RATE
+from app.audio import PIPELINE_RATE, AudioBuffer
 from app.realtime.conversation import Item
 from app.realtime.responses.spec import TurnTiming
 from app.realtime.turns.transcriber import TurnTranscriber
@@ -70,6 +70,13 @@ class SpeechTurn:
     confirmed: bool = False  # past the barge-in hold, announced with speech_started
     carry: tuple[np.ndarray, int] | None = None  # a continued turn: (earlier audio, its end)
     early: Answer | None = None  # answer started on the early transcript, not yet shown
+
+    def audio_until(self, end: int, buffer: AudioBuffer, padding: int) -> np.ndarray:
+        """The turn's audio up to stream position `end` (with the turn it continues)."""
+        if self.carry is not None:
+            earlier, earlier_end = self.carry
+            return np.concatenate([earlier, buffer.view(earlier_end, end)])
+        return buffer.view(self.start - padding, end)
 
 
 @dataclass

@@ -76,7 +76,10 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
     components = state.metrics.metered(state.components)  # LLM series for /metrics
     # ?r1voice_events=1: also our r1voice.* events (turn metrics, reasoning); off by default
     extensions = websocket.query_params.get("r1voice_events", "") in ("1", "true")
-    session = Session(components, _dialect(websocket), state.metrics.record_response, extensions)
+    metrics = state.metrics
+    session = Session(
+        components, _dialect(websocket), metrics.record_response, extensions, metrics.record_merge
+    )
     state.sessions[session.id] = session
 
     async def send_events() -> None:

@@ -74,6 +74,7 @@ class Harness:
         self.events: list[dict[str, Any]] = []
         self.conversation = Conversation()
         self.responses = FakeResponses()
+        self.merges: list[str] = []
         self.coordinator = TurnCoordinator(
             self.audio,
             self.asr,
@@ -82,6 +83,7 @@ class Harness:
             self.events.append,
             TurnPolicy(barge_in_hold_ms=300, merge_window_ms=1500),
             TurnDetection(),
+            on_merge=self.merges.append,
         )
 
     async def feed(self, samples: int, vad_events: list[tuple[str, int]], speaking: bool) -> None:
@@ -159,6 +161,7 @@ def test_speech_soon_after_a_turn_continues_it() -> None:
     assert h.types()[5:7] == ["input_audio_buffer.speech_started", "conversation.item.deleted"]
     assert h.events[6]["item_id"] == first_id
     assert [i.text for i in h.conversation.items] == ["and so my fellow americans"]
+    assert h.merges == ["server_vad"]  # counted (r1voice_turn_merges_total)
     first_audio = 40_000 - 16_000 + 4800
     assert h.asr.calls[1][0] == first_audio + (60_000 - 40_000)  # both parts together
 
@@ -179,6 +182,7 @@ def test_speech_soon_after_a_shown_answer_is_a_new_turn() -> None:
     asyncio.run(main(h))
     assert h.types() == TURN + TURN
     assert [i.text for i in h.conversation.items] == ["what time is it", "and the date"]
+    assert h.merges == []
     assert h.asr.calls[1][0] == 60_000 - 49_000 + 300 * 16  # the new words only
 
 

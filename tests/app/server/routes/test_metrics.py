@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 from fastapi.testclient import TestClient
+from prometheus_client import generate_latest
 
+from app.server.metrics import Metrics
 from tests.conftest import REALTIME_RATE, is_done, receive_until, stream_audio
 
 
@@ -38,3 +40,13 @@ def test_voice_turn_is_measured(app_client: TestClient) -> None:
     assert _sample(text, 'r1voice_responses_total{status="completed"}') >= 1
     assert _sample(text, "r1voice_ready") == 1
     assert "r1voice_llm_num_running" in text
+
+
+def test_turn_merges_are_counted_by_turn_detection() -> None:
+    metrics = Metrics()
+    metrics.record_merge("server_vad")
+    metrics.record_merge("server_vad")
+    metrics.record_merge("semantic_vad")
+    page = generate_latest(metrics.registry).decode()
+    assert 'r1voice_turn_merges_total{turn_detection="server_vad"} 2.0' in page
+    assert 'r1voice_turn_merges_total{turn_detection="semantic_vad"} 1.0' in page
