@@ -21,6 +21,9 @@ class Settings:
     llm_backend: str = "embedded"  # "embedded" (our engine), "transformers" or "remote"
     llm_model: str = DEFAULT_LLM
     quantization: str = "int8"  # embedded engine weights: "int8", "int4" or "none"
+    # embedded engine: refuse (429 server_busy) while a request has waited longer than
+    # this to start; 0: never (requests queue, and time to first token grows under load)
+    llm_max_queue_delay_s: float = 0.0
     asr_model: str = "whisper-tiny.en"
     tts_voice: str = "piper-en_US-joe-medium"
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
@@ -58,6 +61,11 @@ class Settings:
     max_body_bytes: int = 4 * 1024 * 1024  # an HTTP request body
     max_message_bytes: int = 4 * 1024 * 1024  # one WebSocket message (~60 s of 24 kHz PCM16)
     max_sessions: int = 64  # concurrent Realtime sessions (close 1013 when full)
+    client_requests_per_s: float = 50.0  # per client address (a token bucket); 0: off
+    client_burst: int = 100  # requests a client may send at once above its rate
+    client_max_sessions: int = 16  # Realtime sessions one client address may hold open
+    session_idle_timeout_s: int = 600  # no client event and no answer running: close
+    session_max_s: int = 3600  # a session's longest life (OpenAI's is 60 minutes)
     conversation_max_items: int = 1000  # items a client may create in one conversation
     conversation_max_item_chars: int = 100_000
     conversation_max_chars: int = 1_000_000

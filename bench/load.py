@@ -49,6 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--drain-turns", type=int, default=None, help="each kind (quick 4, else 10)"
     )
+    parser.add_argument(
+        "--max-queue-delay",
+        type=float,
+        default=None,
+        help="the server's R1VOICE_LLM_MAX_QUEUE_DELAY_S",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--llm-backend", default=None)
     parser.add_argument("--llm-model", default=None)
@@ -61,6 +67,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     duration = args.duration or (15.0 if args.quick else 120.0)
     drain_turns = args.drain_turns or (4 if args.quick else 10)
     server = Server(args)
+    if args.max_queue_delay is not None:
+        server.env["R1VOICE_LLM_MAX_QUEUE_DELAY_S"] = str(args.max_queue_delay)
     server.start()
     try:
         ready_s = server.wait_ready(args.ready_timeout)
@@ -172,6 +180,7 @@ def _report(
     five_xx = [o for o in outcomes if isinstance(o.status, int) and o.status >= 500]
     return {
         "config": {
+            "max_queue_delay_s": args.max_queue_delay,
             "rate": args.rate,
             "overload": args.overload,
             "duration_s": duration,

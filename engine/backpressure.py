@@ -30,3 +30,23 @@ def capacity_error(
         f"{waiting_tokens} tokens waiting); retry in {retry:.1f} s",
         retry_after_s=retry,
     )
+
+
+def queue_delay_error(
+    oldest_waiting_at: float | None, max_queue_delay_s: float, now: float
+) -> EngineBusyError | None:
+    """The EngineBusyError once the oldest waiting request has waited longer than
+    ``max_queue_delay_s`` (0: no limit): measured queueing delay, as CoDel uses, so an
+    overloaded engine refuses at once instead of admitting requests into a wait that
+    grows without end (measured: 30 req/s on 2 cores took P99 TTFT from 0.07 to 5.5 s
+    with no refusal). ``retry_after_s`` is that delay."""
+    if not max_queue_delay_s or oldest_waiting_at is None:
+        return None
+    waited = now - oldest_waiting_at
+    if waited <= max_queue_delay_s:
+        return None
+    return EngineBusyError(
+        f"the engine is overloaded: requests have waited {waited:.1f} s to start "
+        f"(max_queue_delay_s {max_queue_delay_s:g}); retry in {waited:.1f} s",
+        retry_after_s=min(60.0, waited),
+    )

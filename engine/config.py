@@ -21,6 +21,7 @@ SCHEDULING_FIELDS = {
     "step_budget_mode",
     "max_waiting_tokens",
     "max_waiting_requests",
+    "max_queue_delay_s",
     "cache_aware_scheduling",
     "semantic_clustering",
     "cluster_threshold",
@@ -80,6 +81,7 @@ class EngineConfig:
     # (EngineBusyError) instead of queueing into a wait that cannot end well.
     max_waiting_tokens: int = 65536  # prompt tokens waiting to be admitted
     max_waiting_requests: int = 512
+    max_queue_delay_s: float = 0.0  # refuse while the oldest waiting request waited longer (0: off)
     # Weights: "int8" (per-output-channel), "int4" (group-wise; group size 32/64/128
     # must divide every projection's input size), "none" (the activation dtype).
     quantization: str = "int8"
@@ -120,5 +122,6 @@ class EngineConfig:
         check(-1.0 <= self.cluster_threshold <= 1.0, "cluster_threshold in [-1, 1]")
         check(self.max_waiting_tokens > 0, "max_waiting_tokens must be > 0")
         check(self.max_waiting_requests > 0, "max_waiting_requests must be > 0")
+        check(self.max_queue_delay_s >= 0, "max_queue_delay_s must be >= 0")
         check_method(self.quantization, self.quantization_group_size)
         check(self.num_threads is None or self.num_threads > 0, "num_threads must be > 0")

@@ -26,6 +26,7 @@ class EngineStats:
     num_preemptions: int
     num_refused: int = 0  # requests refused by backpressure
     waiting_tokens: int = 0
+    oldest_waiting_at: float | None = None  # time.monotonic() the oldest waiting one arrived
     busy_share: float = 0.0  # of wall time: a batch was running
     idle_waiting_share: float = 0.0  # requests waited but nothing was scheduled
     idle_empty_share: float = 0.0  # nothing to do at all
@@ -78,6 +79,7 @@ def collect_stats(
         num_preemptions=sched.num_preemptions,
         num_refused=num_refused,
         waiting_tokens=sched.waiting_tokens,
+        oldest_waiting_at=min((seq.arrival_time for seq in sched.waiting), default=None),
         busy_share=shares["busy"],
         idle_waiting_share=shares["stalled"],
         idle_empty_share=shares["idle"],

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from engine.backpressure import capacity_error
+from engine.backpressure import capacity_error, queue_delay_error
 from engine.block_manager import BlockManager
 from engine.config import SCHEDULING_FIELDS, EngineConfig
 from engine.engine_stats import EngineStats, collect_stats
@@ -134,6 +134,8 @@ class LLMEngine:
             config.max_waiting_requests,
             self.clock.tokens_per_s,
         )
+        oldest = min((seq.arrival_time for seq in sched.waiting), default=None)
+        error = queue_delay_error(oldest, config.max_queue_delay_s, time.monotonic()) or error
         if error is not None:
             self.num_refused += 1
             raise error

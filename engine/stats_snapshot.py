@@ -6,7 +6,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from engine.backpressure import capacity_error
+from engine.backpressure import capacity_error, queue_delay_error
 from engine.config import EngineConfig
 from engine.engine_stats import EngineStats
 from engine.errors import EngineBusyError
@@ -34,7 +34,10 @@ class StatsSnapshot:
 
     def capacity_error(self, num_tokens: int, config: EngineConfig) -> EngineBusyError | None:
         """Backpressure on the snapshot (see engine.backpressure)."""
-        return capacity_error(
+        delay = queue_delay_error(
+            self.stats.oldest_waiting_at, config.max_queue_delay_s, time.monotonic()
+        )
+        return delay or capacity_error(
             self.stats.num_waiting,
             self.stats.waiting_tokens,
             num_tokens,

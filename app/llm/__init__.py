@@ -28,9 +28,16 @@ __all__ = [
 ]
 
 
-def create_backend(kind: str, model: str, quantization: str = "int8", **remote: Any) -> LLMBackend:
+def create_backend(
+    kind: str,
+    model: str,
+    quantization: str = "int8",
+    max_queue_delay_s: float = 0.0,
+    **remote: Any,
+) -> LLMBackend:
     """Build the configured backend (blocking: loads weights). `remote` holds the remote
-    backend's options (url, api_key, timeouts, ...: see RemoteBackend); others ignore it."""
+    backend's options (url, api_key, timeouts, ...: see RemoteBackend); others ignore it.
+    `max_queue_delay_s` is our engine's overload refusal (engine.backpressure)."""
     if kind == "remote":
         from app.llm.remote import RemoteBackend
 
@@ -42,5 +49,7 @@ def create_backend(kind: str, model: str, quantization: str = "int8", **remote: 
     if kind == "embedded":
         from app.llm.embedded import EmbeddedBackend
 
-        return EmbeddedBackend(model, quantization=quantization)
+        return EmbeddedBackend(
+            model, quantization=quantization, max_queue_delay_s=max_queue_delay_s
+        )
     raise ValueError(f"unknown LLM backend {kind!r}; use 'embedded', 'transformers' or 'remote'")

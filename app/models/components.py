@@ -63,6 +63,7 @@ def load_components(settings: Settings) -> Components:
             settings.llm_backend,
             settings.llm_model,
             settings.quantization,
+            settings.llm_max_queue_delay_s,
             **settings.remote_llm_options(),
         ),
     )

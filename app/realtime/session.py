@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -57,6 +58,7 @@ class Session:
     ) -> None:
         settings = components.settings
         self.id = events.new_id("sess")
+        self.started_at = self.last_event_at = time.monotonic()  # for idle and max age
         self.outbox = Outbox(
             dialect or GA, extensions=extensions
         )  # GA unless the handshake asked for beta
@@ -124,6 +126,7 @@ class Session:
     async def handle(self, raw: str | bytes) -> None:
         """Handle one client message; bad input becomes an `error` event, never an exception."""
         event_id = None
+        self.last_event_at = time.monotonic()
         try:
             event = parse_client_event(self._normalize(raw))
             event_id = event.event_id

@@ -16,6 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from app.models import components as components_module
 from app.server.access import AccessGuard, AccessPolicy
 from app.server.body_limit import BodyLimit
+from app.server.client_rates import ClientRates
 from app.server.routes import (
     client_secrets,
     completions,
@@ -76,7 +77,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(components_route.router)
     app.include_router(client_secrets.router)
     policy = AccessPolicy.from_settings(state.settings)
-    app.add_middleware(BodyLimit, max_bytes=state.settings.max_body_bytes)
+    settings = state.settings
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        ClientRates,
+        requests_per_s=settings.client_requests_per_s,
+        burst=settings.client_burst,
+        sessions=settings.client_max_sessions,
+    )
     # added last, so it runs first: nobody unauthorized gets to send a body
     app.add_middleware(AccessGuard, policy=policy, client_secrets=state.client_secrets)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine import AsyncLLM, EngineBusyError, SamplingParams
+from engine.backpressure import queue_delay_error
 from engine.block_manager import BlockManager
 from engine.config import EngineConfig
 from engine.llm_engine import LLMEngine
@@ -169,6 +170,32 @@ def test_backpressure_refuses_at_once_and_leaves_no_trace(paused: LLMEngine) -> 
         engine.step()
     stats = engine.stats()
     assert stats.kv_blocks_free == stats.kv_blocks_total and stats.waiting_tokens == 0
+
+
+def test_a_queue_that_has_waited_too_long_refuses_new_requests(tiny_llama: Path) -> None:
+    """Overload refusal by measured queueing delay: while the oldest waiting request has
+    waited longer than max_queue_delay_s, new ones are refused at once (a queue that only
+    grows otherwise took time to first token from 0.07 s to 5.5 s with no refusal)."""
+    engine = LLMEngine(
+        str(tiny_llama), block_size=4, num_kv_blocks=24, max_num_seqs=1, max_queue_delay_s=2.0
+    )
+    p = SamplingParams(max_tokens=3, temperature=0.0, ignore_eos=True)
+    engine.add_request([5] * 8, p, "running")
+    engine.step()  # "running" takes the only slot
+    waiting = engine.add_request([6] * 8, p, "waiting")
+    engine.add_request([7] * 8, p, "young queue")  # the queue has not waited long: accepted
+    waiting.arrival_time -= 10.0  # as if it had waited 10 s
+    with pytest.raises(EngineBusyError, match="waited 10") as info:
+        engine.add_request([8] * 8, p, "refused")
+    assert 9.9 <= info.value.retry_after_s <= 11
+    assert "refused" not in engine.requests and engine.stats().num_refused == 1
+    while engine.has_unfinished():
+        engine.step()
+    engine.add_request([8] * 8, p, "later")  # the queue drained: accepted again
+    assert "later" in engine.requests
+    assert queue_delay_error(None, 2.0, 100.0) is None
+    assert queue_delay_error(90.0, 0.0, 100.0) is None  # off
+    assert queue_delay_error(99.0, 2.0, 100.0) is None
 
 
 def test_async_stream_raises_engine_busy_before_queueing(tiny_llama: Path) -> None:

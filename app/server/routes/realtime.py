@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 from fastapi import APIRouter, WebSocket, status
 
+from app.protocol import events
 from app.protocol.dialect import BETA, GA
 from app.realtime.session import Session
 from app.server.drain import Drain
@@ -49,6 +51,24 @@ async def _drained(session: Session, drain: Drain) -> None:
     await drain.started.wait()
     while not (session.idle or drain.deadline.is_set()):
         await asyncio.sleep(0.05)
+
+
+async def _expired(session: Session, idle_s: float, max_s: float) -> tuple[str, str]:
+    """Returns (code, message) once the session has been idle for `idle_s` (no client
+    event and no answer running) or open for `max_s`."""
+    while True:
+        await asyncio.sleep(min(1.0, idle_s, max_s))
+        now = time.monotonic()
+        if now - session.started_at >= max_s:
+            return "session_expired", (
+                f"the session reached its maximum duration of {max_s:g} s "
+                "(R1VOICE_SESSION_MAX_S); open a new one"
+            )
+        if session.idle and now - session.last_event_at >= idle_s:
+            return "session_idle_timeout", (
+                f"no client event for {idle_s:g} s (R1VOICE_SESSION_IDLE_TIMEOUT_S); "
+                "the session is closed"
+            )
 
 
 async def _close(websocket: WebSocket, code: int, reason: str) -> None:
@@ -102,12 +122,18 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
     receiver = asyncio.create_task(receive_events())
     overflow = asyncio.create_task(session.outbox.overflowed.wait())
     drained = asyncio.create_task(_drained(session, state.drain))
-    tasks = {sender, receiver, overflow, drained}
+    settings = state.settings
+    expired = asyncio.create_task(
+        _expired(session, settings.session_idle_timeout_s, settings.session_max_s)
+    )
+    tasks = {sender, receiver, overflow, drained, expired}
     try:
         await session.start()
-        # Ends when the client leaves, a send fails, the client stopped reading, or the
-        # server drains (the session is idle, or the drain timed out).
+        # Ends when the client leaves, a send fails, the client stopped reading, the
+        # server drains (the session is idle, or the drain timed out), or it expires.
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        if expired.done():
+            session.outbox.emit(events.error(*expired.result()))
     finally:
         state.sessions.pop(session.id, None)
         receiver.cancel()
@@ -119,6 +145,8 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
             await asyncio.wait_for(sender, timeout=5)  # the last events go out first
         if drained.done():
             await _close(websocket, status.WS_1001_GOING_AWAY, "the server is shutting down")
+        elif expired.done() and not expired.cancelled():
+            await _close(websocket, status.WS_1000_NORMAL_CLOSURE, expired.result()[0])
         for task in tasks:
             task.cancel()
         await asyncio.wait(tasks)

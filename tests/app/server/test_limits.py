@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from starlette.testclient import WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 
 from tests.conftest import client_with, receive_until, user_text_item
@@ -79,3 +80,42 @@ def test_sessions_past_the_limit_are_told_to_retry(shared_components: Any) -> No
         assert "R1VOICE_MAX_SESSIONS" in refused.value.reason
     with client.websocket_connect("/v1/realtime") as again:  # room again once it left
         assert again.receive_json()["type"] == "session.created"
+
+
+def test_one_client_over_its_request_rate_is_told_when_to_retry(shared_components: Any) -> None:
+    client = client_with(shared_components, client_requests_per_s=0.5, client_burst=2)
+    assert [client.get("/v1/models").status_code for _ in range(2)] == [200, 200]
+    refused = client.get("/v1/models")
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "rate_limited"
+    assert int(refused.headers["retry-after"]) >= 1
+    assert client.get("/v2/health/ready").status_code == 200  # probes are not counted
+
+
+def test_one_client_may_hold_only_so_many_sessions(shared_components: Any) -> None:
+    client = client_with(shared_components, client_max_sessions=1)
+    with client.websocket_connect("/v1/realtime") as first:
+        first.receive_json()
+        with (
+            pytest.raises(WebSocketDenialResponse) as refused,
+            client.websocket_connect("/v1/realtime"),
+        ):
+            pass
+        assert refused.value.status_code == 429
+        assert "R1VOICE_CLIENT_MAX_SESSIONS" in refused.value.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("setting", "code"),
+    [("session_idle_timeout_s", "session_idle_timeout"), ("session_max_s", "session_expired")],
+)
+def test_idle_and_old_sessions_are_closed_saying_why(
+    shared_components: Any, setting: str, code: str
+) -> None:
+    client = client_with(shared_components, **{setting: 1})
+    with client.websocket_connect("/v1/realtime") as ws:
+        ws.receive_json()
+        error = receive_until(ws, lambda e: e["type"] == "error")[-1]
+        assert error["error"]["code"] == code
+        with pytest.raises(WebSocketDisconnect) as closed:
+            ws.receive_json()
+        assert closed.value.code == 1000
