@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     duration = args.duration or (15.0 if args.quick else 120.0)
     drain_turns = args.drain_turns or (4 if args.quick else 10)
     server = Server(args)
+    # one address plays many clients here: the per-client limits would throttle it
+    server.env.update(R1VOICE_CLIENT_REQUESTS_PER_S="0", R1VOICE_CLIENT_MAX_SESSIONS="0")
     if args.max_queue_delay is not None:
         server.env["R1VOICE_LLM_MAX_QUEUE_DELAY_S"] = str(args.max_queue_delay)
     server.start()

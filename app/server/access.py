@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -153,14 +154,57 @@ class AccessGuard:
 
 
 async def _refuse(scope: Scope, send: Send, status: int, code: str, message: str) -> None:
-    error = {"message": message, "type": "invalid_request_error", "code": code, "param": None}
-    body = json.dumps({"error": error}).encode()
-    headers = [(b"content-type", b"application/json")]
-    if status == 401:
-        headers.append((b"www-authenticate", b"Bearer"))
-    if scope["type"] == "http" or "websocket.http.response" in scope.get("extensions", {}):
-        kind = "http.response" if scope["type"] == "http" else "websocket.http.response"
-        await send({"type": f"{kind}.start", "status": status, "headers": headers})
-        await send({"type": f"{kind}.body", "body": body})
-    else:  # a server without denial responses: the handshake fails with a policy close
-        await send({"type": "websocket.close", "code": 1008, "reason": message[:120]})
+    headers = [(b"www-authenticate", b"Bearer")] if status == 401 else []
+    kind = "invalid_request_error"
+    await send_refusal(
+        scope, send, status, {"message": message, "type": kind, "code": code}, headers
+    )
+
+
+async def send_refusal(
+    scope: Scope,
+    send: Send,
+    status: int,
+    error: dict[str, Any],
+    headers: list[tuple[bytes, bytes]],
+    close_code: int = 1008,
+) -> None:
+    """An OpenAI-style error response, over HTTP or as a refused WebSocket handshake (the
+    websocket.http.response extension; a server without it gets a close with a reason)."""
+    body = json.dumps({"error": {"param": None, **error}}).encode()
+    headers = [(b"content-type", b"application/json"), *headers]
+    if scope["type"] == "websocket":
+        if "websocket.http.response" not in scope.get("extensions", {}):
+            await send(
+                {"type": "websocket.close", "code": close_code, "reason": error["message"][:120]}
+            )
+            return
+        DeniedHandshakeLog.pending += 1
+        kind = "websocket.http.response"
+    else:
+        kind = "http.response"
+    await send({"type": f"{kind}.start", "status": status, "headers": headers})
+    await send({"type": f"{kind}.body", "body": body})
+
+
+class DeniedHandshakeLog(logging.Filter):
+    """uvicorn's websockets-sansio protocol (0.54) delivers a denial response correctly,
+    then logs "ASGI callable returned without completing handshake" at ERROR. Drops
+    exactly one such line per denial sent, so a refused flood does not flood the log
+    and a real missing handshake is still reported."""
+
+    pending = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if DeniedHandshakeLog.pending and str(record.msg).startswith(
+            "ASGI callable returned without completing handshake"
+        ):
+            DeniedHandshakeLog.pending -= 1
+            return False
+        return True
+
+    @classmethod
+    def install(cls) -> None:
+        logger = logging.getLogger("uvicorn.error")
+        if not any(isinstance(f, cls) for f in logger.filters):
+            logger.addFilter(cls())

@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from app.models import components as components_module
-from app.server.access import AccessGuard, AccessPolicy
+from app.server.access import AccessGuard, AccessPolicy, DeniedHandshakeLog
 from app.server.body_limit import BodyLimit
 from app.server.client_rates import ClientRates
 from app.server.routes import (
@@ -77,6 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(components_route.router)
     app.include_router(client_secrets.router)
     policy = AccessPolicy.from_settings(state.settings)
+    DeniedHandshakeLog.install()
     settings = state.settings
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(

@@ -6,12 +6,11 @@ Health probes are not counted. Both limits off with 0.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import dataclass
 
-from app.server.access import ASGIApp, Receive, Scope, Send
+from app.server.access import ASGIApp, Receive, Scope, Send, send_refusal
 
 UNCOUNTED = ("/v2/health/", "/health")
 MAX_CLIENTS = 10_000  # buckets kept; the idlest are forgotten past this
@@ -84,19 +83,8 @@ class ClientRates:
     async def _refuse(
         scope: Scope, receive: Receive, send: Send, message: str, wait: float
     ) -> None:
-        error = {"message": message, "type": "rate_limit_error", "code": "rate_limited"}
-        body = json.dumps({"error": {**error, "param": None}}).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"retry-after", str(max(1, math.ceil(wait))).encode()),
-        ]
         if scope["type"] == "websocket":
             await receive()  # the handshake's websocket.connect
-            if "websocket.http.response" not in scope.get("extensions", {}):
-                await send({"type": "websocket.close", "code": 1013, "reason": message[:120]})
-                return
-            kind = "websocket.http.response"
-        else:
-            kind = "http.response"
-        await send({"type": f"{kind}.start", "status": 429, "headers": headers})
-        await send({"type": f"{kind}.body", "body": body})
+        error = {"message": message, "type": "rate_limit_error", "code": "rate_limited"}
+        headers = [(b"retry-after", str(max(1, math.ceil(wait))).encode())]
+        await send_refusal(scope, send, 429, error, headers, close_code=1013)

@@ -3,6 +3,7 @@ any route the app's own route table lists; Origin and Host checks; client secret
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import time
@@ -149,3 +150,39 @@ def test_serve_refuses_a_public_address_without_a_key() -> None:
     )
     assert run.returncode == 2
     assert "R1VOICE_API_KEY" in run.stderr and "--insecure" in run.stderr
+
+
+class Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_refused_handshakes_reach_real_clients_and_do_not_flood_the_log(
+    shared_components: Any,
+) -> None:
+    """Over a real uvicorn socket: a refused WebSocket gets its HTTP status and JSON body,
+    and uvicorn's spurious "without completing handshake" ERROR is not logged for it."""
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    from tests.clients.conftest import serve
+    from tests.conftest import app_with
+
+    collect = Collect()
+    with serve(app_with(shared_components, api_key=KEY)) as address:
+        logger = logging.getLogger("uvicorn.error")  # as uvicorn configured it
+        logger.addHandler(collect)  # filters run before handlers
+        try:
+            for _ in range(3):
+                with pytest.raises(InvalidStatus) as refused:
+                    connect(f"ws://{address}/v1/realtime")
+                assert refused.value.response.status_code == 401
+                assert b"invalid_api_key" in refused.value.response.body
+            time.sleep(0.2)
+        finally:
+            logger.removeHandler(collect)
+    assert not [m for m in collect.messages if "completing handshake" in m]
