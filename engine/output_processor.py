@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from engine.detokenizer import IncrementalDetokenizer
 from engine.scheduler import Scheduler
 from engine.sequence import Sequence
+
+log = logging.getLogger(__name__)
 
 
 class OutputProcessor:
@@ -37,11 +40,16 @@ class OutputProcessor:
             detok = self.detokenizers.get(seq.seq_id)
             if detok is None:
                 continue
-            new = detok.add(seq.token_ids[-1])
-            if new:
-                start = max(0, len(seq.output_text) - self.max_stop_len(seq) + 1)
-                seq.output_text += new
-                self._check_stop_strings(seq, start)
+            try:
+                new = detok.add(seq.token_ids[-1])
+                if new:
+                    start = max(0, len(seq.output_text) - self.max_stop_len(seq) + 1)
+                    seq.output_text += new
+                    self._check_stop_strings(seq, start)
+            except Exception:  # this request fails alone; the batch goes on
+                log.exception("detokenizing request %s failed", seq.request_id)
+                if not seq.is_finished:
+                    self.scheduler.finish(seq, "error")
 
     @staticmethod
     def max_stop_len(seq: Sequence) -> int:
