@@ -171,7 +171,7 @@ def _report(
     served = [o for o in normal if o.status in (200, "completed")]
     failed = [o for o in normal if o not in refused and o not in served]
     wrong = [
-        (o.kind, o.status)
+        (o.kind, o.status, o.error)
         for o in hostile
         if not (o.kind.split(":")[1] in GREEDY_OK and o.status == 200)
         and not (isinstance(o.status, int) and 400 <= o.status < 500)

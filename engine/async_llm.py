@@ -163,6 +163,11 @@ class AsyncLLM:
         """
         return self._snapshot.current()
 
+    def check_load(self) -> None:
+        """Raise EngineBusyError now if the engine refuses new work (its queue is full or
+        has waited too long), before the caller spends time preparing a prompt."""
+        self._check_capacity(0)
+
     def _check_capacity(self, num_tokens: int) -> None:
         """Backpressure from the caller's thread, on the published snapshot only."""
         error = self._snapshot.capacity_error(num_tokens, self.engine.config)

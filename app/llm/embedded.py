@@ -45,6 +45,7 @@ class EmbeddedBackend(LLMBackend):
     async def stream_chat(
         self, messages: list[ChatMessage], params: GenerationParams, request_id: str
     ) -> AsyncGenerator[LLMDelta, None]:
+        self._refuse_if_overloaded()
         prompt = await self.template.prompt_ids(messages, params.max_tokens, self.context_length)
         async with contextlib.aclosing(self._stream(prompt, params, request_id)) as stream:
             async for delta in stream:  # closing us closes it at once
@@ -53,6 +54,7 @@ class EmbeddedBackend(LLMBackend):
     async def stream_text(
         self, prompt: str, params: GenerationParams, request_id: str
     ) -> AsyncGenerator[LLMDelta, None]:
+        self._refuse_if_overloaded()
         ids = await self.template.text_ids(prompt, params.max_tokens, self.context_length)
         async with contextlib.aclosing(self._stream(ids, params, request_id)) as stream:
             async for delta in stream:  # closing us closes it at once
@@ -96,6 +98,14 @@ class EmbeddedBackend(LLMBackend):
             raise LLMBusyError(str(exc), exc.retry_after_s) from exc
         except EngineError as exc:
             raise LLMBackendError(str(exc)) from exc
+
+    def _refuse_if_overloaded(self) -> None:
+        """Refuse before tokenizing when the engine already refuses work: under load the
+        tokenizer thread is busy too, and a refusal must come at once."""
+        try:
+            self.llm.check_load()
+        except EngineBusyError as exc:
+            raise LLMBusyError(str(exc), exc.retry_after_s) from exc
 
     def fatal_error(self) -> str | None:
         return self.llm.failure

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from app.llm import ChatMessage, GenerationParams, LLMBackendError, LLMDelta
+from app.llm import ChatMessage, GenerationParams, LLMBackendError, LLMBusyError, LLMDelta
 from app.llm.embedded import EmbeddedBackend
-from engine import LLM, SamplingParams
+from engine import LLM, EngineBusyError, SamplingParams
 from tests.app.llm.conftest import MODEL, chat_ids
 
 FRANCE = [ChatMessage("user", "What is the capital of France?")]
@@ -140,3 +140,21 @@ def test_closing_the_stream_aborts_the_request(backend: EmbeddedBackend) -> None
     stats = backend.llm.stats()
     assert stats.num_running == 0 and stats.num_waiting == 0
     assert stats.kv_blocks_free == stats.kv_blocks_total
+
+
+def test_an_overloaded_engine_refuses_before_the_prompt_is_tokenized(
+    backend: EmbeddedBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under load the tokenizer thread is busy too: a refusal must not wait behind it."""
+
+    def overloaded() -> None:
+        raise EngineBusyError("the engine is overloaded", retry_after_s=3.0)
+
+    async def never(*_args: Any) -> list[int]:
+        raise AssertionError("tokenized before refusing")
+
+    monkeypatch.setattr(backend.llm, "check_load", overloaded)
+    monkeypatch.setattr(backend.template, "prompt_ids", never)
+    with pytest.raises(LLMBusyError) as busy:
+        collect(backend, [ChatMessage("user", "Hi")], GenerationParams(max_tokens=4))
+    assert busy.value.retry_after_s == 3.0
