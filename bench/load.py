@@ -199,6 +199,8 @@ def _report(
             "5xx": len(five_xx),
             "refusal_s_p50": percentile([o.seconds for o in refused], 50),
             "refusal_s_p99": refusal_p99,
+            "refusal_s_p99_http": percentile([o.seconds for o in refused if o.kind == "http"], 99),
+            "refusal_s_p99_ws": percentile([o.seconds for o in refused if o.kind == "ws"], 99),
             "ttft_s_p99_unloaded": unloaded,
             "ttft_s_p99_admitted": admitted,
             "ttft_p99_vs_unloaded": round(admitted / unloaded, 2)

@@ -71,7 +71,7 @@ async def ws_turn(
             await ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
             await ws.send(json.dumps({"type": "response.create",
                                       "response": {"max_output_tokens": max_tokens}}))  # fmt: skip
-            ttft = None
+            ttft, asked = None, time.monotonic()  # a refusal is timed from the ask
             while True:
                 budget = 120.0 - (time.monotonic() - start)
                 event = json.loads(await asyncio.wait_for(ws.recv(), max(0.1, budget)))
@@ -88,7 +88,7 @@ async def ws_turn(
                     return Outcome("ws", status, time.monotonic() - start, ttft)
                 if event["type"] == "error" and ttft is None:
                     code = event["error"]["code"]
-                    return Outcome("ws", f"error:{code}", time.monotonic() - start)
+                    return Outcome("ws", f"error:{code}", time.monotonic() - asked)
     except websockets.exceptions.InvalidStatus as exc:
         return Outcome("ws", exc.response.status_code, time.monotonic() - start)
     except websockets.exceptions.ConnectionClosed as exc:
