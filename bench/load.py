@@ -29,10 +29,12 @@ import httpx
 from bench.traffic import (
     ADVERSARIAL,
     Outcome,
+    add_server_arguments,
     adversarial,
     chat_stream,
     metric,
     percentile,
+    start_server,
     ws_turn,
 )
 from bench.voice.server import Server
@@ -55,25 +57,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the server's R1VOICE_LLM_MAX_QUEUE_DELAY_S",
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--llm-backend", default=None)
-    parser.add_argument("--llm-model", default=None)
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--ready-timeout", type=float, default=600.0)
-    parser.add_argument("--server-log", default=None)
+    add_server_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     duration = args.duration or (15.0 if args.quick else 120.0)
     drain_turns = args.drain_turns or (4 if args.quick else 10)
-    server = Server(args)
-    # one address plays many clients here: the per-client limits would throttle it
-    server.env.update(R1VOICE_CLIENT_REQUESTS_PER_S="0", R1VOICE_CLIENT_MAX_SESSIONS="0")
-    if args.max_queue_delay is not None:
-        server.env["R1VOICE_LLM_MAX_QUEUE_DELAY_S"] = str(args.max_queue_delay)
-    server.start()
+    delay = (
+        {}
+        if args.max_queue_delay is None
+        else {"R1VOICE_LLM_MAX_QUEUE_DELAY_S": str(args.max_queue_delay)}
+    )
+    server, ready_s = start_server(args, **delay)
     try:
-        ready_s = server.wait_ready(args.ready_timeout)
         result = asyncio.run(_phases(server, args, duration, drain_turns))
     finally:
         info = server.stop()

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import websockets
 
-from bench.traffic import metric, process_info, ws_turn
+from bench.traffic import add_server_arguments, metric, process_info, start_server, ws_turn
 from bench.voice.server import Server
 
 BEHAVIOURS = ("complete", "cancel", "vanish", "stop_reading")
@@ -30,27 +30,17 @@ BEHAVIOURS = ("complete", "cancel", "vanish", "stop_reading")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sessions", type=int, default=None, help="quick 100, else 1000")
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--llm-backend", default=None)
-    parser.add_argument("--llm-model", default=None)
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--ready-timeout", type=float, default=600.0)
-    parser.add_argument("--server-log", default=None)
+    add_server_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     sessions = args.sessions or (100 if args.quick else 1000)
-    server = Server(args)
-    # one address plays many clients here: the per-client limits would throttle it
-    server.env.update(R1VOICE_CLIENT_REQUESTS_PER_S="0", R1VOICE_CLIENT_MAX_SESSIONS="0")
-    server.start()
+    server, _ready_s = start_server(args)
     try:
-        server.wait_ready(args.ready_timeout)
         result = asyncio.run(_soak(server, args, sessions))
     finally:
-        result_server = server.stop()
-    result["server"] = result_server
-    return result
+        info = server.stop()
+    return {**result, "server": info}
 
 
 async def stop_reading(url: str) -> str:

@@ -3,6 +3,7 @@ text turn, the adversarial requests, and what the server's /metrics and /proc sa
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import re
@@ -12,6 +13,8 @@ from typing import Any
 
 import httpx
 import websockets
+
+from bench.voice.server import Server
 
 QUESTION = [{"role": "user", "content": "Name one colour."}]
 
@@ -150,3 +153,26 @@ def percentile(values: list[float], q: float) -> float | None:
         return None
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))], 4)
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the `r1voice serve` subprocess a traffic bench starts."""
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--llm-backend", default=None)
+    parser.add_argument("--llm-model", default=None)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--ready-timeout", type=float, default=600.0)
+    parser.add_argument("--server-log", default=None)
+
+
+def start_server(args: argparse.Namespace, **env: str) -> tuple[Server, float]:
+    """`r1voice serve` with `env` added, ready; returns it and its seconds to ready."""
+    server = Server(args)
+    # one address plays many clients here: the per-client limits would throttle it
+    server.env.update(R1VOICE_CLIENT_REQUESTS_PER_S="0", R1VOICE_CLIENT_MAX_SESSIONS="0", **env)
+    server.start()
+    try:
+        return server, server.wait_ready(args.ready_timeout)
+    except BaseException:
+        server.stop()
+        raise
