@@ -88,6 +88,9 @@ class Settings:
             )
         if self.max_response_tokens <= 0:
             raise ValueError("max_response_tokens must be > 0")
+        for name in ("max_sessions", "session_idle_timeout_s", "session_max_s", "client_burst"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1 (R1VOICE_{name.upper()})")
 
     def remote_llm_options(self) -> dict[str, Any]:
         """The remote backend's options (empty for the other backends)."""

@@ -194,31 +194,30 @@ class AsyncLLM:
         self, model: str, kwargs: dict[str, Any], built: concurrent.futures.Future
     ) -> None:
         try:
-            engine = LLMEngine(model, **kwargs)
+            self.engine = LLMEngine(model, **kwargs)
         except BaseException as exc:
             built.set_exception(exc)
             return
-        self.engine = engine
         # Replaced whole (one reference assignment) by the engine thread; read anywhere.
         self._snapshot: StatsSnapshot = self._take_snapshot()
-        built.set_result(engine)
+        built.set_result(self.engine)
         try:
             self._loop()
         except BaseException as exc:  # the loop itself died: nothing may wait on it
-            self._die(exc)
+            log.critical("the engine loop stopped", exc_info=exc)
+            self.failure = f"the engine loop stopped ({type(exc).__name__}: {exc})"
+            self._stop = True
+            fail_all(self._streams)
+            self._fail_commands()
 
-    def _die(self, exc: BaseException) -> None:
-        log.critical("the engine loop stopped", exc_info=exc)
-        self.failure = f"the engine loop stopped ({type(exc).__name__}: {exc})"
-        self._stop = True
-        fail_all(self._streams)
+    def _fail_commands(self) -> None:
         while True:
             try:
                 _, future = self._commands.get_nowait()
             except queue.Empty:
                 return
             if future.set_running_or_notify_cancel():
-                future.set_exception(EngineError(self.failure))
+                future.set_exception(EngineError(self.failure or "the engine is shut down"))
 
     def _call(self, fn: Callable[[], Any]) -> concurrent.futures.Future:
         future: concurrent.futures.Future = concurrent.futures.Future()
@@ -227,6 +226,8 @@ class AsyncLLM:
             return future
         self._commands.put((fn, future))
         self._wakeup.set()
+        if self.failure is not None:  # the loop died after the check: nobody will run it
+            self._fail_commands()
         return future
 
     def _loop(self) -> None:

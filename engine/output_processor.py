@@ -50,6 +50,7 @@ class OutputProcessor:
                 log.exception("detokenizing request %s failed", seq.request_id)
                 if not seq.is_finished:
                     self.scheduler.finish(seq, "error")
+                seq.finish_reason = "error"  # also when it had just ended: its text is short
 
     @staticmethod
     def max_stop_len(seq: Sequence) -> int:

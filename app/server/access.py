@@ -31,7 +31,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 KEY_SUBPROTOCOL = "openai-insecure-api-key."
-ALWAYS_OPEN = ("/v2/health/", "/health")
+ALWAYS_OPEN = ("/v2/health/",)
 PAGE = ("/web/", "/static/")
 DOCS_AND_METRICS = ("/metrics", "/docs", "/redoc", "/openapi.json")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -68,16 +68,19 @@ class AccessPolicy:
         def names(value: str) -> tuple[str, ...]:
             return tuple(v.strip().lower() for v in value.split(",") if v.strip())
 
-        hosts, origins = names(settings.allowed_hosts), names(settings.allowed_origins)
+        hosts = names(settings.allowed_hosts)
+        origins = tuple(o.rstrip("/") for o in names(settings.allowed_origins))
         return cls(settings.api_key, settings.open_metrics, hosts, origins)
 
     def host_allowed(self, host: str) -> bool:
         return "*" in self.allowed_hosts or _hostname(host) in self.allowed_hosts
 
     def origin_allowed(self, origin: str, host: str) -> bool:
+        origin = origin.lower().rstrip("/")
         if "*" in self.allowed_origins or origin in self.allowed_origins:
             return True
-        return urlsplit(origin).netloc.lower() == host.lower()  # same origin
+        netloc = urlsplit(origin).netloc
+        return bool(host) and netloc == host.lower()  # same origin ("null" never is)
 
     def needs_key(self, path: str) -> bool:
         if not self.api_key or path == "/" or path.startswith(ALWAYS_OPEN + PAGE):

@@ -80,14 +80,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     DeniedHandshakeLog.install()
     settings = state.settings
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    # added after the body limit, so it runs before it: nobody unauthorized sends a body
+    app.add_middleware(AccessGuard, policy=policy, client_secrets=state.client_secrets)
+    # outermost: unauthenticated attempts (key guessing) count against the rate too
     app.add_middleware(
         ClientRates,
         requests_per_s=settings.client_requests_per_s,
         burst=settings.client_burst,
         sessions=settings.client_max_sessions,
     )
-    # added last, so it runs first: nobody unauthorized gets to send a body
-    app.add_middleware(AccessGuard, policy=policy, client_secrets=state.client_secrets)
 
     @app.exception_handler(openai_api.OpenAIError)
     async def openai_error(request: Request, exc: openai_api.OpenAIError) -> JSONResponse:

@@ -54,7 +54,7 @@ class DrainingServer(uvicorn.Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         """Called by the signal handler (any thread): the first signal drains."""
         if self._loop is None or self.drain.draining:
-            self.force_exit = self.should_exit  # a second signal: stop now
+            self.force_exit = self.drain.draining or self.should_exit  # a second signal: now
             self.should_exit = True
             return
         self._loop.call_soon_threadsafe(self._begin, sig)

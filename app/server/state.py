@@ -25,6 +25,7 @@ class ServerState:
     load_error: str | None = None
     ready_after_s: float | None = None
     sessions: dict[str, Session] = field(default_factory=dict)  # open sessions by id
+    admitting: int = 0  # sessions past the checks, still in their handshake
     metrics: Metrics = field(default_factory=Metrics)
     client_secrets: ClientSecrets = field(default_factory=ClientSecrets)
     drain: Drain = field(default_factory=Drain)

@@ -60,10 +60,10 @@ class TurnCoordinator:
     _closed: bool = False
 
     def __post_init__(self) -> None:
-        audio_so_far = lambda turn: self._turn_audio(turn, self.audio.buffer.end)  # noqa: E731
-        self._semantic = (
-            SemanticEnd(self.scorer, audio_so_far, self._end_by_model) if self.scorer else None
+        judge = (
+            SemanticEnd(self.scorer, self._turn_audio, self._end_by_model) if self.scorer else None
         )
+        self._semantic = judge
 
     @property
     def semantic(self) -> SemanticEnd | None:
@@ -121,7 +121,7 @@ class TurnCoordinator:
             early = turn.transcriber.speculate(audio, vad_event.sample)
             early.add_done_callback(lambda task: self._answer_early(turn, task))
             if judge := self.semantic:
-                await judge.paused(turn, vad_event.sample)
+                await judge.paused(turn, vad_event.sample, vad_event.heard_at or vad_event.sample)
         elif vad_event.kind == "speech_resumed":
             if self._semantic:
                 self._semantic.resumed()

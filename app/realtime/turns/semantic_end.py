@@ -38,36 +38,36 @@ class SemanticEnd:
     def __init__(
         self,
         scorer: TurnScorer,
-        audio_of: Callable[[SpeechTurn], np.ndarray],
+        audio_of: Callable[[SpeechTurn, int], np.ndarray],
         end_turn: Callable[[SpeechTurn, int], Awaitable[None]],
     ) -> None:
         self.scorer = scorer
-        self.audio_of = audio_of  # the turn's audio up to now
+        self.audio_of = audio_of  # the turn's audio up to a stream position
         self.end_turn = end_turn  # end `turn` at a stream position
         self.scores: list[float] = []  # of the current pause, for tests and logs
         self._pause: tuple[SpeechTurn, int, int] | None = None  # turn, pause start, silence scored
 
-    async def paused(self, turn: SpeechTurn, sample: int) -> None:
-        """The VAD heard a pause begin at `sample` (its early pause event)."""
-        self._pause = (turn, sample, 0)
+    async def paused(self, turn: SpeechTurn, sample: int, heard_at: int) -> None:
+        """The VAD heard a pause begin at `sample` (its early pause event, at `heard_at`)."""
+        self._pause = (turn, sample, heard_at - sample)
         self.scores = []
-        await self._judge(turn, sample)
+        await self._judge(turn, sample, heard_at)
 
     def resumed(self) -> None:
         self._pause = None
 
     async def grew(self, silence: int) -> None:
-        """The pause is `silence` samples long now: score again every RESCORE_EVERY."""
-        if self._pause is None:
-            return
-        turn, sample, scored = self._pause
-        if silence - scored >= RESCORE_EVERY:
-            self._pause = (turn, sample, silence)
-            await self._judge(turn, sample)
+        """The pause is `silence` samples long now: score again at every RESCORE_EVERY of
+        it, each time on the audio up to exactly that point (not to wherever the client's
+        last append happened to end), so the verdicts do not depend on append sizes."""
+        while self._pause is not None and silence - self._pause[2] >= RESCORE_EVERY:
+            turn, sample, scored = self._pause
+            self._pause = (turn, sample, scored + RESCORE_EVERY)
+            await self._judge(turn, sample, sample + scored + RESCORE_EVERY)
 
-    async def _judge(self, turn: SpeechTurn, sample: int) -> None:
+    async def _judge(self, turn: SpeechTurn, sample: int, end: int) -> None:
         try:
-            probability = await self.scorer.score(self.audio_of(turn))
+            probability = await self.scorer.score(self.audio_of(turn, end))
         except Exception:  # a failed score leaves the silence window in charge
             log.exception("turn model failed")
             return

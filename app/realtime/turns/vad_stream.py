@@ -20,11 +20,14 @@ class VADEvent:
     """`kind`: "speech_started" | "speech_paused" | "speech_resumed" | "speech_stopped".
 
     A pause is `early_ms` of silence inside speech: the turn may be ending, so work can
-    start early. `sample` is the position in the session's 16 kHz input stream.
+    start early. `sample` is the position in the session's 16 kHz input stream (for a
+    pause or a stop: where the silence began); `heard_at` is where the VAD had heard
+    enough to say so (the end of the frame that decided it).
     """
 
     kind: str
     sample: int
+    heard_at: int | None = None
 
 
 @dataclass
@@ -121,7 +124,7 @@ class VADStream:
             early = min(cfg.early_ms, cfg.silence_duration_ms)
             if not self._paused and self._silence_samples * 1000 >= early * RATE:
                 self._paused = True
-                return [VADEvent("speech_paused", silence_start)]
+                return [VADEvent("speech_paused", silence_start, frame_start + FRAME)]
         elif prob >= cfg.threshold or self._silence_samples == 0:
             self._silence_samples = 0
             if self._paused:

@@ -13,7 +13,7 @@ from app.protocol import events
 from app.protocol.dialect import BETA, GA
 from app.realtime.session import Session
 from app.server.drain import Drain
-from app.server.state import WsState
+from app.server.state import ServerState, WsState
 
 log = logging.getLogger("r1voice.realtime")
 router = APIRouter(tags=["realtime"])
@@ -32,7 +32,9 @@ KNOWN_SUBPROTOCOL_PREFIXES = (
 def _choose_subprotocol(offered: list[str]) -> str | None:
     if "realtime" in offered:
         return "realtime"
-    return next((p for p in offered if p.startswith(KNOWN_SUBPROTOCOL_PREFIXES)), None)
+    known = (p for p in offered if p.startswith(KNOWN_SUBPROTOCOL_PREFIXES))
+    # never echo a key (openai-insecure-api-key.<key>) back in the handshake's response
+    return next((p for p in known if not p.startswith("openai-insecure-api-key.")), None)
 
 
 def _dialect(websocket: WebSocket) -> str | None:
@@ -71,6 +73,20 @@ async def _expired(session: Session, idle_s: float, max_s: float) -> tuple[str, 
             )
 
 
+def _refusal(state: ServerState) -> tuple[int, str] | None:
+    """Why a new session cannot start now (close code, reason), or None."""
+    if not state.ready or state.components is None:
+        return status.WS_1013_TRY_AGAIN_LATER, "server is warming up; retry shortly"
+    if state.drain.draining:
+        return status.WS_1001_GOING_AWAY, "the server is shutting down; reconnect"
+    limit = state.settings.max_sessions
+    if len(state.sessions) + state.admitting >= limit:
+        return status.WS_1013_TRY_AGAIN_LATER, (
+            f"the server is full ({limit} sessions, R1VOICE_MAX_SESSIONS); retry later"
+        )
+    return None
+
+
 async def _close(websocket: WebSocket, code: int, reason: str) -> None:
     with contextlib.suppress(Exception):
         await asyncio.wait_for(websocket.close(code=code, reason=reason), timeout=2)
@@ -78,21 +94,18 @@ async def _close(websocket: WebSocket, code: int, reason: str) -> None:
 
 @router.websocket("/v1/realtime")
 async def realtime(websocket: WebSocket, state: WsState) -> None:
-    if not state.ready or state.components is None:
-        await websocket.close(
-            code=status.WS_1013_TRY_AGAIN_LATER, reason="server is warming up; retry shortly"
-        )
+    refusal = _refusal(state)
+    subprotocol = _choose_subprotocol(websocket.scope.get("subprotocols", []))
+    if refusal is not None:  # accepted, then closed: the client gets the code and reason
+        await websocket.accept(subprotocol=subprotocol)
+        await _close(websocket, *refusal)
         return
-    if state.drain.draining:
-        reason = "the server is shutting down; reconnect (another replica will answer)"
-        await websocket.close(code=status.WS_1001_GOING_AWAY, reason=reason)
-        return
-    limit = state.settings.max_sessions
-    if len(state.sessions) >= limit:
-        reason = f"the server is full ({limit} sessions, R1VOICE_MAX_SESSIONS); retry later"
-        await websocket.close(code=status.WS_1013_TRY_AGAIN_LATER, reason=reason)
-        return
-    await websocket.accept(subprotocol=_choose_subprotocol(websocket.scope.get("subprotocols", [])))
+    state.admitting += 1  # counted before the first await: no race past max_sessions
+    try:
+        await websocket.accept(subprotocol=subprotocol)
+    finally:
+        state.admitting -= 1
+    assert state.components is not None  # checked by _refusal
     components = state.metrics.metered(state.components)  # LLM series for /metrics
     # ?r1voice_events=1: also our r1voice.* events (turn metrics, reasoning); off by default
     extensions = websocket.query_params.get("r1voice_events", "") in ("1", "true")

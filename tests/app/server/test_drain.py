@@ -146,3 +146,19 @@ def test_the_drain_timeout_closes_what_is_still_open(shared_components: Any) -> 
     assert not thread.is_alive()
     assert time.monotonic() - began < 10
     assert llm.running == set()
+
+
+@pytest.mark.timeout(120)
+def test_a_second_signal_stops_at_once(shared_components: Any) -> None:
+    """Bug: a second SIGTERM during a drain still waited for the graceful shutdown."""
+    llm = SlowLLM([f"w{i} " for i in range(200)])
+    server, thread, address = start(dataclasses.replace(shared_components, llm=llm), 30)
+    ws = open_turn(address)
+    server.handle_exit(signal.SIGTERM, None)
+    time.sleep(0.3)  # draining: the answer goes on
+    assert thread.is_alive()
+    server.handle_exit(signal.SIGTERM, None)
+    assert server.force_exit
+    thread.join(20)
+    assert not thread.is_alive()
+    ws.close()

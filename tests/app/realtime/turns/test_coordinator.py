@@ -324,6 +324,22 @@ def test_semantic_verdict_applies_at_its_pause_however_fast_audio_arrives() -> N
     assert h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
 
 
+def test_semantic_scores_the_audio_up_to_where_the_pause_was_heard() -> None:
+    """Bug: the score took the audio to the end of the client's append (which may hold
+    resumed speech), so the verdict depended on how the client chunked its audio."""
+
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        h.audio.script.append((16_000, [VADEvent("speech_paused", 28_800, 32_000)], True))
+        await h.coordinator.append("")
+        await h.settle()
+
+    h, scorer = semantic_harness([0.1])
+    asyncio.run(main(h))
+    padding = 300 * 16
+    assert scorer.scored == [32_000 - (16_000 - padding)]  # not to the append's end (32_100)
+
+
 def test_semantic_incomplete_then_complete_is_one_turn() -> None:
     async def main(h: Harness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
