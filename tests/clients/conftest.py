@@ -44,24 +44,18 @@ def speech_pcm(seconds_of_clip: float | None = None) -> bytes:
     return float_to_pcm16(np.concatenate([silence[: REALTIME_RATE // 2], clip, silence, silence]))
 
 
-@contextmanager
-def serve(
-    app: Any, ssl_certfile: Path | None = None, ssl_keyfile: Path | None = None
-) -> Iterator[str]:
-    """`app` under a real uvicorn on a free loopback port; yields "127.0.0.1:PORT"."""
+def start_uvicorn(
+    app: Any,
+    make_server: Callable[[uvicorn.Config], uvicorn.Server] = uvicorn.Server,
+    **config: Any,
+) -> tuple[uvicorn.Server, threading.Thread, str]:
+    """`app` under a real uvicorn (or `make_server`'s subclass of it) on a free loopback
+    port, started on its own thread; returns the server, the thread, "127.0.0.1:PORT"."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="off",
-        ssl_certfile=str(ssl_certfile) if ssl_certfile else None,
-        ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else None,
-    )
-    server = uvicorn.Server(config)
+    settings = {"log_level": "warning", "lifespan": "off", **config}
+    server = make_server(uvicorn.Config(app, host="127.0.0.1", port=port, **settings))
     thread = threading.Thread(target=server.run, daemon=True, name=f"uvicorn-{port}")
     thread.start()
     deadline = time.monotonic() + 60
@@ -69,8 +63,21 @@ def serve(
         assert thread.is_alive(), "uvicorn exited before it started"
         assert time.monotonic() < deadline, "uvicorn did not start"
         time.sleep(0.05)
+    return server, thread, f"127.0.0.1:{port}"
+
+
+@contextmanager
+def serve(
+    app: Any, ssl_certfile: Path | None = None, ssl_keyfile: Path | None = None
+) -> Iterator[str]:
+    """`app` under a real uvicorn on a free loopback port; yields "127.0.0.1:PORT"."""
+    server, thread, address = start_uvicorn(
+        app,
+        ssl_certfile=str(ssl_certfile) if ssl_certfile else None,
+        ssl_keyfile=str(ssl_keyfile) if ssl_keyfile else None,
+    )
     try:
-        yield f"127.0.0.1:{port}"
+        yield address
     finally:
         server.should_exit = True
         thread.join(timeout=30)

@@ -17,24 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.protocol.parsing import KNOWN_TYPES
 from app.realtime.session import Session
 from tests.conftest import user_text_item
 from tests.fakes import ScriptedLLM
 
-TYPES = [
-    "session.update",
-    "input_audio_buffer.append",
-    "input_audio_buffer.commit",
-    "input_audio_buffer.clear",
-    "conversation.item.create",
-    "conversation.item.delete",
-    "conversation.item.retrieve",
-    "conversation.item.truncate",
-    "response.create",
-    "response.cancel",
-    "output_audio_buffer.clear",
-    "not.an.event",
-]
+# every event type the server knows, and two it does not
+TYPES = [*sorted(KNOWN_TYPES), "output_audio_buffer.clear", "not.an.event"]
 FIELDS = [
     "session", "item", "response", "audio", "item_id", "content_index", "audio_end_ms",
     "previous_item_id", "type", "modalities", "output_modalities", "turn_detection",

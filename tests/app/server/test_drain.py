@@ -8,7 +8,6 @@ import asyncio
 import dataclasses
 import json
 import signal
-import socket
 import threading
 import time
 from collections.abc import AsyncGenerator
@@ -22,6 +21,7 @@ from websockets.sync.client import connect
 
 from app.llm import ChatMessage, GenerationParams, LLMDelta
 from app.server.drain import DrainingServer
+from tests.clients.conftest import start_uvicorn
 from tests.conftest import app_with, user_text_item
 from tests.fakes import ScriptedLLM
 
@@ -42,19 +42,14 @@ class SlowLLM(ScriptedLLM):
 
 def start(components: Any, timeout_s: float) -> tuple[DrainingServer, threading.Thread, str]:
     app = app_with(components, drain_timeout_s=int(timeout_s))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
     state = app.state.server
-    server = DrainingServer(config, state.drain, state.sessions, timeout_s)
-    thread = threading.Thread(target=server.run, daemon=True, name="uvicorn-drain")
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    return server, thread, f"127.0.0.1:{port}"
+
+    def draining(config: uvicorn.Config) -> DrainingServer:
+        return DrainingServer(config, state.drain, state.sessions, timeout_s)
+
+    server, thread, address = start_uvicorn(app, draining)
+    assert isinstance(server, DrainingServer)
+    return server, thread, address
 
 
 def open_turn(address: str) -> Any:
