@@ -100,3 +100,19 @@ class ScriptedVoices:
         self.spoken.append(text)
         await asyncio.sleep(0)
         return np.full(int(self.seconds * out_rate), 0.1, dtype=np.float32)
+
+
+def spy_transcriptions(monkeypatch: Any) -> list[str]:
+    """Record the model name of every real Whisper pass (partial or final), in order: what
+    the server used, whatever the client was told."""
+    from app.models.asr import WhisperASR
+
+    used: list[str] = []
+    real = WhisperASR.transcribe
+
+    def transcribe(self: WhisperASR, *args: Any, **kwargs: Any) -> Any:
+        used.append(self.name)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(WhisperASR, "transcribe", transcribe)
+    return used

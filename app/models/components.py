@@ -12,6 +12,7 @@ from app.llm import ChatMessage, GenerationParams, LLMBackend, create_backend
 from app.models import registry as model_registry
 from app.models.asr import WhisperASR
 from app.models.piper_tts import PiperTTS
+from app.models.transcribers import TranscriberCatalog
 from app.models.turn_model import SmartTurnModel
 from app.models.vad import SileroModel
 from app.models.voices import VoiceCatalog
@@ -25,7 +26,8 @@ class Components:
     settings: Settings
     vad: SileroModel
     turn: SmartTurnModel
-    asr: WhisperASR
+    asr: WhisperASR  # the server's ASR model: loaded and warmed up at start
+    transcribers: TranscriberCatalog  # every ASR model a session may choose
     tts: VoiceCatalog
     llm: LLMBackend
     timings: dict[str, float] = field(default_factory=dict)
@@ -68,7 +70,14 @@ def load_components(settings: Settings) -> Components:
         ),
     )
     return Components(
-        settings=settings, vad=vad, turn=turn, asr=asr, tts=tts, llm=llm, timings=timings
+        settings=settings,
+        vad=vad,
+        turn=turn,
+        asr=asr,
+        transcribers=TranscriberCatalog(asr, threads=settings.asr_threads),
+        tts=tts,
+        llm=llm,
+        timings=timings,
     )
 
 
@@ -85,8 +94,8 @@ def warm_up(components: Components) -> None:
 
 async def close_components(components: Components) -> None:
     await components.llm.close()
-    models = (components.vad, components.turn, components.asr, components.tts)
-    for model in models:
+    components.transcribers.close()
+    for model in (components.vad, components.turn, components.tts):
         model.executor.shutdown()
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from app.llm.tool_calls import call_text
 from app.models.components import Components
+from app.models.transcribers import ChosenTranscriber
 from app.protocol import events
 from app.protocol.dialect import GA, ga_session_patch, looks_ga, session_to_ga
 from app.protocol.errors import ProtocolError
@@ -65,6 +66,8 @@ class Session:
         self._dialect_fixed = dialect is not None  # told by the handshake
         self.config = SessionConfig.default(settings)
         self._voices = components.tts.voices()
+        self._transcribers = components.transcribers
+        self.asr = ChosenTranscriber(components.asr)  # the server's model to begin with
         self.conversation = Conversation(
             ConversationLimits(
                 settings.conversation_max_items,
@@ -82,7 +85,7 @@ class Session:
         self.responses = Responses(self.config, deps, on_response)
         self.turns = TurnCoordinator(
             InputAudio(components.vad, self.config.input_format, self.config.turn_detection),
-            components.asr,
+            self.asr,
             self.conversation,
             self.responses,
             self.outbox.emit,
@@ -175,7 +178,9 @@ class Session:
         if isinstance(event, AudioAppend):
             await self.turns.append(event.audio)
         elif isinstance(event, SessionUpdate):
-            refused = event.refused + self.config.apply(event.session, self._voices)
+            asr_models = self._transcribers.names()
+            refused = event.refused + self.config.apply(event.session, self._voices, asr_models)
+            refused += await self._switch_transcriber()
             for error in refused:  # what was left out; the rest of the update applies
                 self.outbox.emit(
                     events.error(
@@ -204,6 +209,22 @@ class Session:
             self.responses.start(event.response)
         elif isinstance(event, ResponseCancel):
             await self.responses.cancel()
+
+    async def _switch_transcriber(self) -> list[ProtocolError]:
+        """Load the transcription model the update chose (before `session.updated` confirms
+        it); one that fails to load is refused and the session keeps its model."""
+        name = self.config.transcription_model
+        if name == self.asr.name:
+            return []
+        try:
+            self.asr.model = await self._transcribers.load(name)
+        except Exception as exc:  # a corrupt or missing model directory, a full loader
+            log.warning("cannot load ASR model %s: %s", name, exc)
+            self.config.transcription_model = self.asr.name
+            message = f"transcription model '{name}' failed to load ({exc}); kept '{self.asr.name}'"
+            param = "session.input_audio_transcription.model"
+            return [ProtocolError("model_load_failed", message, param=param)]
+        return []
 
     def _create_item(self, event: ItemCreate) -> None:
         given = event.item

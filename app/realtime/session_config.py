@@ -65,12 +65,15 @@ class SessionConfig:
             turn_detection=TurnDetection(type=settings.turn_detection),  # type: ignore[arg-type]
         )
 
-    def apply(self, patch: SessionPatch, voices: list[str]) -> list[ProtocolError]:
+    def apply(
+        self, patch: SessionPatch, voices: list[str], transcribers: list[str]
+    ) -> list[ProtocolError]:
         """Apply the fields the client set (an explicit null turn_detection disables VAD).
 
         A field whose value this server cannot honour (a voice it does not have, a
-        transcription model it does not run) is left as it was and reported in the
-        returned errors; every other field still applies.
+        transcription model it does not offer) is left as it was and reported in the
+        returned errors; every other field still applies. OpenAI's transcription model
+        names keep the model the session has.
         """
         given = patch.model_fields_set
         refused: list[ProtocolError] = []
@@ -86,12 +89,15 @@ class SessionConfig:
             voice = None
         limit = patch.max_response_output_tokens  # validated by the schema (>= 1 or "inf")
         asked = patch.input_audio_transcription.model if patch.input_audio_transcription else None
-        if asked not in (None, self.transcription_model) and not _openai_transcriber(asked):
+        if asked in transcribers:
+            self.transcription_model = asked  # type: ignore[assignment]
+        elif asked is not None and not _openai_transcriber(asked):
             refused.append(
                 ProtocolError(
                     "unsupported_model",
-                    f"transcription model '{asked}' is not loaded; this server runs "
-                    f"'{self.transcription_model}' (OpenAI's transcription model names map to it)",
+                    f"transcription model '{asked}' is not available; available: "
+                    f"{transcribers} (OpenAI's transcription model names keep "
+                    f"'{self.transcription_model}')",
                     param="session.input_audio_transcription.model",
                 )
             )

@@ -14,15 +14,19 @@ from playwright.sync_api import Page, Route, expect
 
 from tests.e2e.conftest import ServerHandle, Snapper, speech_wav, spy_voices
 from tests.e2e.helpers import (
+    HEARD,
     QUESTION,
     TIMEOUT_MS,
     assistant,
     connected,
     debug,
+    drop_file,
     played_more_than,
     responses_done,
     session_value,
+    user_final,
 )
+from tests.fakes import spy_transcriptions
 
 ESPEAK = '.component[data-slot="tts"][data-key="espeak-ng"]'
 
@@ -75,10 +79,69 @@ def test_drag_the_espeak_voice_onto_the_tts_card(
     snap(page, "answered-with-espeak")
 
 
+def test_drag_an_asr_model_onto_the_input_card(
+    open_page: Callable[..., Page],
+    start_server: Callable[..., ServerHandle],
+    shared_components: Any,
+    tmp_path: Path,
+    snap: Snapper,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """whisper-base dropped on the input card loads on the server; the next utterance is
+    transcribed by it (the server's Whisper calls say so)."""
+    used = spy_transcriptions(monkeypatch)
+    server = start_server(shared_components)
+    page = open_page(speech_wav(shared_components, tmp_path / "silence.wav", [1.0]), server.address)
+    connected(page)
+    base = page.locator('.component[data-slot="asr"][data-key="whisper-base"]')
+    base.drag_to(page.locator("#card-tts"))  # the wrong card: refused there
+    expect(page.locator("#card-tts .refusal")).to_contain_text("INPUT card")
+    base.drag_to(page.locator("#card-input"))
+    expect(session_value(page, "asr")).to_have_attribute(
+        "data-key", "whisper-base", timeout=TIMEOUT_MS
+    )
+    expect(session_value(page, "asr")).not_to_have_class("pending", timeout=TIMEOUT_MS)
+    expect(base).to_have_attribute("aria-pressed", "true")
+    assert debug(page)["session"]["transcriptionModel"] == "whisper-base"
+    snap(page, "dropped")
+
+    before = len(used)
+    question = speech_wav(shared_components, tmp_path / "question.wav", [0.3, QUESTION, 0.3])
+    drop_file(page, question.read_bytes(), "question.wav", "audio/wav")
+    expect(user_final(page, HEARD).first).to_be_visible(timeout=TIMEOUT_MS)
+    responses_done(page, 1)
+    assert used[before:] and set(used[before:]) == {"whisper-base"}, used
+    snap(page, "heard-by-whisper-base")
+
+
+def _add_to_palette(slot: str, entry: dict[str, Any]) -> Callable[[Page], None]:
+    """Route the components endpoint through the page, with `entry` added to `slot`."""
+
+    def add(route: Route) -> None:
+        response = route.fetch()
+        body = response.json()
+        body[slot].append(entry)
+        route.fulfill(response=response, body=json.dumps(body))
+
+    return lambda page: page.route("**/v1/r1voice/components", add)
+
+
 def test_keyboard_and_click_alternatives(
     open_page: Callable[..., Page], shared_components: Any, tmp_path: Path, snap: Snapper
 ) -> None:
-    page = open_page(speech_wav(shared_components, tmp_path / "silence.wav", [1.0]))
+    missing = "model 'whisper-large' is not prepared: run `r1voice models prepare whisper-large`"
+    page = open_page(
+        speech_wav(shared_components, tmp_path / "silence.wav", [1.0]),
+        before_load=_add_to_palette(
+            "asr",
+            {
+                "id": "whisper-large",
+                "label": "whisper-large",
+                "available": False,
+                "reason": missing,
+            },
+        ),
+    )
     connected(page)
 
     # "Change…" on a card moves focus to its palette; Enter on an entry uses it
@@ -125,22 +188,25 @@ def test_keyboard_and_click_alternatives(
     )
     expect(session_value(page, "tts")).to_have_text("espeak-ng: German")
 
-    # an unavailable component says why, on its card, and changes nothing
-    unavailable = page.locator('.component[data-slot="asr"][aria-disabled="true"]').first
-    expect(unavailable).to_have_attribute("draggable", "false")
-    reason = unavailable.locator(".reason").text_content() or ""
-    assert "R1VOICE_ASR_MODEL=" in reason, reason
-    unavailable.focus()  # aria-disabled, yet focusable: Enter explains
-    page.keyboard.press("Enter")
-    expect(page.locator("#card-input .refusal")).to_contain_text("R1VOICE_ASR_MODEL=")
+    # the ASR model by keyboard: whisper-base, then back to the server's model
     loaded = shared_components.asr.name
     expect(session_value(page, "asr")).to_have_attribute("data-key", loaded)
-    # the loaded ASR model dropped on its card is confirmed
-    page.locator(f'.component[data-slot="asr"][data-key="{loaded}"]').drag_to(
-        page.locator("#card-input")
-    )
-    expect(session_value(page, "asr")).to_have_attribute("data-key", loaded, timeout=TIMEOUT_MS)
-    expect(session_value(page, "asr")).not_to_have_class("pending", timeout=TIMEOUT_MS)
+    for model in ("whisper-base", loaded):
+        page.locator(f'.component[data-slot="asr"][data-key="{model}"]').focus()
+        page.keyboard.press("Enter")
+        expect(session_value(page, "asr")).to_have_attribute("data-key", model, timeout=TIMEOUT_MS)
+        expect(session_value(page, "asr")).not_to_have_class("pending", timeout=TIMEOUT_MS)
+        assert debug(page)["session"]["transcriptionModel"] == model
+
+    # an unavailable component says why, on its card, and changes nothing
+    unavailable = page.locator('.component[data-slot="asr"][data-key="whisper-large"]')
+    expect(unavailable).to_have_attribute("aria-disabled", "true")
+    expect(unavailable).to_have_attribute("draggable", "false")
+    expect(unavailable.locator(".reason")).to_contain_text("r1voice models prepare")
+    unavailable.focus()  # aria-disabled, yet focusable: Enter explains
+    page.keyboard.press("Enter")
+    expect(page.locator("#card-input .refusal")).to_contain_text("r1voice models prepare")
+    expect(session_value(page, "asr")).to_have_attribute("data-key", loaded)
     snap(page, "keyboard")
 
 
@@ -150,18 +216,11 @@ def test_a_drop_the_server_refuses_says_why_and_reverts(
     """A palette entry the server does not accept (added to the components list here):
     the server's `error` (param naming the voice) is shown on the card, which keeps the
     voice the server still uses."""
-
-    def add_ghost_voice(route: Route) -> None:
-        response = route.fetch()
-        body = response.json()
-        body["tts"].append(
-            {"id": "ghost-voice", "label": "Ghost voice", "available": True, "reason": None}
-        )
-        route.fulfill(response=response, body=json.dumps(body))
-
     page = open_page(
         speech_wav(shared_components, tmp_path / "silence.wav", [1.0]),
-        before_load=lambda p: p.route("**/v1/r1voice/components", add_ghost_voice),
+        before_load=_add_to_palette(
+            "tts", {"id": "ghost-voice", "label": "Ghost voice", "available": True, "reason": None}
+        ),
     )
     connected(page)
     default = shared_components.tts.default_name

@@ -17,7 +17,6 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from app.models import registry as model_registry
 from app.server.state import HttpState
 
 router = APIRouter(prefix="/v1/r1voice", tags=["page"])
@@ -60,24 +59,28 @@ def _semantic_vad_supported() -> bool:
     return True
 
 
-def _asr(loaded: str | None) -> list[dict[str, Any]]:
+def _asr(transcribers: Any) -> list[dict[str, Any]]:
+    """The ASR models: those a session may choose, then the bundled ones not installed."""
+    default = transcribers.default.name
     rows = []
-    for model in model_registry.MODELS.values():
-        if model.role != "asr":
-            continue
-        if model.name == loaded:
-            rows.append(_entry(model.name, model.name, active=True))
-        else:
-            rows.append(
-                _entry(
-                    model.name,
-                    model.name,
-                    available=False,
-                    reason=f"not loaded; start the server with R1VOICE_ASR_MODEL={model.name}",
-                )
+    for name in transcribers.names():
+        loaded = transcribers.loaded(name) is not None
+        note = (
+            "the server's default"
+            if name == default
+            else ("loaded" if loaded else "loads when first chosen (about a second)")
+        )
+        rows.append(
+            _entry(
+                name,
+                name,
+                active=name == default,
+                loaded=loaded,
+                description=f"faster-whisper {name}; {note}",
             )
-    if loaded is not None and not any(r["id"] == loaded for r in rows):
-        rows.insert(0, _entry(loaded, loaded, active=True))
+        )
+    for name, reason in transcribers.unavailable().items():
+        rows.append(_entry(name, name, available=False, reason=reason))
     return rows
 
 
@@ -142,7 +145,7 @@ async def components(state: HttpState) -> JSONResponse:
     return JSONResponse(
         {
             "ready": state.ready,
-            "asr": _asr(getattr(loaded.asr, "name", None) or state.settings.asr_model),
+            "asr": _asr(loaded.transcribers),
             "turn_detection": _turn_detection(),
             "llm": [
                 _entry(

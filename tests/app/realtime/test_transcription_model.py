@@ -1,0 +1,94 @@
+"""Choosing the ASR model per session (`input_audio_transcription.model`): a bundled model
+loads when first chosen, `session.updated` confirms it, the next turn is transcribed by it;
+what cannot be used is refused by name and the session keeps its model."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.models.asr import WhisperASR
+from app.models.transcribers import TranscriberCatalog
+from tests.conftest import REALTIME_RATE, client_with, is_done, receive_until, stream_audio
+from tests.fakes import spy_transcriptions
+
+TRANSCRIBED = "conversation.item.input_audio_transcription.completed"
+
+
+def _choose(ws: Any, model: str, **more: Any) -> list[dict[str, Any]]:
+    """A beta-shaped update; returns the events up to its `session.updated`."""
+    session = {"input_audio_transcription": {"model": model}, **more}
+    ws.send_text(json.dumps({"type": "session.update", "event_id": "ev_1", "session": session}))
+    return receive_until(ws, lambda e: e["type"] == "session.updated")
+
+
+def _question(components: Any) -> np.ndarray:
+    silence = np.zeros(REALTIME_RATE, dtype=np.float32)
+    speech = components.tts.synthesize("What is the capital of France?", REALTIME_RATE)
+    return np.concatenate([silence[:4800], speech, silence])
+
+
+def test_a_chosen_model_transcribes_the_next_turn(
+    shared_components: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    used = spy_transcriptions(monkeypatch)
+    default = shared_components.asr.name
+    with client_with(shared_components).websocket_connect("/v1/realtime?dialect=beta") as ws:
+        created = ws.receive_json()
+        assert created["session"]["input_audio_transcription"] == {"model": default}
+        events = _choose(ws, "whisper-base", instructions="Answer in one short sentence.")
+        assert [e["type"] for e in events] == ["session.updated"]  # nothing refused
+        session = events[-1]["session"]
+        assert session["input_audio_transcription"] == {"model": "whisper-base"}
+        assert session["instructions"] == "Answer in one short sentence."
+        assert shared_components.transcribers.loaded("whisper-base") is not None
+
+        before = len(used)
+        stream_audio(ws, _question(shared_components))
+        turn = receive_until(ws, lambda e: is_done(e) and e["response"]["status"] == "completed")
+        # OpenAI's own model names keep the chosen model (SDKs send them by default)
+        kept = _choose(ws, "gpt-4o-transcribe")[-1]["session"]["input_audio_transcription"]
+    transcript = next(e["transcript"] for e in turn if e["type"] == TRANSCRIBED).lower()
+    assert "capital" in transcript and "france" in transcript, transcript
+    assert set(used[before:]) == {"whisper-base"}, used  # every pass of the turn, none on tiny
+    assert kept == {"model": "whisper-base"}
+
+
+def test_a_model_the_server_does_not_offer_is_refused_by_name(shared_components: Any) -> None:
+    default = shared_components.asr.name
+    with client_with(shared_components).websocket_connect("/v1/realtime?dialect=beta") as ws:
+        ws.receive_json()
+        events = _choose(ws, "whisper-huge", temperature=0.7)
+    error, updated = events[-2], events[-1]
+    assert error["type"] == "error" and error["error"]["event_id"] == "ev_1"
+    assert error["error"]["code"] == "unsupported_model"
+    assert error["error"]["param"] == "session.input_audio_transcription.model"
+    assert "'whisper-huge' is not available" in error["error"]["message"]
+    assert "whisper-base" in error["error"]["message"]  # the choices, named
+    assert updated["session"]["input_audio_transcription"] == {"model": default}
+    assert updated["session"]["temperature"] == 0.7  # the rest of the update applied
+
+
+def test_a_model_that_fails_to_load_is_refused_and_the_session_keeps_its_own(
+    shared_components: Any,
+) -> None:
+    def broken(name: str) -> WhisperASR:
+        raise RuntimeError(f"cannot load ASR model '{name}': model.bin is truncated")
+
+    catalog = TranscriberCatalog(shared_components.asr, load=broken)
+    components = dataclasses.replace(shared_components, transcribers=catalog)
+    default = shared_components.asr.name
+    with client_with(components).websocket_connect("/v1/realtime?dialect=beta") as ws:
+        ws.receive_json()
+        events = _choose(ws, "whisper-base")
+        text_turn = _choose(ws, default)  # and the session still works
+    error, updated = events[-2], events[-1]
+    assert error["error"]["code"] == "model_load_failed"
+    assert "model.bin is truncated" in error["error"]["message"]
+    assert f"kept '{default}'" in error["error"]["message"]
+    assert updated["session"]["input_audio_transcription"] == {"model": default}
+    assert [e["type"] for e in text_turn] == ["session.updated"]
