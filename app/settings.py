@@ -24,6 +24,9 @@ class Settings:
     # embedded engine: refuse (429 server_busy) while a request has waited longer than
     # this to start; 0: never (requests queue, and time to first token grows under load)
     llm_max_queue_delay_s: float = 0.0
+    # embedded engine: prompt clustering for KV retention (engine.clustering; opt-in: it
+    # pays off only when the prompts' shared prefixes outgrow the KV pool, see README)
+    llm_clustering: bool = False
     asr_model: str = "whisper-tiny.en"
     tts_voice: str = "piper-en_US-joe-medium"
     system_prompt: str = DEFAULT_SYSTEM_PROMPT

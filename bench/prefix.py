@@ -1,6 +1,6 @@
 """Prefix KV reuse: no cache vs prefix cache (FCFS) vs + cache-aware order vs + clustering.
 
-Three fixed-seed workloads with Poisson arrivals, each run under four engine settings
+Four fixed-seed workloads with Poisson arrivals, each run under four engine settings
 on the same loaded model (SmolLM2-135M, float32, CPU), one after another, each
 starting with an empty cache:
 
@@ -8,12 +8,16 @@ starting with an empty cache:
    every turn resends the whole history (the model's own previous answers included).
 2. ``documents``: templated questions about a handful of shared ~800-token documents,
    arriving interleaved in random order.
-3. ``unrelated``: prompts that share nothing but the chat template's first tokens.
+3. ``hot_documents``: questions about more documents than the KV pool holds (about a
+   third of them fit), interleaved, with Zipf-like popularity (document i is asked
+   with weight 1/(i+1)): memory pressure, where eviction decides what is reused.
+4. ``unrelated``: prompts that share nothing but the chat template's first tokens.
 
 Settings: ``no_cache`` (enable_prefix_caching=False), ``cache_fcfs`` (prefix cache,
 plain FCFS order), ``cache_aware`` (+ longest-cached-prefix-first picks, holding back
-requests whose prefix is being computed), ``clustering`` (+ semantic clustering with
-all-MiniLM-L6-v2 on a worker thread). All use the "fcfs" policy so that ordering is
+requests whose prefix is being computed), ``clustering`` (+ prompt clustering by a
+MinHash of token 4-grams on a worker thread: cluster-aware eviction and grouped
+admissions), ``clustering_minilm`` (the same with all-MiniLM-L6-v2 embeddings). All use the "fcfs" policy so that ordering is
 the only difference. The KV pool is deliberately small (``--num-kv-blocks``) so that
 the documents do not all stay cached at once: without pressure every order hits.
 Reports hit rate, prefill tokens computed, TTFT P50/P99, throughput, peak KV blocks,
@@ -40,9 +44,21 @@ SETTINGS: dict[str, dict[str, Any]] = {
         enable_prefix_caching=True, cache_aware_scheduling=True, semantic_clustering=False
     ),
     "clustering": dict(
-        enable_prefix_caching=True, cache_aware_scheduling=True, semantic_clustering=True
+        enable_prefix_caching=True,
+        cache_aware_scheduling=True,
+        semantic_clustering=True,
+        cluster_signature="minhash",
+        cluster_min_queue=1,
+    ),
+    "clustering_minilm": dict(
+        enable_prefix_caching=True,
+        cache_aware_scheduling=True,
+        semantic_clustering=True,
+        cluster_signature="minilm",
+        cluster_min_queue=4,  # ~85 ms an embedding: only when a queue has formed
     ),
 }
+CLUSTERED = ("clustering", "clustering_minilm")
 
 _TOPIC_WORDS = {
     "volcanoes": "magma lava eruption crater ash basalt caldera tectonic vent plume",
@@ -78,16 +94,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="smollm2-135m-instruct")
     parser.add_argument(
         "--rates",
-        default="1,4,2",
-        help="requests/s of sessions (new turns), documents, unrelated: documents arrive "
-        "faster than they are served, so a queue forms and ordering matters",
+        default="1,4,1,2",
+        help="requests/s of sessions (new turns), documents, hot_documents, unrelated: "
+        "documents arrive faster than they are served, so a queue forms and ordering "
+        "matters; hot_documents about as fast as served, so eviction decides",
     )
     parser.add_argument(
         "--num-kv-blocks", type=int, default=None, help="KV pool in blocks (quick: 64, else 160)"
     )
     parser.add_argument("--max-tokens", type=int, default=None, help="per answer (quick: 8)")
-    parser.add_argument("--workloads", default="sessions,documents,unrelated")
-    parser.add_argument("--settings", default=",".join(SETTINGS))
+    parser.add_argument("--workloads", default="sessions,documents,hot_documents,unrelated")
+    parser.add_argument("--settings", default="no_cache,cache_fcfs,cache_aware,clustering")
     parser.add_argument("--seed", type=int, default=0)
 
 
@@ -166,7 +183,19 @@ async def _independent(run: _Run, rng: random.Random, prompts: list[str], rate: 
     await asyncio.gather(*tasks)
 
 
-def _workloads(quick: bool, seed: int, tok: Any, rate: float) -> dict[str, Any]:
+def _hot_documents(rng: random.Random, quick: bool, num_kv_blocks: int, tok: Any) -> list[str]:
+    """Documents that together need ~3x the pool, asked with Zipf-like popularity."""
+    n_docs = 9
+    doc_len = num_kv_blocks * 16 // 3  # tokens: a pool holds three of the nine
+    topics = list(TOPICS)
+    docs = [_text(rng, topics[i % len(topics)], doc_len, tok) for i in range(n_docs)]
+    docs = [f"Document {i} of the archive.\n{d}" for i, d in enumerate(docs)]  # distinct
+    weights = [1 / (i + 1) for i in range(n_docs)]
+    picks = rng.choices(range(n_docs), weights, k=24 if quick else 96)
+    return [f"{docs[i]}\n\n{rng.choice(QUESTIONS)}" for i in picks]
+
+
+def _workloads(quick: bool, seed: int, tok: Any, rate: float, num_kv_blocks: int) -> dict[str, Any]:
     rng = random.Random(seed)
     topics = list(TOPICS)
     system = "You are the support assistant of a shop. Policies: " + _text(
@@ -186,6 +215,7 @@ def _workloads(quick: bool, seed: int, tok: Any, rate: float) -> dict[str, Any]:
     return {
         "sessions": {"system": system, "sessions": 3 if quick else 8, "rate": rate},
         "documents": doc_prompts,
+        "hot_documents": _hot_documents(rng, quick, num_kv_blocks, tok),
         "unrelated": unrelated,
     }
 
@@ -220,7 +250,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     quick = bool(getattr(args, "quick", False))
     rate_list = [float(x) for x in args.rates.split(",")]
-    rates = dict(zip(["sessions", "documents", "unrelated"], rate_list, strict=True))
+    names = ["sessions", "documents", "hot_documents", "unrelated"]
+    if len(rate_list) != len(names):
+        raise SystemExit(f"--rates needs {len(names)} values ({', '.join(names)})")
+    rates = dict(zip(names, rate_list, strict=True))
     max_tokens = args.max_tokens or (8 if quick else 24)
     num_kv_blocks = args.num_kv_blocks or (64 if quick else 160)
     llm = AsyncLLM(
@@ -240,7 +273,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         enc = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
         return list(enc["input_ids"] if hasattr(enc, "keys") else enc)
 
-    specs = _workloads(quick, args.seed, tok, rates["sessions"])
+    specs = _workloads(quick, args.seed, tok, rates["sessions"], num_kv_blocks)
     names = [w for w in args.workloads.split(",") if w]
     settings = [s for s in args.settings.split(",") if s]
     results: dict[str, dict[str, dict[str, Any]]] = {w: {} for w in names}
@@ -272,7 +305,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "peak_kv_blocks_used": st["peak_kv_blocks_used"],
                 "preemptions": st["num_preemptions"],
             }
-            if setting == "clustering":
+            if setting in CLUSTERED:
                 row.update(
                     {
                         k: round(st[k], 2) if isinstance(st[k], float) else st[k]
@@ -285,6 +318,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         )
                     }
                 )
+                row["retained_evictions"] = llm.engine.block_manager.num_retained
             results[workload][setting] = row
     llm.close()
 
@@ -309,6 +343,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # what clustering adds on top of cache-aware ordering alone
         "documents_hit_rate_points_clustering_minus_cache_aware": points(
             "documents", "clustering", "cache_aware"
+        ),
+        # the issue's targets: under memory pressure, clustering vs cache-aware order alone
+        "hot_documents_hit_rate_points_clustering_minus_cache_aware": points(
+            "hot_documents", "clustering", "cache_aware"
+        ),
+        "hot_documents_prefill_computed_clustering_vs_cache_aware": ratio(
+            get("hot_documents", "clustering", "prefill_tokens_computed"),
+            get("hot_documents", "cache_aware", "prefill_tokens_computed"),
+        ),
+        "hot_documents_ttft_p99_clustering_vs_cache_aware": ratio(
+            get("hot_documents", "clustering", "ttft_p99_s"),
+            get("hot_documents", "cache_aware", "ttft_p99_s"),
+        ),
+        "unrelated_throughput_clustering_vs_cache_aware": ratio(
+            get("unrelated", "clustering", "output_tokens_per_s"),
+            get("unrelated", "cache_aware", "output_tokens_per_s"),
         ),
         "documents_throughput_clustering_vs_cache_aware": ratio(
             get("documents", "clustering", "output_tokens_per_s"),

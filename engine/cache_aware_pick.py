@@ -2,8 +2,9 @@
 
 See ``Scheduler``: among the first PICK_WINDOW waiting requests of the head's priority,
 the one with the longest cached prefix, then one of the cluster admitted last; a
-request whose first block another request computes this step waits one step to hit it.
-The head is passed over at most MAX_SKIPS times.
+request whose next uncached block a running prefill is computing waits for it and hits
+it (co-scheduling: a shared prefix is computed once, by its first request). The head
+is passed over at most MAX_SKIPS times.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ def cache_aware_pick(
     cache_aware: bool,
     is_high: Callable[[Sequence], bool],
     last_cluster: int | None,
-    first_blocks: set[int],
+    pending_blocks: set[int],
     high_only: bool = False,
-) -> tuple[Sequence, int | None] | None:
-    """The waiting request to admit next (of ``waiting``, in queue order), and its
-    uncached first block hash; None when ``high_only`` and none is high-priority."""
+) -> Sequence | None:
+    """The waiting request to admit next (of ``waiting``, in queue order); None when
+    ``high_only`` and none is high-priority, or when every candidate waits for a block
+    in ``pending_blocks`` (being computed by a running prefill)."""
     queue = waiting
     if high_only:
         queue = [s for s in waiting[: 4 * PICK_WINDOW] if is_high(s)]
@@ -40,16 +42,15 @@ def cache_aware_pick(
         candidates = [
             s for s in queue[:PICK_WINDOW] if policy != "priority" or s.priority == head.priority
         ]
-    best: tuple[Sequence, int | None] | None = None
+    best: Sequence | None = None
     best_score = (-1, False)
     for seq in candidates:
-        first = bm.uncached_first_block(seq)
-        if first is not None and first in first_blocks:
-            continue  # another request computes its first block now: hit it next step
+        if pending_blocks and bm.next_uncached_block(seq) in pending_blocks:
+            continue  # another request computes its next block now: hit it later
         same = last_cluster is not None and seq.cluster_id == last_cluster
         score = (bm.num_cached_tokens(seq) if len(candidates) > 1 else 0, same)
         if score > best_score:
-            best, best_score = (seq, first), score
-    if best is not None and best[0] is not head:
+            best, best_score = seq, score
+    if best is not None and best is not head:
         head.num_skips += 1
     return best

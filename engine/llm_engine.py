@@ -68,12 +68,9 @@ class LLMEngine:
         self.clock = StepClock()
 
     def _start_clusterer(self) -> None:
-        if self.config.semantic_clustering and self.clusterer is None:
-            from engine.clustering import Clusterer  # loads sentence-transformers
+        from engine.clustering import clusterer_for  # minilm loads sentence-transformers
 
-            self.clusterer = Clusterer(self.tokenizer, self.config.cluster_threshold)
-        if self.clusterer is not None:
-            self.clusterer.clusters.threshold = self.config.cluster_threshold
+        self.clusterer = clusterer_for(self.config, self.tokenizer, self.clusterer)
 
     # ---- requests -------------------------------------------------------------------
 
@@ -273,7 +270,7 @@ class LLMEngine:
         if self.clusterer is not None:
             self.clusterer.num_embedded, self.clusterer.embed_seconds = 0, 0.0
         bm = self.block_manager
-        bm.prefix_cache_queries = bm.prefix_cache_hits = 0
+        bm.prefix_cache_queries = bm.prefix_cache_hits = bm.num_retained = 0
         bm.peak_blocks_used = bm.num_blocks - bm.num_free_blocks
         self.clock.reset()
         if self.has_unfinished():

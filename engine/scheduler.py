@@ -7,6 +7,7 @@ import time
 
 from engine.block_manager import BlockManager
 from engine.cache_aware_pick import PICK_WINDOW, cache_aware_pick
+from engine.cluster_demand import ClusterDemand
 from engine.config import EngineConfig
 from engine.scheduler_output import SchedulerOutput
 from engine.sequence import Sequence, SequenceStatus
@@ -52,9 +53,10 @@ class Scheduler:
     Cache-aware picks (``cache_aware_scheduling``, not in "static"): among the first
     ``PICK_WINDOW`` waiting requests with the head's priority ("fcfs": all of them),
     admit the one with the longest cached prefix, then one of the cluster admitted
-    last (semantic clustering); a request whose first block another request computes
-    in this step waits one step to hit it. The head is passed over at most
-    ``MAX_SKIPS`` times, so these picks only add a bounded delay to the bound above.
+    last (prompt clustering); a request whose next uncached block a running prefill is
+    computing waits to hit it. The head is passed over at most ``MAX_SKIPS`` times, so
+    these picks only add a bounded delay to the bound above. With clustering on, the
+    KV pool evicts the blocks of unwanted clusters first (``ClusterDemand``).
     """
 
     def __init__(self, config: EngineConfig, block_manager: BlockManager, max_model_len: int):
@@ -70,6 +72,7 @@ class Scheduler:
         self.num_preemptions = 0
         self.prefill_tokens = 0  # tokens computed other than single-token decodes
         self.last_cluster: int | None = None
+        self.demand = ClusterDemand()
         self.cost_model = StepCostModel()  # fitted by the engine after each step
         self.latency_sensitive = False  # "latency" mode: bound every step while set
         reserve = config.preemption_reserve if self.policy == "priority" else 0.0
@@ -100,6 +103,8 @@ class Scheduler:
 
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
+        clustered = self.config.semantic_clustering
+        self.block_manager.cluster_demand = self.demand.of(self.waiting) if clustered else {}
         if self.policy == "priority":
             self._preempt_for_high_priority(out)
         budget = self.config.max_num_batched_tokens
@@ -138,14 +143,9 @@ class Scheduler:
                 i += 1
         if kv_pressure or not self._may_admit():
             return self._close(out, timer)
-        # First blocks computed in this step: a request that starts with the same block
-        # (a shared system prompt) waits one step and then reuses that KV.
-        first_blocks = {
-            h
-            for seq in out.seqs
-            if seq.num_computed_tokens < self.config.block_size
-            and (h := self.block_manager.uncached_first_block(seq)) is not None
-        }
+        # Blocks being computed by running prefills: a request that needs one next (a
+        # shared system prompt or document) waits and then reuses that KV.
+        pending = set().union(*(self.block_manager.pending_blocks(s) for s in self.running))
         high_only = False  # the reserve is all that is left: high-priority requests only
         while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
             picked = cache_aware_pick(
@@ -155,12 +155,12 @@ class Scheduler:
                 self.config.cache_aware_scheduling,
                 self.is_high,
                 self.last_cluster,
-                first_blocks,
+                pending,
                 high_only,
             )
             if picked is None:
                 break
-            seq, first = picked
+            seq = picked
             high = self.is_high(seq)
             reserve = 0 if high or not self.running else self.reserve_blocks
             cached = self.block_manager.num_cached_tokens(seq)
@@ -184,8 +184,7 @@ class Scheduler:
             timer.add(n, seq.num_computed_tokens)
             budget -= n
             low_budget -= 0 if high else n
-            if first is not None:
-                first_blocks.add(first)
+            pending |= self.block_manager.pending_blocks(seq)
             if seq.cluster_id is not None:
                 self.last_cluster = seq.cluster_id
         return self._close(out, timer)
@@ -291,6 +290,7 @@ class Scheduler:
             self._pop_waiting(seq)
         seq.status = SequenceStatus.FINISHED
         seq.finish_reason = reason
+        self.demand.finished(seq)
 
     def finish_all(self, reason: str) -> list[Sequence]:
         seqs = self.running + self.waiting

@@ -33,11 +33,13 @@ def create_backend(
     model: str,
     quantization: str = "int8",
     max_queue_delay_s: float = 0.0,
+    clustering: bool = False,
     **remote: Any,
 ) -> LLMBackend:
     """Build the configured backend (blocking: loads weights). `remote` holds the remote
     backend's options (url, api_key, timeouts, ...: see RemoteBackend); others ignore it.
-    `max_queue_delay_s` is our engine's overload refusal (engine.backpressure)."""
+    `max_queue_delay_s` is our engine's overload refusal (engine.backpressure);
+    `clustering` its prompt clustering for KV retention (engine.clustering)."""
     if kind == "remote":
         from app.llm.remote import RemoteBackend
 
@@ -50,6 +52,9 @@ def create_backend(
         from app.llm.embedded import EmbeddedBackend
 
         return EmbeddedBackend(
-            model, quantization=quantization, max_queue_delay_s=max_queue_delay_s
+            model,
+            quantization=quantization,
+            max_queue_delay_s=max_queue_delay_s,
+            semantic_clustering=clustering,
         )
     raise ValueError(f"unknown LLM backend {kind!r}; use 'embedded', 'transformers' or 'remote'")

@@ -66,6 +66,7 @@ def load_components(settings: Settings) -> Components:
             settings.llm_model,
             settings.quantization,
             settings.llm_max_queue_delay_s,
+            settings.llm_clustering,
             **settings.remote_llm_options(),
         ),
     )

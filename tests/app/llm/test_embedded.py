@@ -158,3 +158,24 @@ def test_an_overloaded_engine_refuses_before_the_prompt_is_tokenized(
     with pytest.raises(LLMBusyError) as busy:
         collect(backend, [ChatMessage("user", "Hi")], GenerationParams(max_tokens=4))
     assert busy.value.retry_after_s == 3.0
+
+
+def test_r1voice_llm_clustering_turns_the_engines_clustering_on(
+    smollm2_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.llm import create_backend
+    from app.settings import Settings
+
+    monkeypatch.setenv("R1VOICE_LLM_CLUSTERING", "1")
+    settings = Settings.from_env()
+    assert settings.llm_clustering is True
+    clustered = create_backend("embedded", MODEL, "none", clustering=settings.llm_clustering)
+    try:
+        engine = clustered.llm.engine  # type: ignore[attr-defined]
+        assert engine.config.semantic_clustering is True
+        assert engine.clusterer is not None and engine.clusterer.signature == "minhash"
+        deltas = collect(clustered, FRANCE, GenerationParams(max_tokens=4, temperature=0.0))
+        assert deltas[-1].completion_tokens == 4
+    finally:
+        asyncio.run(clustered.close())
+    assert Settings().llm_clustering is False  # opt-in
