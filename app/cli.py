@@ -20,6 +20,7 @@ BENCHMARKS = {
     "prefix": "bench.prefix",
     "load": "bench.load",
     "soak": "bench.soak",
+    "turns": "bench.turns",
 }
 
 

@@ -24,6 +24,9 @@ class Conn:
         self._new = asyncio.Event()
         self._speech: list[tuple[bytes, asyncio.Future[tuple[float, float]]]] = []
         self._tasks: list[asyncio.Task[None]] = []
+        # called with (response id, base64 audio) of each audio delta before the log
+        # elides it (the echo bench plays it back into the microphone)
+        self.on_audio: Any = None
 
     @classmethod
     async def open(cls, url: str) -> Conn:
@@ -70,6 +73,8 @@ class Conn:
                 t = time.monotonic()
                 event = json.loads(message)
                 if event.get("type") in AUDIO_DELTAS:  # keep the log small: size, not audio
+                    if self.on_audio is not None:
+                        self.on_audio(event.get("response_id"), event.get("delta") or "")
                     event["delta"] = len(event.get("delta") or "")
                 self.log.append((t, event))
                 self._new.set()

@@ -87,8 +87,6 @@ class TurnCoordinator:
     async def append(self, audio_b64: str) -> None:
         for vad_event in await self.audio.append(audio_b64):
             await self._on_vad(vad_event)
-        if (judge := self.semantic) and self.turn is not None:
-            await judge.grew(self.audio.vad.silence_samples)
         turn, buffer = self.turn, self.audio.buffer
         if (
             turn
@@ -121,7 +119,7 @@ class TurnCoordinator:
             early = turn.transcriber.speculate(audio, vad_event.sample)
             early.add_done_callback(lambda task: self._answer_early(turn, task))
             if judge := self.semantic:
-                await judge.paused(turn, vad_event.sample, vad_event.heard_at or vad_event.sample)
+                await judge.paused(turn, vad_event.sample)
         elif vad_event.kind == "speech_resumed":
             if self._semantic:
                 self._semantic.resumed()

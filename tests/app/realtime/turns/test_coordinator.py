@@ -324,9 +324,11 @@ def test_semantic_verdict_applies_at_its_pause_however_fast_audio_arrives() -> N
     assert h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
 
 
-def test_semantic_scores_the_audio_up_to_where_the_pause_was_heard() -> None:
-    """Bug: the score took the audio to the end of the client's append (which may hold
-    resumed speech), so the verdict depended on how the client chunked its audio."""
+def test_semantic_scores_the_speech_up_to_the_pause_and_no_silence() -> None:
+    """Bugs: the score took the audio to the end of the client's append (which may hold
+    resumed speech), so the verdict depended on how the client chunked its audio; then
+    to where the pause was heard (200 ms of silence in), and Smart Turn takes trailing
+    silence for a finished turn (see semantic_end)."""
 
     async def main(h: Harness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
@@ -337,23 +339,39 @@ def test_semantic_scores_the_audio_up_to_where_the_pause_was_heard() -> None:
     h, scorer = semantic_harness([0.1])
     asyncio.run(main(h))
     padding = 300 * 16
-    assert scorer.scored == [32_000 - (16_000 - padding)]  # not to the append's end (32_100)
+    assert scorer.scored == [28_800 - (16_000 - padding)]  # not 32_000, nor 32_100
 
 
-def test_semantic_incomplete_then_complete_is_one_turn() -> None:
+def test_semantic_incomplete_is_not_rescored_as_the_pause_grows() -> None:
     async def main(h: Harness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()
         assert h.types() == ["input_audio_buffer.speech_started"]  # "incomplete": keep listening
-        h.audio.vad._silence_samples = 3200 + 6400  # the pause grew by 400 ms
-        await h.feed(3200, [], True)
+        await h.feed(6400, [], True)  # 400 ms more of the same pause
+        await h.settle()
+
+    h, scorer = semantic_harness([0.2, 0.9])
+    asyncio.run(main(h))
+    assert h.types() == ["input_audio_buffer.speech_started"] and len(scorer.scored) == 1
+
+
+def test_semantic_incomplete_then_complete_is_one_turn() -> None:
+    """A pause heard incomplete, the speech goes on, the next pause is heard complete."""
+
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_paused", 30_000)], True)
+        await h.settle()
+        await h.feed(8000, [("speech_resumed", 35_000)], True)
+        await h.feed(16_000, [("speech_paused", 50_000)], True)
         await h.settle()
 
     h, scorer = semantic_harness([0.2, 0.8])
     asyncio.run(main(h))
     assert h.types() == TURN and len(scorer.scored) == 2
-    assert scorer.scored[1] > scorer.scored[0]  # scored again on the longer audio
+    assert scorer.scored[1] > scorer.scored[0]  # the longer utterance, up to its new pause
+    assert h.events[1]["audio_end_ms"] == 50_000 * 1000 // 16_000
 
 
 def test_semantic_never_complete_ends_at_the_silence_window() -> None:
