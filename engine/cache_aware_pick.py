@@ -45,8 +45,11 @@ def cache_aware_pick(
     best: Sequence | None = None
     best_score = (-1, False)
     for seq in candidates:
-        if pending_blocks and bm.next_uncached_block(seq) in pending_blocks:
-            continue  # another request computes its next block now: hit it later
+        # Another request computes its next block now: hit it later. Not for high-priority
+        # requests: waiting on a lower-priority prefill (cut to the low budget) would
+        # invert their priority; they compute their own copy with the reserve.
+        if pending_blocks and not is_high(seq) and bm.next_uncached_block(seq) in pending_blocks:
+            continue
         same = last_cluster is not None and seq.cluster_id == last_cluster
         score = (bm.num_cached_tokens(seq) if len(candidates) > 1 else 0, same)
         if score > best_score:

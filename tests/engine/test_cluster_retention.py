@@ -170,3 +170,21 @@ def test_a_request_never_waits_for_its_signature(tiny_llama: Path) -> None:
         release.set()
         clusterer.close()
     _ = admit_all  # the shared helpers stay importable from one place
+
+
+def test_a_high_priority_request_never_waits_on_a_shared_prefill() -> None:
+    """Co-scheduling must not invert priorities: a voice turn (priority -1) sharing a
+    long prompt's document starts at once instead of waiting for its prefill."""
+    s = make_sched("priority", max_num_seqs=4, max_num_batched_tokens=8, max_step_ms=None)
+    doc = list(range(20))
+    bulk = Sequence([*doc, 1], SamplingParams(max_tokens=2), None, 5, 0.0)
+    s.add(bulk)
+    first = s.schedule()
+    assert first.seqs == [bulk]
+    s.postprocess(first, [None])
+    voice = Sequence([*doc, 2], SamplingParams(max_tokens=2), None, -1, 1.0)
+    low = Sequence([*doc, 3], SamplingParams(max_tokens=2), None, 5, 1.0)
+    s.add(voice)
+    s.add(low)
+    second = s.schedule()
+    assert voice in second.seqs and low not in second.seqs  # low waits for bulk's blocks
