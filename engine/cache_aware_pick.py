@@ -25,12 +25,13 @@ def cache_aware_pick(
     cache_aware: bool,
     is_high: Callable[[Sequence], bool],
     last_cluster: int | None,
-    pending_blocks: set[int],
+    pending_blocks: dict[int, int],
     high_only: bool = False,
 ) -> Sequence | None:
     """The waiting request to admit next (of ``waiting``, in queue order); None when
     ``high_only`` and none is high-priority, or when every candidate waits for a block
-    in ``pending_blocks`` (being computed by a running prefill)."""
+    in ``pending_blocks`` (hash -> the best priority of the running prefills computing
+    it)."""
     queue = waiting
     if high_only:
         queue = [s for s in waiting[: 4 * PICK_WINDOW] if is_high(s)]
@@ -45,11 +46,8 @@ def cache_aware_pick(
     best: Sequence | None = None
     best_score = (-1, False)
     for seq in candidates:
-        # Another request computes its next block now: hit it later. Not for high-priority
-        # requests: waiting on a lower-priority prefill (cut to the low budget) would
-        # invert their priority; they compute their own copy with the reserve.
-        if pending_blocks and not is_high(seq) and bm.next_uncached_block(seq) in pending_blocks:
-            continue
+        if pending_blocks and _waits(seq, bm.next_uncached_block(seq), pending_blocks, policy):
+            continue  # another request computes its next block now: hit it later
         same = last_cluster is not None and seq.cluster_id == last_cluster
         score = (bm.num_cached_tokens(seq) if len(candidates) > 1 else 0, same)
         if score > best_score:
@@ -57,3 +55,24 @@ def cache_aware_pick(
     if best is not None and best is not head:
         head.num_skips += 1
     return best
+
+
+def _waits(seq: Sequence, block: int | None, pending: dict[int, int], policy: str) -> bool:
+    """Does ``seq`` wait for ``block`` to be computed by a running prefill? Not behind a
+    prefill of lower priority (cut to the low budget, waiting would invert the
+    priorities): a more urgent request computes its own copy."""
+    if block is None or block not in pending:
+        return False
+    return policy != "priority" or pending[block] <= seq.priority
+
+
+def pending_blocks(
+    bm: BlockManager, running: list[Sequence], known: dict[int, int] | None = None
+) -> dict[int, int]:
+    """Block hash -> the best priority among the ``running`` prefills computing it
+    (merged with ``known``)."""
+    pending = dict(known or {})
+    for seq in running:
+        for h in bm.pending_blocks(seq):
+            pending[h] = min(pending.get(h, seq.priority), seq.priority)
+    return pending

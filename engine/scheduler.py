@@ -6,7 +6,7 @@ import bisect
 import time
 
 from engine.block_manager import BlockManager
-from engine.cache_aware_pick import PICK_WINDOW, cache_aware_pick
+from engine.cache_aware_pick import PICK_WINDOW, cache_aware_pick, pending_blocks
 from engine.cluster_demand import ClusterDemand
 from engine.config import EngineConfig
 from engine.scheduler_output import SchedulerOutput
@@ -145,7 +145,7 @@ class Scheduler:
             return self._close(out, timer)
         # Blocks being computed by running prefills: a request that needs one next (a
         # shared system prompt or document) waits and then reuses that KV.
-        pending = set().union(*(self.block_manager.pending_blocks(s) for s in self.running))
+        pending = pending_blocks(self.block_manager, self.running)  # hash -> priority
         high_only = False  # the reserve is all that is left: high-priority requests only
         while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
             picked = cache_aware_pick(
@@ -184,7 +184,7 @@ class Scheduler:
             timer.add(n, seq.num_computed_tokens)
             budget -= n
             low_budget -= 0 if high else n
-            pending |= self.block_manager.pending_blocks(seq)
+            pending = pending_blocks(self.block_manager, [seq], pending)
             if seq.cluster_id is not None:
                 self.last_cluster = seq.cluster_id
         return self._close(out, timer)
