@@ -132,6 +132,12 @@ def assistant_items(recorder: Recorder) -> list[Any]:
     return [i for i in recorder.session._history if getattr(i, "role", None) == "assistant"]
 
 
+def last_answer(recorder: Recorder) -> str:
+    """The transcript of the last assistant item in the SDK's history ("" if none)."""
+    answers = [i for i in recorder.session._history if getattr(i, "role", None) == "assistant"]
+    return transcript(answers[-1]) if answers else ""
+
+
 def transcript(item: Any) -> str:
     return "".join(
         (getattr(part, "transcript", None) or getattr(part, "text", None) or "")
@@ -262,6 +268,9 @@ async def test_tool_call_round_trip(scripted_server: ScriptedServer) -> None:
             end = await recorder.wait(lambda e: e.type == "tool_end")
             n = len(recorder.events)
             await recorder.wait(lambda e: e.type == "agent_end", after=n)
+            # the SDK may fill the answer's transcript into its history after agent_end
+            # (a later history_updated): wait for it rather than race it
+            await recorder.wait(lambda _: last_answer(recorder) == "It is sunny in Paris.", n)
             history = list(recorder.session._history)
     assert end.tool.name == "get_weather" and end.output == "It is sunny in Paris."
     calls = [i for i in history if i.type == "function_call"]
