@@ -40,6 +40,9 @@ class Settings:
     turn_merge_window_ms: int = 1500
     # Speech during an answer must last this long to interrupt it (coughs, echo).
     barge_in_hold_ms: int = 300
+    # Speech that follows the answer's own audio this closely (band-envelope correlation,
+    # see app/realtime/turns/echo.py) is its echo, no barge-in; above 1: no such check.
+    echo_correlation: float = 0.7
     # Answer audio is sent at real-time pace, this far ahead of playback, so an
     # interruption leaves little queued on the client.
     audio_lead_ms: int = 300

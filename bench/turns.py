@@ -160,63 +160,98 @@ async def _cutoffs(url: str, mode: str, utterances: list[tuple[str, str, Any]]) 
     }
 
 
-async def _echo(url: str, answers: int, attenuation_db: float) -> dict[str, Any]:
-    import asyncio
-    import base64
+class Loudspeaker:
+    """The room: each audio delta of the answer being played comes back into `conn`'s
+    microphone after `delay_s`, `attenuation_db` quieter (real-time pace, in order)."""
 
-    import numpy as np
+    def __init__(self, conn: Any, attenuation_db: float, delay_s: float = 0.1) -> None:
+        self.conn, self.delay_s = conn, delay_s
+        self.gain = 10 ** (-attenuation_db / 20)
+        self.response: str | None = None
+        self.echoes: list[Any] = []
+        conn.on_audio = self._heard
 
-    from bench.voice.common import WIRE_RATE
-    from bench.voice.connection import Conn
+    def play(self, response_id: str) -> None:
+        """From now on, echo this response's audio (after the delay's silence)."""
+        import asyncio
 
-    gain = 10 ** (-attenuation_db / 20)
-    conn = await Conn.open(url)
-    outcomes: list[dict[str, Any]] = []
-    playing: dict[str, Any] = {"response": None, "echoes": []}
+        import numpy as np
 
-    def echo(response_id: str | None, b64: str) -> None:  # the loudspeaker, in the room
-        if response_id != playing["response"]:
+        from bench.voice.common import WIRE_RATE
+
+        delay = np.zeros(int(WIRE_RATE * self.delay_s), dtype=np.int16).tobytes()
+        self.response = response_id
+        self.echoes = [asyncio.create_task(self.conn.say(delay))]
+
+    def _heard(self, response_id: str | None, b64: str) -> None:
+        import asyncio
+        import base64
+
+        import numpy as np
+
+        if response_id != self.response:
             return
         pcm = np.frombuffer(base64.b64decode(b64), dtype=np.int16).astype(np.float32)
-        quiet = (pcm * gain).astype(np.int16).tobytes()
-        playing["echoes"].append(asyncio.create_task(conn.say(quiet)))
+        quiet = (pcm * self.gain).astype(np.int16).tobytes()
+        self.echoes.append(asyncio.create_task(self.conn.say(quiet)))
 
-    conn.on_audio = echo
+    async def finished(self) -> None:
+        """The echo has been heard to its end."""
+        import asyncio
+
+        await asyncio.gather(*self.echoes)
+
+
+async def ask_over_echo(
+    conn: Any, speaker: Loudspeaker, question: str, during: Any = None
+) -> dict[str, Any]:
+    """Ask a typed question and play its spoken answer into the room; `during` (a
+    coroutine function of the response id) runs while it plays. Returns the answer's
+    status and how many `speech_started` the server sent meanwhile."""
+    import asyncio
+
+    start = len(conn.log)
+    content = [{"type": "input_text", "text": question}]
+    item = {"type": "message", "role": "user", "content": content}
+    await conn.send({"type": "conversation.item.create", "item": item})
+    await conn.send({"type": "response.create"})
+    try:
+        _, _, created = await conn.wait_for(lambda t, e: e["type"] == "response.created", start, 60)
+        rid = created["response"]["id"]
+        speaker.play(rid)
+        if during is not None:
+            await during(rid)
+        _, _, done = await conn.wait_for(
+            lambda t, e, r=rid: e["type"] == "response.done" and e["response"]["id"] == r,
+            start,
+            120,
+        )
+        status = done["response"]["status"]
+    except TimeoutError:
+        status = "timeout"
+    await speaker.finished()
+    await asyncio.sleep(1.0)
+    events = [e for _, e in conn.events(start)]
+    started = sum(1 for e in events if e["type"] == "input_audio_buffer.speech_started")
+    outcome: dict[str, Any] = {"status": status, "speech_started": started}
+    if status == "timeout":
+        outcome["events"] = [e["type"] for e in events][-20:]
+    return outcome
+
+
+async def _echo(url: str, answers: int, attenuation_db: float) -> dict[str, Any]:
+    from bench.voice.connection import Conn
+
+    conn = await Conn.open(url)
+    speaker = Loudspeaker(conn, attenuation_db)
     # echo that ends up a turn is counted, not answered (the next question comes next)
     detection = {"type": "server_vad", "create_response": False}
     await conn.send({"type": "session.update", "session": {"turn_detection": detection}})
     try:
-        for i in range(answers):
-            start = len(conn.log)
-            text = ECHO_QUESTIONS[i % len(ECHO_QUESTIONS)]
-            content = [{"type": "input_text", "text": text}]
-            item = {"type": "message", "role": "user", "content": content}
-            await conn.send({"type": "conversation.item.create", "item": item})
-            await conn.send({"type": "response.create"})
-            try:
-                _, _, created = await conn.wait_for(
-                    lambda t, e: e["type"] == "response.created", start, 60
-                )
-                rid = created["response"]["id"]
-                delay = np.zeros(WIRE_RATE // 10, dtype=np.int16).tobytes()  # 100 ms
-                playing["response"] = rid
-                playing["echoes"] = [asyncio.create_task(conn.say(delay))]
-                _, _, done = await conn.wait_for(
-                    lambda t, e, r=rid: e["type"] == "response.done" and e["response"]["id"] == r,
-                    start,
-                    120,
-                )
-                status = done["response"]["status"]
-            except TimeoutError:
-                status = "timeout"
-            await asyncio.gather(*playing["echoes"])  # the echo has been heard to its end
-            await asyncio.sleep(1.0)
-            events = [e for _, e in conn.events(start)]
-            started = sum(1 for e in events if e["type"] == "input_audio_buffer.speech_started")
-            outcome: dict[str, Any] = {"status": status, "speech_started": started}
-            if status == "timeout":
-                outcome["events"] = [e["type"] for e in events][-20:]
-            outcomes.append(outcome)
+        outcomes = [
+            await ask_over_echo(conn, speaker, ECHO_QUESTIONS[i % len(ECHO_QUESTIONS)])
+            for i in range(answers)
+        ]
     finally:
         await conn.close()
     false = sum(1 for o in outcomes if o["status"] != "completed" or o["speech_started"])

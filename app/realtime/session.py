@@ -41,6 +41,7 @@ from app.realtime.responses.controller import Responses
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome
 from app.realtime.session_config import SessionConfig
 from app.realtime.turns.coordinator import TurnCoordinator, TurnPolicy
+from app.realtime.turns.echo import EchoReference
 from app.realtime.turns.input_audio import InputAudio
 
 log = logging.getLogger("r1voice.session")
@@ -75,12 +76,14 @@ class Session:
                 settings.conversation_max_chars,
             )
         )
+        self.echo = EchoReference(threshold=settings.echo_correlation)
         deps = ResponseDeps(
             self.outbox.emit,
             self.conversation,
             components.llm,
             components.tts,
             settings.audio_lead_ms,
+            self.echo.played,
         )
         self.responses = Responses(self.config, deps, on_response)
         self.turns = TurnCoordinator(
@@ -93,6 +96,7 @@ class Session:
             self.config.turn_detection,
             scorer=components.turn,
             on_merge=on_merge,
+            echo=self.echo,
         )
 
     def session_object(self) -> dict[str, Any]:

@@ -261,6 +261,7 @@ class Response:
     def _send_audio(self, piece: bytes) -> None:
         where = {"item_id": self.item_id, "output_index": 0, "content_index": 0}
         self._emit("response.audio.delta", delta=events.encode_base64(piece), **where)
+        self.deps.on_audio(piece, self.spec.output_format)
 
     def _finish(self, status: str, details: dict[str, Any] | None) -> None:
         self._done = True
@@ -290,11 +291,6 @@ class Response:
         self.item.text, self.item.status = self.text, item_status
         if self.item in self.deps.conversation.items:  # not deleted meanwhile
             self.gate.emit(events.event("conversation.item.done", item=self.item.to_wire()))
-        self.gate.emit(
-            events.event(
-                "response.done",
-                response=self._object(
-                    status, [self._item(item_status), *self.calls.wire_items()], details
-                ),
-            )
-        )
+        items = [self._item(item_status), *self.calls.wire_items()]
+        response = self._object(status, items, details)
+        self.gate.emit(events.event("response.done", response=response))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -83,3 +84,5 @@ class ResponseDeps:
     llm: LLMBackend
     voices: Voices
     audio_lead_ms: int
+    # each audio piece as it leaves (the session's echo reference listens)
+    on_audio: Callable[[bytes, AudioFormat], None] = lambda _piece, _fmt: None

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 
 from app.audio import PIPELINE_RATE
 from app.protocol import events
-from app.realtime.responses.gate import EventSink
-from app.realtime.turns.turn import CommittedTurn
+from app.protocol.errors import ProtocolError
+from app.realtime.responses.gate import EventSink, same_utterance
+from app.realtime.turns.turn import CommittedTurn, ResponseStarter
 
 log = logging.getLogger("r1voice.turns")
 
@@ -40,3 +42,24 @@ async def transcribe_committed(turn: CommittedTurn, emit: EventSink | None) -> b
         usage = {"type": "duration", "seconds": round(turn.audio.size / PIPELINE_RATE, 3)}
         emit(events.transcription("completed", item.id, transcript=item.text, usage=usage))
     return True
+
+
+async def answer_committed(
+    turn: CommittedTurn, responses: ResponseStarter, respond: Callable[[], bool]
+) -> None:
+    """After the final transcript: release the early answer if it replied to exactly these
+    words, else drop it and (when `respond()` still says so) start a fresh answer."""
+    text = turn.item.text or ""
+    early, turn.early = turn.early, None
+    if early is not None and not early.done and same_utterance(early.early_user_text or "", text):
+        early.release(turn.timing, turn.item.id)
+        turn.answer = early
+        return
+    if early is not None:
+        await early.discard()
+    # Nothing intelligible was said (silence, a cough): do not answer it.
+    if text.strip() and respond():
+        try:
+            turn.answer = responses.start(timing=turn.timing)
+        except ProtocolError:  # the client started its own response meanwhile
+            log.debug("not answering turn %s: a response is active", turn.item.id)

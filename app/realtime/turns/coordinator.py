@@ -29,9 +29,10 @@ from app.protocol import events
 from app.protocol.errors import ProtocolError
 from app.protocol.schemas import AudioFormat, TurnDetection
 from app.realtime.conversation import Conversation, Item
-from app.realtime.responses.gate import EventSink, same_utterance
+from app.realtime.responses.gate import EventSink
 from app.realtime.responses.spec import TurnTiming
-from app.realtime.turns.committed import transcribe_committed
+from app.realtime.turns.committed import answer_committed, transcribe_committed
+from app.realtime.turns.echo import CHECK_EVERY, WINDOW, EchoReference
 from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.semantic_end import SemanticEnd, TurnScorer
 from app.realtime.turns.transcriber import SpeechRecognizer, TurnTranscriber, stop_task
@@ -54,6 +55,7 @@ class TurnCoordinator:
     show_transcripts: bool = True
     scorer: TurnScorer | None = None  # the turn model, for semantic_vad
     on_merge: Callable[[str], None] = lambda _detection: None  # a continued turn, counted
+    echo: EchoReference | None = None  # what the client plays: our voice is no barge-in
     turn: SpeechTurn | None = None
     last: CommittedTurn | None = None
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
@@ -78,9 +80,8 @@ class TurnCoordinator:
         self.audio.reconfigure(fmt, turn_detection)
         self.turn_detection = turn_detection
         self.show_transcripts = show_transcripts
-        if turn_detection is None and self.turn is not None:
-            turn, self.turn = self.turn, None
-            await self._drop(turn)
+        if turn_detection is None:
+            await self._drop_open_turn()
 
     # -- audio in -----------------------------------------------------------------------
 
@@ -93,6 +94,7 @@ class TurnCoordinator:
             and not turn.confirmed
             and self.audio.vad.speaking
             and buffer.end - turn.start >= self.policy.hold
+            and not await self._heard_echo(turn)
         ):
             await self._confirm(turn)
         if self.turn is None and self.audio.vad_on:  # between VAD turns keep what one can use
@@ -110,7 +112,7 @@ class TurnCoordinator:
             item_id = events.new_id("item")
             transcriber = TurnTranscriber(self.asr, functools.partial(self._send_delta, item_id))
             self.turn = turn = SpeechTurn(item_id, vad_event.sample, transcriber)
-            if not (self.responses.responding or self._continues_last(turn)):
+            if not (self._speaking or self._continues_last(turn)):
                 await self._confirm(turn)
         elif turn is None:
             return
@@ -127,6 +129,22 @@ class TurnCoordinator:
             await self._drop_early(turn)
         elif vad_event.kind == "speech_stopped":
             await self._on_stopped(turn, vad_event.sample)
+
+    @property
+    def _speaking(self) -> bool:
+        """An answer runs or its audio may still reach the microphone: speech must hold."""
+        return self.responses.responding or (self.echo is not None and self.echo.audible())
+
+    async def _heard_echo(self, turn: SpeechTurn) -> bool:
+        """Whether the speech heard now is our own audio coming back (the last check's)."""
+        echo, buffer = self.echo, self.audio.buffer
+        if echo is None or not echo.audible():
+            return False
+        if buffer.end - turn.echo_checked_at >= CHECK_EVERY:
+            turn.echo_checked_at = buffer.end
+            window = buffer.view(max(buffer.end - WINDOW, buffer.start), buffer.end)
+            turn.echo = await self.audio.vad_model.executor.run(echo.heard, window)
+        return turn.echo
 
     def _continues_last(self, turn: SpeechTurn) -> bool:
         return self.last is not None and self.last.continued_by(
@@ -158,6 +176,8 @@ class TurnCoordinator:
         turn.confirmed = True
         # Announce first: clients stop playback on speech_started, before anything else.
         self.emit(events.speech_edge("started", turn.start, turn.item_id))
+        if self.echo is not None:  # ... and what they had queued never plays
+            self.echo.stopped()
         last = self.last
         if last is not None and self._continues_last(turn):
             await self._reopen(last)
@@ -190,8 +210,9 @@ class TurnCoordinator:
     async def _on_stopped(self, turn: SpeechTurn, sample: int) -> None:
         self.turn = None
         if not turn.confirmed:
-            # a cough or echo: during an answer, shorter than the hold (one append may hold it all)
-            if self.responses.responding and sample - turn.start < self.policy.hold:
+            # a cough or echo: during an answer, shorter than the hold (one append may hold
+            # it all), or heard as our own voice at its last check
+            if self._speaking and (sample - turn.start < self.policy.hold or turn.echo):
                 await turn.transcriber.close()
                 self.audio.buffer.drop_before(sample)
                 return
@@ -240,11 +261,8 @@ class TurnCoordinator:
     async def _drop_open_turn(self) -> None:
         turn, self.turn = self.turn, None
         if turn is not None:
-            await self._drop(turn)
-
-    async def _drop(self, turn: SpeechTurn) -> None:
-        await self._drop_early(turn)
-        await turn.transcriber.close()
+            await self._drop_early(turn)
+            await turn.transcriber.close()
 
     def _commit(self, turn: CommittedTurn, *, auto_respond: bool) -> None:
         previous = self.conversation.add(turn.item)
@@ -262,26 +280,8 @@ class TurnCoordinator:
         self.last = turn
 
     async def _transcribe(self, turn: CommittedTurn, auto_respond: bool) -> None:
-        if not await transcribe_committed(turn, self.emit if self.show_transcripts else None):
-            return
-        text = turn.item.text or ""
-        early, turn.early = turn.early, None
-        if (
-            early is not None
-            and not early.done
-            and same_utterance(early.early_user_text or "", text)
-        ):
-            early.release(turn.timing, turn.item.id)  # the early answer was to exactly this
-            turn.answer = early
-            return
-        if early is not None:
-            await early.discard()
-        # Nothing intelligible was said (silence, a cough): do not answer it.
-        if auto_respond and text.strip() and not self._closed:
-            try:
-                turn.answer = self.responses.start(timing=turn.timing)
-            except ProtocolError:  # the client started its own response meanwhile
-                log.debug("not answering turn %s: a response is active", turn.item.id)
+        if await transcribe_committed(turn, self.emit if self.show_transcripts else None):
+            await answer_committed(turn, self.responses, lambda: auto_respond and not self._closed)
 
     @property
     def idle(self) -> bool:

@@ -70,6 +70,8 @@ class SpeechTurn:
     confirmed: bool = False  # past the barge-in hold, announced with speech_started
     carry: tuple[np.ndarray, int] | None = None  # a continued turn: (earlier audio, its end)
     early: Answer | None = None  # answer started on the early transcript, not yet shown
+    echo: bool = False  # at its last check the speech was our own audio coming back
+    echo_checked_at: int = -(2**62)  # stream position of that check
 
     def audio_until(self, end: int, buffer: AudioBuffer, padding: int) -> np.ndarray:
         """The turn's audio up to stream position `end` (with the turn it continues)."""
