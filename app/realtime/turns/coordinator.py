@@ -121,7 +121,7 @@ class TurnCoordinator:
             early = turn.transcriber.speculate(audio, vad_event.sample)
             early.add_done_callback(lambda task: self._answer_early(turn, task))
             if judge := self.semantic:
-                await judge.paused(turn, vad_event.sample)
+                await judge.paused(turn, vad_event.sample, early)
         elif vad_event.kind == "speech_resumed":
             if self._semantic:
                 self._semantic.resumed()

@@ -299,11 +299,32 @@ def test_semantic_complete_at_the_first_pause_ends_the_turn_there() -> None:
     assert h.types() == TURN  # ended without waiting for the 4 s silence window
     assert h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
     assert len(scorer.scored) == 1
-    # the verdict came inline, before the early transcript: one ASR pass (the early one,
-    # reused as the final) and one answer on the committed turn
+    # the verdict waited for the early words (they read finished): one ASR pass (the
+    # early one, reused as the final) and the answer started on it, released at once
     assert len(h.asr.calls) == 1
     (answer,) = h.responses.started
-    assert answer.early_user_text is None and not answer.discarded
+    assert answer.early_user_text == "what time is it" and answer.released_after is not None
+    assert not answer.discarded
+
+
+def test_semantic_complete_but_words_trailing_off_keep_the_turn_open() -> None:
+    """The model hears "complete" but Whisper writes the phrase as cut short: the turn
+    waits for more speech (or the silence window), nothing is committed at the pause."""
+
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_paused", 30_000)], True)
+        await h.settle()
+        assert h.types() == ["input_audio_buffer.speech_started"]
+        await h.feed(8000, [("speech_resumed", 35_000)], True)
+        await h.feed(16_000, [("speech_paused", 50_000)], True)
+        await h.settle()
+
+    h, scorer = semantic_harness([0.9])
+    h.asr.texts = ["I would like to book a table for...", "a table for two, please."]
+    asyncio.run(main(h))
+    assert h.types() == TURN and len(scorer.scored) == 2  # one turn, ended at its 2nd pause
+    assert h.events[1]["audio_end_ms"] == 50_000 * 1000 // 16_000
 
 
 def test_semantic_verdict_applies_at_its_pause_however_fast_audio_arrives() -> None:
