@@ -35,3 +35,17 @@ def test_sentence_end_at_end_of_stream_is_spoken_at_once() -> None:
     assert chunker.push("The capital of France is Paris.") == ["The capital of France is Paris."]
     assert chunker.push(" It costs 3.") == []  # a number may go on ("3.50")
     assert chunker.push("50 euros") == []
+
+
+def test_a_long_first_sentence_is_cut_before_a_phrase() -> None:
+    text = "This is a classic idiom that has been passed down through generations. It is old."
+    pieces = _chunk(text)
+    assert pieces[0] == "This is a classic idiom"  # not the whole 11-word sentence
+    assert pieces[1] == "that has been passed down through generations."
+    assert " ".join(pieces) == text
+
+
+def test_short_sentences_and_later_ones_are_not_cut_at_phrases() -> None:
+    assert _chunk("The capital of France is Paris.") == ["The capital of France is Paris."]
+    later = "Yes, indeed. The old town has many houses that were built in the middle ages."
+    assert _chunk(later) == ["Yes, indeed.", later[len("Yes, indeed. ") :]]
