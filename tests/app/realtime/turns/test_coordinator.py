@@ -307,6 +307,21 @@ def test_semantic_complete_at_the_first_pause_ends_the_turn_there() -> None:
     assert not answer.discarded
 
 
+def test_semantic_incomplete_but_a_question_ends_the_turn_at_the_pause() -> None:
+    """The model's score of a finished question swings with the last 20 ms of audio;
+    Whisper's question mark ends it rather than the 4 s silence window."""
+
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_paused", 30_000)], True)
+        await h.settle()
+
+    h, scorer = semantic_harness([0.1])
+    h.asr.texts = ["How many legs does a spider have?"]
+    asyncio.run(main(h))
+    assert h.types() == TURN and h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
+
+
 def test_semantic_complete_but_words_trailing_off_keep_the_turn_open() -> None:
     """The model hears "complete" but Whisper writes the phrase as cut short: the turn
     waits for more speech (or the silence window), nothing is committed at the pause."""
