@@ -320,6 +320,7 @@ def test_semantic_incomplete_but_a_question_ends_the_turn_at_the_pause() -> None
     h.asr.texts = ["How many legs does a spider have?"]
     asyncio.run(main(h))
     assert h.types() == TURN and h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
+    assert scorer.scored and max(scorer.probabilities) < 0.5  # the model alone: keep going
 
 
 def test_semantic_complete_but_words_trailing_off_keep_the_turn_open() -> None:
