@@ -88,6 +88,11 @@ def echo_correlation(heard: np.ndarray, played: np.ndarray) -> float:
     return float(scores.max())
 
 
+def _ends(piece: tuple[float, np.ndarray]) -> float:
+    start, samples = piece
+    return start + samples.size / PIPELINE_RATE
+
+
 class EchoReference:
     """What this session's client is playing, on a wall-clock timeline, and the check of
     input against it. `played` is called on the event loop as audio leaves; `heard` may
@@ -114,8 +119,9 @@ class EchoReference:
             start = max(now, self._play_end)
             self._play_end = start + samples.size / PIPELINE_RATE
             self._pieces.append((start, samples))
-            horizon = now - 2 * self.max_delay_s - 30.0  # the longest window asked about
-            while self._pieces and self._pieces[0][0] + 0.5 < horizon:
+            # older than any timeline asks for (a window and the longest delay before it)
+            horizon = now - WINDOW / PIPELINE_RATE - self.max_delay_s - 1.0
+            while self._pieces and _ends(self._pieces[0]) < horizon:
                 self._pieces.popleft()
 
     def stopped(self) -> None:

@@ -85,3 +85,13 @@ def test_heard_compares_the_input_with_what_played_before_it(answer: np.ndarray)
     jfk = load_clip("jfk.flac", PIPELINE_RATE)
     assert not echo.heard(jfk[2 * SECOND : 2 * SECOND + WINDOW])
     assert echo.heard(np.zeros(WINDOW, np.float32))  # silence: nothing to barge in with
+
+
+def test_what_played_long_ago_is_forgotten(answer: np.ndarray) -> None:
+    clock = FakeClock()
+    echo = EchoReference(max_delay_s=1.0, clock=clock)
+    piece = float_to_pcm16(answer[: SECOND // 10])
+    for _ in range(600):  # a minute of answer, 100 ms at a time
+        echo.played(piece, PCM_16K)
+        clock.now += 0.1
+    assert len(echo._pieces) <= 30  # the last ~2.6 s: a window, the delay and a margin
