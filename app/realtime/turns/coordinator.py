@@ -210,9 +210,10 @@ class TurnCoordinator:
     async def _on_stopped(self, turn: SpeechTurn, sample: int) -> None:
         self.turn = None
         if not turn.confirmed:
-            # a cough or echo: during an answer, shorter than the hold (one append may hold
-            # it all), or heard as our own voice at its last check
-            if self._speaking and (sample - turn.start < self.policy.hold or turn.echo):
+            # a cough during an answer, shorter than the hold (one append may hold it all),
+            # or our own voice coming back (a short reply just after the answer still counts)
+            cough = self.responses.responding and sample - turn.start < self.policy.hold
+            if cough or await self._heard_echo(turn):
                 await turn.transcriber.close()
                 self.audio.buffer.drop_before(sample)
                 return

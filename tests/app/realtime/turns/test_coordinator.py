@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+from app.executor import ModelExecutor
 from app.protocol.schemas import AudioFormat, TurnDetection
 from app.realtime.conversation import Conversation
 from app.realtime.responses.spec import TurnTiming
@@ -439,3 +441,43 @@ def test_semantic_resumed_speech_drops_the_held_answer() -> None:
     assert [(a.early_user_text, a.discarded) for a in h.responses.started] == [
         ("what time is it", True)
     ]
+
+
+class ScriptedEcho:
+    """What the coordinator needs of the echo reference: audible or not, echo or not."""
+
+    def __init__(self, echo: bool) -> None:
+        self.echo = echo
+        self.checks = 0
+
+    def audible(self) -> bool:
+        return True  # the answer's audio ended a moment ago: its tail may still be heard
+
+    def heard(self, window: np.ndarray) -> bool:
+        self.checks += 1
+        return self.echo
+
+    def stopped(self) -> None:
+        pass
+
+
+def echo_harness(echo: bool) -> tuple[Harness, ScriptedEcho]:
+    h = Harness(["yes"])
+    scripted = ScriptedEcho(echo)
+    h.coordinator.echo = scripted  # type: ignore[assignment]
+    h.audio.vad_model = SimpleNamespace(executor=ModelExecutor("vad-test"))  # type: ignore[assignment]
+    return h, scripted
+
+
+def test_a_short_reply_just_after_the_answer_is_a_turn() -> None:
+    """Bug: while the answer's audio might still be heard, speech shorter than the hold
+    was dropped as a cough, so a quick "yes" right after the answer was lost."""
+    h, echo = echo_harness(echo=False)
+    asyncio.run(spoken_turn(h, 16_000, 19_200))  # 200 ms of speech, no answer running
+    assert h.types() == TURN and echo.checks == 1
+
+
+def test_our_own_voice_after_the_answer_is_no_turn() -> None:
+    h, echo = echo_harness(echo=True)
+    asyncio.run(spoken_turn(h, 16_000, 40_000))
+    assert h.types() == [] and echo.checks == 1
