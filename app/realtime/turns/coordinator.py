@@ -120,8 +120,8 @@ class TurnCoordinator:
             audio = self._turn_audio(turn, vad_event.sample)
             early = turn.transcriber.speculate(audio, vad_event.sample)
             early.add_done_callback(lambda task: self._answer_early(turn, task))
-            if judge := self.semantic:
-                await judge.paused(turn, vad_event.sample, early)
+            if judge := self.semantic:  # the words wait for a real-time client only
+                await judge.paused(turn, vad_event.sample, early if self.audio.real_time else None)
         elif vad_event.kind == "speech_resumed":
             if self._semantic:
                 self._semantic.resumed()
@@ -143,7 +143,7 @@ class TurnCoordinator:
         if buffer.end - turn.echo_checked_at >= CHECK_EVERY:
             turn.echo_checked_at = buffer.end
             window = buffer.view(max(buffer.end - WINDOW, buffer.start), buffer.end)
-            turn.echo = await self.audio.vad_model.executor.run(echo.heard, window)
+            turn.note_echo(await self.audio.vad_model.executor.run(echo.heard, window))
         return turn.echo
 
     def _continues_last(self, turn: SpeechTurn) -> bool:

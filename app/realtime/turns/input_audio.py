@@ -8,6 +8,9 @@ and the size of an append is checked against the buffer's cap before any of that
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import numpy as np
 
 from app.audio import PIPELINE_RATE, AudioBuffer, StreamResampler, decode_audio
@@ -18,6 +21,24 @@ from app.protocol.schemas import AudioFormat, TurnDetection
 from app.realtime.turns.vad_stream import VADConfig, VADEvent, VADStream
 
 MAX_BUFFER_S = 15 * 60  # without VAD, a client must commit at least this often
+REAL_TIME_S = 0.5  # audio this far ahead of real time, at most, comes from a microphone
+
+
+class SendPace:
+    """How far a client's audio runs ahead of real time (a leaky bucket): about one
+    append for a microphone, seconds for a client streaming a file or a test's burst."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.ahead_s = 0.0
+        self._last: float | None = None
+
+    def received(self, seconds: float) -> None:
+        now = self.clock()
+        if self._last is not None:
+            self.ahead_s = max(0.0, self.ahead_s - (now - self._last))
+        self._last = now
+        self.ahead_s += seconds
 
 
 def vad_config(turn_detection: TurnDetection | None) -> VADConfig:
@@ -37,6 +58,12 @@ class InputAudio:
         self.vad_on = turn_detection is not None
         self.vad = VADStream(vad_model, vad_config(turn_detection))
         self._resampler = StreamResampler(fmt.rate, PIPELINE_RATE)
+        self.pace = SendPace()
+
+    @property
+    def real_time(self) -> bool:
+        """Whether the client sends its audio as it is spoken (see semantic_end)."""
+        return self.pace.ahead_s <= REAL_TIME_S
 
     def reconfigure(self, fmt: AudioFormat, turn_detection: TurnDetection | None) -> None:
         if fmt.rate != self.format.rate:
@@ -60,6 +87,7 @@ class InputAudio:
                 "commit or clear it (or turn on server_vad), or send smaller appends",
                 param="audio",
             )
+        self.pace.received(samples_16k / PIPELINE_RATE)
         samples, events = await self.vad_model.executor.run(self._ingest, audio_b64, self.vad_on)
         self.buffer.append(samples)
         return events

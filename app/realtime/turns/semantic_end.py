@@ -25,7 +25,11 @@ after 7 of 12 and a dash after one. "Incomplete" is overruled when Whisper heard
 question ("?"): the model's score of a finished question swings with 20 ms more or less
 audio (Piper's "How many legs does a spider have?" scored 0.83, then 0.24 without its
 last 20 ms; three syntheses of "How many days are there in a week?" all scored < 0.2),
-and a turn the model never hears complete waits the eagerness's whole 4 s. The idea of judging the text is LiveKit's turn
+and a turn the model never hears complete waits the eagerness's whole 4 s.
+Only for a client sending in real time: one sending faster (a file, a test) has already
+sent what follows the pause, and a wait in wall-clock time would let the answer be shown
+before that audio is heard (a resumed sentence then interrupts the answer instead of
+continuing the turn), so there the model decides alone, in stream order, as before. The idea of judging the text is LiveKit's turn
 detector's (which asks a small language model); this is a cheap rule, English only.
 """
 

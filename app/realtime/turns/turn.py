@@ -70,8 +70,21 @@ class SpeechTurn:
     confirmed: bool = False  # past the barge-in hold, announced with speech_started
     carry: tuple[np.ndarray, int] | None = None  # a continued turn: (earlier audio, its end)
     early: Answer | None = None  # answer started on the early transcript, not yet shown
-    echo: bool = False  # at its last check the speech was our own audio coming back
-    echo_checked_at: int = -(2**62)  # stream position of that check
+    echo: bool = False  # the speech is our own audio coming back (see note_echo)
+    echo_checked_at: int = -(2**62)  # stream position of the last check
+    echo_doubt: bool = False  # heard as echo, then one check said otherwise
+
+    def note_echo(self, heard_echo: bool) -> bool:
+        """Record an echo check. Speech heard as echo counts as the user's only after two
+        checks in a row say so: one window where the answer goes quiet under the room's
+        noise scores low by itself."""
+        if heard_echo:
+            self.echo, self.echo_doubt = True, False
+        elif self.echo and not self.echo_doubt:
+            self.echo_doubt = True
+        else:
+            self.echo = False
+        return self.echo
 
     def audio_until(self, end: int, buffer: AudioBuffer, padding: int) -> np.ndarray:
         """The turn's audio up to stream position `end` (with the turn it continues)."""

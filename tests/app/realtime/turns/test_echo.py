@@ -26,7 +26,8 @@ def answer() -> np.ndarray:
 
 
 def _room(played: np.ndarray, delay_s: float, attenuation_db: float) -> np.ndarray:
-    noise = np.random.default_rng(0).standard_normal(played.size).astype(np.float32) * 1e-3
+    # a quiet room's noise floor, -70 dBFS
+    noise = np.random.default_rng(0).standard_normal(played.size).astype(np.float32) * 3e-4
     late = np.concatenate([np.zeros(int(delay_s * SECOND), np.float32), played])[: played.size]
     return late * 10 ** (-attenuation_db / 20) + noise
 
