@@ -1,0 +1,38 @@
+"""How far ahead of real time a client sends its audio."""
+
+from __future__ import annotations
+
+from app.realtime.turns.input_audio import REAL_TIME_S, SendPace
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_microphone_stays_real_time_even_after_the_server_was_busy() -> None:
+    """The server judging a pause leaves appends unread, then reads them in a rush: that
+    rush pays back the wait and must not make a microphone look like a file."""
+    clock = FakeClock()
+    pace = SendPace(clock)
+    for _round in range(5):
+        for _ in range(50):  # a second of 20 ms appends, read as they come
+            clock.now += 0.02
+            pace.received(0.02)
+        clock.now += 0.3  # the server was busy for 300 ms...
+        for _ in range(15):  # ...then reads what waited, at once
+            pace.received(0.02)
+        assert pace.ahead_s <= REAL_TIME_S
+
+
+def test_a_file_streamed_at_once_runs_ahead() -> None:
+    clock = FakeClock()
+    pace = SendPace(clock)
+    clock.now = 100.0  # long after the session began, with nothing sent
+    for _ in range(100):  # 2 s of audio in 50 ms
+        clock.now += 0.0005
+        pace.received(0.02)
+    assert pace.ahead_s > REAL_TIME_S
