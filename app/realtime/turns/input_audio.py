@@ -26,7 +26,10 @@ REAL_TIME_S = 0.5  # audio this far ahead of real time, at most, comes from a mi
 
 class SendPace:
     """How far a client's audio runs ahead of real time (a leaky bucket): about one
-    append for a microphone, seconds for a client streaming a file or a test's burst."""
+    append for a microphone, seconds for a client streaming a file or a test's burst.
+    It may go below zero, down to -1 s: when the server itself was busy (appends waited
+    unread, then come in a rush) the rush only pays back that wait; a client that sent
+    nothing for a while banks no more than a second."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
@@ -36,7 +39,7 @@ class SendPace:
     def received(self, seconds: float) -> None:
         now = self.clock()
         if self._last is not None:
-            self.ahead_s = max(0.0, self.ahead_s - (now - self._last))
+            self.ahead_s = max(-1.0, self.ahead_s - (now - self._last))
         self._last = now
         self.ahead_s += seconds
 

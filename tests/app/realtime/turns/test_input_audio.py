@@ -14,16 +14,17 @@ class FakeClock:
 
 
 def test_a_microphone_stays_real_time_even_after_the_server_was_busy() -> None:
-    """The server judging a pause leaves appends unread, then reads them in a rush: that
-    rush pays back the wait and must not make a microphone look like a file."""
+    """Bug: the bucket stopped at zero, so the rush of appends read after the server
+    judged a pause (0.5 s of audio waiting unread) stayed in it for good, and from then
+    on every pause of that microphone was judged as if a file were being streamed."""
     clock = FakeClock()
     pace = SendPace(clock)
     for _round in range(5):
         for _ in range(50):  # a second of 20 ms appends, read as they come
             clock.now += 0.02
             pace.received(0.02)
-        clock.now += 0.3  # the server was busy for 300 ms...
-        for _ in range(15):  # ...then reads what waited, at once
+        clock.now += 0.6  # the server was busy for 600 ms...
+        for _ in range(30):  # ...then reads what waited, at once
             pace.received(0.02)
         assert pace.ahead_s <= REAL_TIME_S
 
