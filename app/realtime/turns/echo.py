@@ -9,9 +9,10 @@ How (a reference-based double-talk check, after the idea of the Geigel/coherence
 detectors in acoustic echo cancellers; our own code): the audio sent to the client is
 laid out on a playback timeline (each piece plays on arrival, or after the piece before
 it). A window of input is compared with that timeline over every delay up to
-`max_delay_s`, as log band energies per 10 ms frame with each band's mean removed: the
-mean removal cancels the room's and the devices' colouring and any attenuation, and
-energy envelopes survive reverberation that a waveform correlation would not. The best
+`max_delay_s`, as log band energies per 10 ms frame with each band's and each frame's
+mean removed: that cancels the room's and the devices' colouring, any attenuation and
+the loudness contour any two voices share, and energy envelopes survive reverberation
+that a waveform correlation would not. The best
 Pearson correlation over the delays is the verdict: echo alone scores near 1, the
 user's own voice (alone or over the echo) near 0.
 """
