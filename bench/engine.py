@@ -1,6 +1,7 @@
 """Engine throughput: our engine (1 and N AsyncLLM streams) vs transformers and llama.cpp, same run.
 
-Peers, all in this run and interleaved round by round: transformers ``generate``; the
+Peers, all in this run and interleaved round by round, each in a process of its own
+(see bench/peer_process.py): transformers ``generate``; the
 engine on its torch-only kernels (``CpuKernels.enabled = False``: the engine before its
 C++ kernels); llama.cpp on the same GGUF when llama-cpp-python is installed (`make
 bench-peers`). Also: prefill tokens/s of one 512-token prompt, the measured memory read
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import time
 from typing import Any
 
@@ -67,74 +67,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-latency", action="store_true")
 
 
-def _pct(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
-def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    best = dict(max(runs, key=lambda r: r["tokens_per_s"]))
-    best["tokens_per_s_rounds"] = [r["tokens_per_s"] for r in runs]
-    return best
-
-
-async def _engine_streams(llm: Any, prompts: list[list[int]], params: Any) -> dict[str, Any]:
-    ttft: list[float] = []
-    tpot: list[float] = []
-    tokens: list[list[int]] = [[] for _ in prompts]
-
-    async def one(i: int, prompt: list[int]) -> None:
-        start = time.perf_counter()
-        first = None
-        ids: list[int] = []
-        async for delta in llm.stream(prompt, params, request_id=f"bench-{i}-{start}"):
-            if delta.token_ids and first is None:
-                first = time.perf_counter()
-            ids.extend(delta.token_ids)
-        end = time.perf_counter()
-        assert first is not None
-        ttft.append(first - start)
-        if len(ids) > 1:
-            tpot.append((end - first) / (len(ids) - 1))
-        tokens[i] = ids
-
-    start = time.perf_counter()
-    await asyncio.gather(*(one(i, p) for i, p in enumerate(prompts)))
-    wall = time.perf_counter() - start
-    n = sum(len(t) for t in tokens)
-    return {
-        "output_tokens": n,
-        "seconds": round(wall, 3),
-        "tokens_per_s": round(n / wall, 2),
-        "ttft_p50_ms": round(1000 * _pct(ttft, 50), 1),
-        "ttft_p99_ms": round(1000 * _pct(ttft, 99), 1),
-        "tpot_p50_ms": round(1000 * _pct(tpot, 50), 1),
-        "tpot_p99_ms": round(1000 * _pct(tpot, 99), 1),
-        "tokens": tokens,
-    }
-
-
-async def _engine_single(llm: Any, prompts: list[list[int]], params: Any) -> dict[str, Any]:
-    runs = [await _engine_streams(llm, [p], params) for p in prompts]
-    n = sum(r["output_tokens"] for r in runs)
-    seconds = sum(r["seconds"] for r in runs)
-    return {
-        "output_tokens": n,
-        "seconds": round(seconds, 3),
-        "tokens_per_s": round(n / seconds, 2),
-        "ttft_p50_ms": statistics.median(r["ttft_p50_ms"] for r in runs),
-        "tpot_p50_ms": statistics.median(r["tpot_p50_ms"] for r in runs),
-        "tokens": [r["tokens"][0] for r in runs],
-    }
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from bench.engine_latency import run_latency
-    from bench.engine_peers import load_llama_cpp, peer_ratios, read_bandwidth_gbs
+    from bench.engine_peers import load_llama_cpp, peer_ratios, read_bandwidth_gbs, threaded
+    from bench.engine_streams import best_round, engine_single, engine_streams
+    from bench.peer_process import PeerProcess
     from engine import AsyncLLM, SamplingParams, quantized_model
     from engine.cpu_kernels import CpuKernels
 
@@ -143,29 +82,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     quick = bool(getattr(args, "quick", False))
     max_tokens = args.max_tokens or (48 if quick else 128)
     n_single = args.single or (2 if quick else 4)
-
-    def build() -> Any:
-        return AsyncLLM(
-            args.model,
-            dtype=args.dtype,
-            max_num_seqs=max(args.streams, 8),
-            max_step_ms=args.max_step_ms,
-            quantization=args.quantization,
-            quantization_group_size=args.group_size,
-        )
-
+    engine_kwargs: dict[str, Any] = dict(
+        model=args.model,
+        dtype=args.dtype,
+        max_num_seqs=max(args.streams, 8),
+        max_step_ms=args.max_step_ms,
+        quantization=args.quantization,
+        quantization_group_size=args.group_size,
+    )
     load_start = time.perf_counter()
-    llm = build()
+    llm = AsyncLLM(**engine_kwargs)
     load_s = time.perf_counter() - load_start
     tok = llm.tokenizer
+    threads = torch.get_num_threads()
+    # Every peer in a process of its own (see PeerProcess): one process's runtimes slow
+    # each other down, which no user running one of them sees.
     torch_llm = None
     if not args.skip_torch_kernels and CpuKernels.lib() is not None:
-        CpuKernels.enabled = False
-        try:
-            torch_llm = build()
-        finally:
-            CpuKernels.enabled = True
-    threads = torch.get_num_threads()
+        torch_llm = PeerProcess(_torch_kernels_peer, threads, engine_kwargs)
     llama, llama_note = (None, {"available": False, "why": "--skip-llama-cpp"})
     if not args.skip_llama_cpp:
         llama, llama_note = load_llama_cpp(args.model, threads)
@@ -183,11 +117,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     hf = None
     if not args.skip_transformers:
-        hf = _Transformers(llm.model_path, args.dtype, args.ignore_eos, eos)
+        hf = PeerProcess(
+            threaded, threads, _Transformers, llm.model_path, args.dtype, args.ignore_eos, eos
+        )
         hf.warmup(single[0])
     asyncio.run(llm.warmup())
-    if torch_llm is not None:
-        asyncio.run(torch_llm.warmup())
     gen = torch.Generator().manual_seed(0)
     vocab = int(llm.engine.model_config.vocab_size)
     long_prompt = torch.randint(vocab, (args.prefill_tokens,), generator=gen).tolist()
@@ -202,34 +136,37 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     prefill: dict[str, list[float]] = {"engine": [], "engine_torch_kernels": [], "llama.cpp": []}
     for _ in range(args.rounds or (2 if quick else 3)):
-        for name, side in (("engine", llm), ("engine_torch_kernels", torch_llm)):
-            if side is None:
-                continue
-            asyncio.run(side.free_all())  # cold prefix cache: the peers have none
-            rounds[name].append(asyncio.run(_engine_single(side, single, params)))
-            asyncio.run(side.free_all())
-            start = time.perf_counter()
-            asyncio.run(side.generate(long_prompt, prefill_params))
-            prefill[name].append(len(long_prompt) / (time.perf_counter() - start))
+        asyncio.run(llm.free_all())  # cold prefix cache: the peers have none
+        rounds["engine"].append(asyncio.run(engine_single(llm, single, params)))
+        asyncio.run(llm.free_all())
+        start = time.perf_counter()
+        asyncio.run(llm.generate(long_prompt, prefill_params))
+        prefill["engine"].append(len(long_prompt) / (time.perf_counter() - start))
+        if torch_llm is not None:
+            rounds["engine_torch_kernels"].append(
+                torch_llm.single(single, max_tokens, args.ignore_eos)
+            )
+            prefill["engine_torch_kernels"].append(torch_llm.prefill(long_prompt))
         if hf is not None:
             rounds["transformers"].append(hf.single(single, max_tokens))
         if llama is not None:
             rounds["llama.cpp"].append(llama.single(single, max_tokens))
             prefill["llama.cpp"].append(llama.prefill(long_prompt))
-    engine: dict[str, Any] = {"single_stream": _best(rounds["engine"])}
+    engine: dict[str, Any] = {"single_stream": best_round(rounds["engine"])}
     baseline: dict[str, Any] = {}
     if hf is not None:
-        baseline["single_stream"] = _best(rounds["transformers"])
+        baseline["single_stream"] = best_round(rounds["transformers"])
     peers: dict[str, Any] = {"llama.cpp": llama_note}
     if llama is not None:
-        peers["llama.cpp"]["single_stream"] = _best(rounds["llama.cpp"])
+        peers["llama.cpp"]["single_stream"] = best_round(rounds["llama.cpp"])
     if torch_llm is not None:
-        peers["engine_torch_kernels"] = {"single_stream": _best(rounds["engine_torch_kernels"])}
-        peers["engine_torch_kernels"]["single_stream"].pop("tokens")
+        peers["engine_torch_kernels"] = {
+            "single_stream": best_round(rounds["engine_torch_kernels"])
+        }
         torch_llm.close()
     prefill_best = {k: round(max(v), 1) for k, v in prefill.items() if v}
     asyncio.run(llm.free_all())
-    engine["concurrent"] = asyncio.run(_engine_streams(llm, batch, params))
+    engine["concurrent"] = asyncio.run(engine_streams(llm, batch, params))
     if hf is not None:
         baseline["static_batch"] = hf.static_batch(batch, max_tokens)
     weight_bytes = quantized_model.weight_bytes(llm.engine.model)
@@ -238,6 +175,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         long_tokens = args.long_tokens or (600 if quick else 1800)
         latency = run_latency(llm, single[0], long_tokens, args.short_delay, args.max_step_ms)
     llm.close()
+    for peer in (hf, llama):
+        if peer is not None:
+            peer.close()
     bandwidth = read_bandwidth_gbs(threads)
     single_tps = engine["single_stream"]["tokens_per_s"]
     limits: dict[str, Any] = {
@@ -248,9 +188,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     if llama is not None:
         llama_tps = peers["llama.cpp"]["single_stream"]["tokens_per_s"]
-        limits["llama_cpp_weight_bytes"] = llama.file_bytes
+        limits["llama_cpp_weight_bytes"] = llama_note["gguf_bytes"]
         limits["llama_cpp_physical_limit_ratio"] = round(
-            llama_tps * llama.file_bytes / (bandwidth * 1e9), 3
+            llama_tps * llama_note["gguf_bytes"] / (bandwidth * 1e9), 3
         )
     result: dict[str, Any] = {
         "model": args.model,
@@ -263,6 +203,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "streams": args.streams,
         "single_stream_prompts": n_single,
         "engine_load_s": round(load_s, 2),
+        "peers_in_own_processes": True,
         "cpu_kernels": CpuKernels.lib() is not None,
         "cpu_kernels_build_s": CpuKernels.build_seconds,
         "engine": engine,
@@ -297,3 +238,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     engine["single_stream"].pop("tokens")
     engine["concurrent"].pop("tokens")
     return result
+
+
+def _torch_kernels_peer(threads: int, engine_kwargs: dict[str, Any]) -> Any:
+    from bench.engine_peers import EnginePeer
+
+    return EnginePeer(False, threads, **engine_kwargs)

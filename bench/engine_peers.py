@@ -86,8 +86,11 @@ class LlamaCppPeer:
         return round(len(prompt) / (time.perf_counter() - start), 1)
 
 
-def load_llama_cpp(model: str, threads: int) -> tuple[LlamaCppPeer | None, dict[str, Any]]:
-    """The peer, or None and a note saying why (and how to get it)."""
+def load_llama_cpp(model: str, threads: int) -> tuple[Any | None, dict[str, Any]]:
+    """The peer in a process of its own (see PeerProcess), or None and a note saying why
+    (and how to get it)."""
+    from bench.peer_process import PeerProcess
+
     path = gguf_path(model)
     if path is None:
         return None, {"available": False, "why": f"{model} has no GGUF file to compare on"}
@@ -99,12 +102,13 @@ def load_llama_cpp(model: str, threads: int) -> tuple[LlamaCppPeer | None, dict[
             "why": "llama-cpp-python is not installed",
             "how": HOW_TO_GET_LLAMA_CPP,
         }
-    peer = LlamaCppPeer(path, threads)
+    peer = PeerProcess(LlamaCppPeer, path, threads)
     return peer, {
         "available": True,
         "gguf": path.name,
-        "gguf_bytes": peer.file_bytes,
+        "gguf_bytes": path.stat().st_size,
         "threads": threads,
+        "process": "own",
     }
 
 
@@ -121,3 +125,55 @@ def peer_ratios(
         if prefill.get(name) and prefill.get("engine"):
             ratios[f"prefill_vs_{name}"] = round(prefill["engine"] / prefill[name], 2)
     return ratios
+
+
+class EnginePeer:
+    """Our engine in a peer process: ``cpu_kernels=False`` builds it on its torch-only
+    kernels (the engine before its C++ kernels)."""
+
+    def __init__(self, cpu_kernels: bool, threads: int, **engine_kwargs: Any) -> None:
+        import torch
+
+        from engine import AsyncLLM
+        from engine.cpu_kernels import CpuKernels
+
+        torch.set_num_threads(threads)
+        CpuKernels.enabled = cpu_kernels
+        self.llm = AsyncLLM(**engine_kwargs)
+        import asyncio
+
+        asyncio.run(self.llm.warmup())
+
+    def single(self, prompts: list[list[int]], max_tokens: int, ignore_eos: bool) -> dict[str, Any]:
+        import asyncio
+
+        from bench.engine_streams import engine_single
+        from engine import SamplingParams
+
+        params = SamplingParams(max_tokens=max_tokens, temperature=0.0, ignore_eos=ignore_eos)
+        asyncio.run(self.llm.free_all())  # cold prefix cache: the peers have none
+        result = asyncio.run(engine_single(self.llm, prompts, params))
+        result.pop("tokens")
+        return result
+
+    def prefill(self, prompt: list[int]) -> float:
+        """Prompt tokens per second of one prompt evaluation (cold cache)."""
+        import asyncio
+
+        from engine import SamplingParams
+
+        asyncio.run(self.llm.free_all())
+        start = time.perf_counter()
+        asyncio.run(self.llm.generate(prompt, SamplingParams(max_tokens=1, temperature=0.0)))
+        return round(len(prompt) / (time.perf_counter() - start), 1)
+
+    def close(self) -> None:
+        self.llm.close()
+
+
+def threaded(threads: int, factory: Any, *args: Any) -> Any:
+    """``factory(*args)`` after setting torch's thread count (a peer process's builder)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    return factory(*args)

@@ -134,6 +134,7 @@ def load_model(
         quantized_model.quantize_model(model, quantization, group_size, cache, None)
     model.prepare()
     quantized_model.prepare_quantized(model)
+    model.flatten()
     model.rotary.build(device, dtype)
     return model.eval()
 

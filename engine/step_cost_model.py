@@ -19,8 +19,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
-
 # CPU priors (ms), SmolLM2-135M on 2 cores: they only matter for the first few steps.
 PRIOR = (5.0, 1.0, 0.5, 0.02)
 FEATURES = len(PRIOR)
@@ -45,42 +43,49 @@ class StepWork:
 
 
 class StepCostModel:
-    """Online ridge regression of step milliseconds on StepWork features."""
+    """Online ridge regression of step milliseconds on StepWork features.
+
+    Plain Python floats: the 4x4 normal equations solve in ~20 us this way, against
+    ~200 us through a dozen torch calls on tiny tensors, and it runs every step.
+    """
 
     def __init__(
         self, prior: tuple[float, ...] = PRIOR, decay: float = 0.97, ridge: float = 1.0
     ) -> None:
         self.decay, self.ridge = decay, ridge
-        self.prior = torch.tensor(prior, dtype=torch.float64)
-        self.xtx = torch.zeros(FEATURES, FEATURES, dtype=torch.float64)
-        self.xty = torch.zeros(FEATURES, dtype=torch.float64)
-        self.coef = self.prior.clone()
+        self.prior = tuple(float(p) for p in prior)
+        self.xtx = [[0.0] * FEATURES for _ in range(FEATURES)]
+        self.xty = [0.0] * FEATURES
+        self.coef: tuple[float, ...] = self.prior
         self.num_samples = 0
 
     def predict(self, work: StepWork) -> float:
         """Predicted milliseconds of a step doing ``work``."""
-        c = self.coef.tolist()
-        f = work.features()
-        return sum(a * b for a, b in zip(c, f, strict=True))
+        return sum(a * b for a, b in zip(self.coef, work.features(), strict=True))
 
     def observe(self, work: StepWork, ms: float) -> None:
         """Add a measured step and refit (a 4x4 solve: microseconds)."""
-        x = torch.tensor(work.features(), dtype=torch.float64)
-        self.xtx.mul_(self.decay).add_(torch.outer(x, x))
-        self.xty.mul_(self.decay).add_(x * ms)
+        x, d = work.features(), self.decay
+        for i, row in enumerate(self.xtx):
+            for j in range(FEATURES):
+                row[j] = row[j] * d + x[i] * x[j]
+            self.xty[i] = self.xty[i] * d + x[i] * ms
         # Scale-free ridge: each feature's penalty follows its own magnitude in the data.
-        scale = torch.diagonal(self.xtx).clamp(min=1e-9) * 1e-3 * self.ridge + 1e-6
-        a = self.xtx + torch.diag(scale)
-        b = self.xty + scale * self.prior
-        coef = torch.linalg.solve(a, b)
-        self.coef = coef.clamp(min=0.0)  # no work is free, none saves time
+        scale = [max(self.xtx[i][i], 1e-9) * 1e-3 * self.ridge + 1e-6 for i in range(FEATURES)]
+        a = [
+            [v + (scale[i] if i == j else 0.0) for j, v in enumerate(row)]
+            for i, row in enumerate(self.xtx)
+        ]
+        b = [self.xty[i] + scale[i] * self.prior[i] for i in range(FEATURES)]
+        # no work is free, none saves time
+        self.coef = tuple(max(0.0, c) for c in _solve(a, b))
         self.num_samples += 1
 
     def max_chunk(self, work: StepWork, start: int, limit_ms: float, most: int) -> int:
         """The largest chunk n <= most (after ``start`` cached tokens) such that
         ``work`` plus the chunk is predicted to take at most ``limit_ms``; 0 if none."""
         left = limit_ms - self.predict(work)
-        _, per_token, _, per_pair = self.coef.tolist()
+        _, per_token, _, per_pair = self.coef
         per_pair /= 1000  # the model counts pairs in thousands
         if left <= 0:
             return 0
@@ -91,3 +96,23 @@ class StepCostModel:
         else:
             n = (-b + math.sqrt(b * b + 4 * per_pair * left)) / (2 * per_pair)
         return max(0, min(most, int(n)))
+
+
+def _solve(a: list[list[float]], b: list[float]) -> list[float]:
+    """x with a x = b: Gaussian elimination with partial pivoting (a is positive
+    definite here: the ridge keeps it so), in place on a and b."""
+    n = len(b)
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
+        a[col], a[pivot] = a[pivot], a[col]
+        b[col], b[pivot] = b[pivot], b[col]
+        for r in range(col + 1, n):
+            f = a[r][col] / a[col][col]
+            if f:
+                for c in range(col, n):
+                    a[r][c] -= f * a[col][c]
+                b[r] -= f * b[col]
+    x = [0.0] * n
+    for r in range(n - 1, -1, -1):
+        x[r] = (b[r] - sum(a[r][c] * x[c] for c in range(r + 1, n))) / a[r][r]
+    return x

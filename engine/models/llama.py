@@ -13,6 +13,7 @@ from engine.layers.attention import AttentionMetadata, PagedAttention
 from engine.layers.linear import Linear, make_linear
 from engine.layers.norm import RMSNorm
 from engine.layers.rotary import RotaryEmbedding
+from engine.models.flat_forward import FlatForward
 
 
 def rope_settings(config: Any) -> tuple[float, dict[str, Any]]:
@@ -129,6 +130,7 @@ class LlamaForCausalLM(nn.Module):
         )
         self.tied_head: Linear | None = None
         self.uses_cpu_kernels = False  # decode attention over block tables in C++
+        self.flat: FlatForward | None = None  # set by flatten(): every layer on C++ kernels
         theta, scaling = rope_settings(config)
         self.rotary = RotaryEmbedding(head_dim, config.max_position_embeddings, theta, scaling)
 
@@ -141,6 +143,8 @@ class LlamaForCausalLM(nn.Module):
     def forward(
         self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata
     ) -> torch.Tensor:
+        if self.flat is not None:
+            return self.flat(input_ids, positions, meta)
         x = self.embed_tokens(input_ids)
         cos, sin = self.rotary.lookup(positions)
         residual = None
@@ -171,6 +175,11 @@ class LlamaForCausalLM(nn.Module):
             head.weight = nn.Parameter(self.embed_tokens.weight.data, requires_grad=False)
             head.prepare(release=False)
             self.tied_head = head if head.packed is not None else None
+
+    def flatten(self) -> None:
+        """Resolve the C++-kernel pass (FlatForward) once every module is prepared,
+        quantized projections included; without the kernels the module path stays."""
+        self.flat = FlatForward.build(self)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         if self.lm_head is not None:

@@ -121,11 +121,13 @@ def test_paged_decode_attention_matches_sdpa() -> None:
     torch.manual_seed(3)
     h, kvh, d, bs = 6, 2, 32, 4
     k_cache, v_cache = torch.randn(12, bs, kvh, d), torch.randn(12, bs, kvh, d)
-    tables = torch.tensor([[5, 0, 0, 0], [1, 7, 2, 9], [3, 11, 4, 0]])  # padded with 0
-    lens = torch.tensor([3, 16, 9])
-    q = torch.randn(3, h, d)
+    # padded with 0; the last sequence spans ten blocks
+    rows = [[5], [1, 7, 2, 9], [3, 11, 4], [10, 2, 6, 8, 1, 3, 5, 7, 9, 11]]
+    tables = torch.tensor([r + [0] * (10 - len(r)) for r in rows])
+    lens = torch.tensor([3, 16, 9, 37])
+    q = torch.randn(4, h, d)
     out = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, d**-0.5)
-    for i in range(3):
+    for i in range(4):
         keys = k_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
         vals = v_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
         ref = F.scaled_dot_product_attention(

@@ -7,7 +7,6 @@ import itertools
 import random
 
 import pytest
-import torch
 
 from engine.block_manager import BlockManager
 from engine.config import EngineConfig
@@ -28,7 +27,7 @@ def true_ms(work: StepWork) -> float:
 
 def fitted(coef: tuple[float, ...] = TRUE) -> StepCostModel:
     model = StepCostModel()
-    model.coef = torch.tensor(coef, dtype=torch.float64)
+    model.coef = coef
     return model
 
 
@@ -44,7 +43,7 @@ def test_cost_model_learns_step_times_from_measurements() -> None:
         if work.tokens:
             model.observe(work, true_ms(work))
     assert model.num_samples > 100
-    for got, want in zip(model.coef.tolist(), TRUE, strict=True):
+    for got, want in zip(model.coef, TRUE, strict=True):
         assert got == pytest.approx(want, rel=0.05, abs=0.01)
     probe = StepWork().plus_chunk(1, 700).plus_chunk(300, 100)
     assert model.predict(probe) == pytest.approx(true_ms(probe), rel=0.02)

@@ -1,0 +1,96 @@
+"""PeerProcess: a benchmark peer living in a process of its own, driven over a pipe.
+
+Two CPU runtimes in one process do not measure what either does alone: each thread that
+enters torch's OpenMP gets a team of its own, llama.cpp keeps its own thread pool, and
+the idle teams spin on the same two cores. Measured here, the engine decoded ~135 tok/s
+alone but ~65 with llama.cpp and a second engine loaded in its process; llama.cpp fell
+from ~120 to ~73 the same way. Each peer therefore runs in its own (spawned) process and
+the benchmark calls its methods in turn, so the rounds stay interleaved and only one
+side computes at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+
+def _serve(conn: Connection, factory: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    try:
+        peer = factory(*args)
+    except Exception:
+        conn.send(("error", traceback.format_exc()))
+        return
+    conn.send(("ready", None))
+    while True:
+        request = conn.recv()
+        if request is None:
+            close = getattr(peer, "close", None)
+            if close is not None:
+                close()
+            return
+        name, call_args = request
+        try:
+            conn.send(("ok", getattr(peer, name)(*call_args)))
+        except Exception:
+            conn.send(("error", traceback.format_exc()))
+
+
+class PeerProcessError(RuntimeError):
+    """The peer failed in its process; the message carries its traceback."""
+
+
+class PeerProcess:
+    """``factory(*args)`` built in a spawned process; ``peer.method(*args)`` runs there.
+
+    ``factory`` must be importable (a module-level function or class), its arguments and
+    results picklable. ``close()`` (or the context manager) ends the process.
+    """
+
+    def __init__(self, factory: Callable[..., Any], *args: Any) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(child, factory, args), daemon=True)
+        self._process.start()
+        child.close()
+        self._receive()  # built, or raise why not
+
+    def _receive(self) -> Any:
+        try:
+            status, value = self._conn.recv()
+        except EOFError as exc:
+            raise PeerProcessError(f"peer process exited ({self._process.exitcode})") from exc
+        if status == "error":
+            raise PeerProcessError(value)
+        return value
+
+    def call(self, name: str, *args: Any) -> Any:
+        """The result of ``peer.name(*args)``, run in the peer's process."""
+        self._conn.send((name, args))
+        return self._receive()
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda *args: self.call(name, *args)
+
+    def close(self) -> None:
+        """End the peer's process (idempotent)."""
+        if self._process.is_alive():
+            with contextlib.suppress(BrokenPipeError, OSError):
+                self._conn.send(None)
+            self._process.join(timeout=30)
+            if self._process.is_alive():
+                self._process.kill()
+                self._process.join()
+        self._conn.close()
+
+    def __enter__(self) -> PeerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
