@@ -57,7 +57,12 @@ class PeerProcess:
         self._process = context.Process(target=_serve, args=(child, factory, args), daemon=True)
         self._process.start()
         child.close()
-        self._receive()  # built, or raise why not
+        try:
+            self._receive()  # built, or raise why not
+        except PeerProcessError:
+            self._process.join(timeout=30)
+            self._conn.close()
+            raise
 
     def _receive(self) -> Any:
         try:
