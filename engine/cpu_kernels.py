@@ -29,8 +29,11 @@ import torch
 log = logging.getLogger(__name__)
 
 _DIR = Path(__file__).parent / "kernels"
-SOURCES = [_DIR / n for n in ("cpu_kernels.cpp", "int4_kernels.cpp", "layer_kernels.cpp")]
-HEADERS = [_DIR / "quantize_row.h"]
+SOURCES = [
+    _DIR / n
+    for n in ("cpu_kernels.cpp", "int4_kernels.cpp", "layer_kernels.cpp", "paged_kv_kernels.cpp")
+]
+HEADERS = [_DIR / "quantize_row.h", _DIR / "simd_math.h"]
 OPS = (
     "int8_linear",
     "pack_int8",
@@ -39,6 +42,7 @@ OPS = (
     "silu_and_mul",
     "rope_and_cache",
     "paged_decode_attention",
+    "argmax_rows",
 )
 REQUIRED_FLAGS = ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
 CXX_FLAGS = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from engine.config import EngineConfig
+from engine.errors import ConfigError
 from engine.layers.attention import AttentionMetadata, PagedAttention, sdpa_mask
 from engine.models import LlamaForCausalLM
 from engine.models.llama import LlamaAttention
@@ -26,16 +27,32 @@ class ModelRunner:
         self.sampler = Sampler(config.seed)
         self.attn_layers = [m for m in model.modules() if isinstance(m, PagedAttention)]
         self.groups = self.attn_layers[0].num_heads // self.attn_layers[0].num_kv_heads
-        self.num_blocks = self._num_blocks(max_model_len)
         self.fused_decode = all(getattr(m, "fused", False) for m in self._attention_modules())
+        self.kv_dtype = self._kv_dtype()
+        self.num_blocks = self._num_blocks(max_model_len)
         self.allocate_kv_cache()
 
     def _attention_modules(self) -> list[torch.nn.Module]:
         return [m for m in self.model.modules() if isinstance(m, LlamaAttention)]
 
+    def _kv_dtype(self) -> torch.dtype:
+        """The KV cache's dtype (see EngineConfig.kv_cache_dtype)."""
+        name = self.config.kv_cache_dtype
+        if name == "auto":
+            quantized = self.config.quantization != "none"
+            on_kernels = self.device.type == "cpu" and self.fused_decode
+            return torch.float16 if quantized and on_kernels else self.dtype
+        dtype = {"float32": torch.float32, "float16": torch.float16}.get(name, torch.bfloat16)
+        if self.fused_decode and dtype == torch.bfloat16:
+            raise ConfigError(
+                "kv_cache_dtype='bfloat16': the C++ CPU kernels read float32 or float16 "
+                "caches; use 'float16' (or R1VOICE_CPU_KERNELS=0 for the torch kernels)"
+            )
+        return dtype
+
     def _num_blocks(self, max_model_len: int) -> int:
         layer = self.attn_layers[0]
-        elem = torch.empty(0, dtype=self.dtype).element_size()
+        elem = torch.empty(0, dtype=self.kv_dtype).element_size()
         per_block = (
             2 * len(self.attn_layers) * self.block_size * layer.num_kv_heads * layer.head_dim * elem
         )
@@ -67,7 +84,7 @@ class ModelRunner:
             layer.num_kv_heads,
             layer.head_dim,
         )
-        self.kv_cache = torch.zeros(shape, dtype=self.dtype, device=self.device)
+        self.kv_cache = torch.zeros(shape, dtype=self.kv_dtype, device=self.device)
         for i, attn in enumerate(self.attn_layers):
             attn.k_cache = self.kv_cache[0, i]
             attn.v_cache = self.kv_cache[1, i]

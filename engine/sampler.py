@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from engine.cpu_kernels import CpuKernels
 from engine.sampling_params import SamplingParams
 
 
@@ -26,7 +27,10 @@ class Sampler:
         generators: list[torch.Generator | None],
     ) -> list[int]:
         logits = logits.float()
-        tokens = logits.argmax(dim=-1).tolist()
+        if logits.device.type == "cpu" and CpuKernels.k is not None:
+            tokens = CpuKernels.k.argmax_rows(logits).tolist()  # torch's, vectorized
+        else:
+            tokens = logits.argmax(dim=-1).tolist()
         for i, p in enumerate(params):
             if not p.greedy:
                 tokens[i] = self._sample_row(logits[i], p, generators[i])

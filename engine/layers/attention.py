@@ -83,8 +83,8 @@ class PagedAttention(nn.Module):
         kvh, d = self.num_kv_heads, self.head_dim
         k_flat = self.k_cache.view(-1, kvh, d)
         v_flat = self.v_cache.view(-1, kvh, d)
-        k_flat.index_copy_(0, meta.slot_mapping, k)
-        v_flat.index_copy_(0, meta.slot_mapping, v)
+        k_flat.index_copy_(0, meta.slot_mapping, k.to(k_flat.dtype))
+        v_flat.index_copy_(0, meta.slot_mapping, v.to(v_flat.dtype))
         return self.attend_cached(q, meta)
 
     def attend_cached(self, q: torch.Tensor, meta: AttentionMetadata) -> torch.Tensor:
@@ -111,6 +111,7 @@ class PagedAttention(nn.Module):
             # index_select: ~5x faster than advanced indexing for this gather on CPU.
             keys = self.k_cache.index_select(0, blocks).view(nd, -1, kvh, d)[:, :ctx]
             values = self.v_cache.index_select(0, blocks).view(nd, -1, kvh, d)[:, :ctx]
+            keys, values = keys.to(q.dtype), values.to(q.dtype)  # a float16 cache
             outs.append(attend(q[:nd].unsqueeze(1), keys, values, meta.decode_mask).view(nd, -1))
         start = nd
         runs = meta.prefill_block_runs or [None] * len(meta.prefill_query_lens)
@@ -129,6 +130,7 @@ class PagedAttention(nn.Module):
             else:
                 keys = self.k_cache.index_select(0, table).view(-1, kvh, d)[:ctx]
                 values = self.v_cache.index_select(0, table).view(-1, kvh, d)[:ctx]
+            keys, values = keys.to(q.dtype), values.to(q.dtype)  # a float16 cache
             qs = q[start : start + qlen].unsqueeze(0)
             outs.append(attend(qs, keys.unsqueeze(0), values.unsqueeze(0), mask)[0])
             start += qlen

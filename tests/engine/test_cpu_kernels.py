@@ -96,31 +96,38 @@ def test_rms_norm_residual_and_silu_and_mul() -> None:
 
 
 @needs_kernels
-def test_rope_and_cache_write_the_rotated_keys_and_values() -> None:
+@pytest.mark.parametrize("cache_dtype", [torch.float32, torch.float16])
+def test_rope_and_cache_write_the_rotated_keys_and_values(cache_dtype: torch.dtype) -> None:
+    """A float16 cache holds the fp32 results rounded as torch rounds them (.half())."""
     h, kvh, d = 4, 2, 32
     rotary = RotaryEmbedding(d, 256, 10000.0, {})
     rotary.build(torch.device("cpu"), torch.float32)
-    qkv = torch.randn(4, (h + 2 * kvh) * d)
+    qkv = torch.randn(4, (h + 2 * kvh) * d) * 30  # some values need rounding in fp16
     positions, slots = torch.tensor([3, 7, 100, 5]), torch.tensor([3, 40, 77, 159])
-    k_cache, v_cache = torch.zeros(10, 16, kvh, d), torch.zeros(10, 16, kvh, d)
+    k_cache = torch.zeros(10, 16, kvh, d, dtype=cache_dtype)
+    v_cache = torch.zeros(10, 16, kvh, d, dtype=cache_dtype)
     q = ops.rope_and_cache(
         qkv, rotary.cos[positions], rotary.sin[positions], k_cache, v_cache, slots, h, kvh, d
     )
     cos, sin = rotary.lookup(positions)
     qk = RotaryEmbedding.rotate(qkv[:, : (h + kvh) * d].view(4, -1, d), cos, sin)
+    values = qkv[:, (h + kvh) * d :].view(4, kvh, d)
     assert torch.equal(q, qk[:, :h])
-    assert torch.equal(k_cache.view(-1, kvh, d)[slots], qk[:, h:])
-    assert torch.equal(v_cache.view(-1, kvh, d)[slots], qkv[:, (h + kvh) * d :].view(4, kvh, d))
+    assert torch.equal(k_cache.view(-1, kvh, d)[slots], qk[:, h:].to(cache_dtype))
+    assert torch.equal(v_cache.view(-1, kvh, d)[slots], values.to(cache_dtype))
     untouched = torch.ones(160, dtype=torch.bool)
     untouched[slots] = False
     assert not k_cache.view(160, -1)[untouched].any()
 
 
 @needs_kernels
-def test_paged_decode_attention_matches_sdpa() -> None:
+@pytest.mark.parametrize("cache_dtype", [torch.float32, torch.float16])
+def test_paged_decode_attention_matches_sdpa(cache_dtype: torch.dtype) -> None:
+    """Over a float16 cache: SDPA over the same (widened) values."""
     torch.manual_seed(3)
     h, kvh, d, bs = 6, 2, 32, 4
-    k_cache, v_cache = torch.randn(12, bs, kvh, d), torch.randn(12, bs, kvh, d)
+    k_cache = torch.randn(12, bs, kvh, d).to(cache_dtype)
+    v_cache = torch.randn(12, bs, kvh, d).to(cache_dtype)
     # padded with 0; the last sequence spans ten blocks
     rows = [[5], [1, 7, 2, 9], [3, 11, 4], [10, 2, 6, 8, 1, 3, 5, 7, 9, 11]]
     tables = torch.tensor([r + [0] * (10 - len(r)) for r in rows])
@@ -130,6 +137,7 @@ def test_paged_decode_attention_matches_sdpa() -> None:
     for i in range(4):
         keys = k_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
         vals = v_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
+        keys, vals = keys.float(), vals.float()
         ref = F.scaled_dot_product_attention(
             q[i][:, None], keys.transpose(0, 1), vals.transpose(0, 1)
         )[:, 0]
@@ -159,3 +167,30 @@ def test_build_is_cached_on_disk() -> None:
     before = CpuKernels.build_seconds
     assert CpuKernels.build() == path and path.stat().st_mtime_ns == mtime
     assert CpuKernels.build_seconds == before  # not set again: no compile happened
+
+
+@needs_kernels
+def test_the_cache_kernels_refuse_a_dtype_they_do_not_read() -> None:
+    q = torch.randn(1, 2, 16)
+    cache = torch.zeros(2, 4, 1, 16, dtype=torch.bfloat16)
+    tables, lens = torch.tensor([[0]]), torch.tensor([1])
+    with pytest.raises(RuntimeError, match="both float32 or both float16"):
+        ops.paged_decode_attention(q, cache, cache, tables, lens, 0.25)
+
+
+@needs_kernels
+def test_argmax_rows_is_torch_argmax() -> None:
+    """Ties go to the first index, a NaN wins (the first one), short and -inf rows."""
+    torch.manual_seed(5)
+    for n in (1, 7, 16, 17, 49152):
+        x = torch.randn(6, n)
+        x[1] = 0.0  # all tied
+        x[2] = float("-inf")
+        if n > 3:
+            x[3, n // 2] = x[3].max() + 1
+            x[3, n - 1] = x[3, n // 2]  # a tie with a later index
+            x[4, [1, n - 1]] = float("nan")
+            x[5, n - 1] = float("inf")
+        assert torch.equal(ops.argmax_rows(x), x.argmax(dim=-1)), n
+    logits = torch.randn(32, 1000)
+    assert torch.equal(ops.argmax_rows(logits[:, ::2]), logits[:, ::2].argmax(dim=-1))

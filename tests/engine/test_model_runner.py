@@ -1,0 +1,85 @@
+"""ModelRunner's KV cache: its dtype (kv_cache_dtype) and what a float16 cache costs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from engine import LLM, SamplingParams
+from engine.cpu_kernels import CpuKernels
+from engine.errors import ConfigError
+from tests.engine.test_exactness import prompts
+
+needs_kernels = pytest.mark.skipif(
+    CpuKernels.lib() is None, reason=str(CpuKernels.unavailable_reason())
+)
+MEMORY = 64 * 1024  # bytes: fewer blocks than 4 sequences at full length (the cap)
+
+
+def _engine(path: Path, **settings: Any) -> LLM:
+    return LLM(str(path), dtype="float32", kv_cache_memory=MEMORY, max_num_seqs=4, **settings)
+
+
+@needs_kernels
+def test_auto_is_float16_for_quantized_weights_on_the_kernels(
+    tiny_factory: Callable[..., tuple[Path, Any]],
+) -> None:
+    path, _ = tiny_factory("qwen2-gqa-bias")
+    int8 = _engine(path, quantization="int8")
+    exact = _engine(path, quantization="none")
+    assert int8.model_runner.kv_cache.dtype == torch.float16
+    assert exact.model_runner.kv_cache.dtype == torch.float32  # exact against transformers
+    # the same bytes hold twice the tokens
+    assert int8.model_runner.num_blocks == 2 * exact.model_runner.num_blocks
+
+
+@pytest.mark.parametrize("kernels", [True, False])
+def test_a_float16_cache_gives_the_logits_of_a_float32_one_within_rounding(
+    tiny_factory: Callable[..., tuple[Path, Any]], kernels: bool
+) -> None:
+    """On the C++ kernels and on the torch ones: prefill chunks read the cache too."""
+    if kernels and CpuKernels.lib() is None:
+        pytest.skip(str(CpuKernels.unavailable_reason()))
+    path, hf = tiny_factory("llama-gqa-tied")
+    batch = prompts(hf.config.vocab_size, (3, 17, 40))
+    logits: dict[str, list[torch.Tensor]] = {}
+    CpuKernels.enabled = kernels
+    try:
+        for dtype in ("float32", "float16"):
+            llm = _engine(path, quantization="int8", kv_cache_dtype=dtype, max_num_batched_tokens=8)
+            assert llm.model_runner.kv_cache.dtype == getattr(torch, dtype)
+            seen = logits.setdefault(dtype, [])
+            head = llm.model.compute_logits
+
+            def record(hidden: torch.Tensor, head: Any = head, seen: list = seen) -> torch.Tensor:
+                out = head(hidden)
+                seen.append(out)
+                return out
+
+            llm.model.compute_logits = record  # type: ignore[method-assign]
+            params = SamplingParams(max_tokens=5, temperature=0.0, ignore_eos=True)
+            llm.generate(batch, params)
+            assert llm.stats().kv_blocks_free == llm.stats().kv_blocks_total
+    finally:
+        CpuKernels.enabled = True
+    assert len(logits["float16"]) == len(logits["float32"]) > 5
+    for a, b in zip(logits["float16"], logits["float32"], strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=2e-2 * float(b.abs().max()))
+
+
+@needs_kernels
+def test_bfloat16_on_the_kernels_is_refused_with_what_to_use(
+    tiny_factory: Callable[..., tuple[Path, Any]],
+) -> None:
+    path, _ = tiny_factory("qwen2-gqa-bias")
+    with pytest.raises(ConfigError, match="use 'float16'"):
+        _engine(path, quantization="int8", kv_cache_dtype="bfloat16")
+
+
+def test_an_unknown_cache_dtype_is_refused_at_once() -> None:
+    with pytest.raises(ConfigError, match="kv_cache_dtype must be one of"):
+        LLM("smollm2-135m-instruct", kv_cache_dtype="fp8")
