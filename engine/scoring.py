@@ -28,9 +28,10 @@ def score(llm: Any, token_ids: list[int]) -> list[float]:
     kvh, d = layers[0].num_kv_heads, layers[0].head_dim
     saved = [(a.k_cache, a.v_cache) for a in layers]
     try:
+        kv_dtype = runner.kv_dtype  # the engine's own cache dtype (float16 rounds K/V)
         for a in layers:  # one block of n slots, outside the engine's pool
-            a.k_cache = torch.zeros(1, n, kvh, d, dtype=dtype, device=device)
-            a.v_cache = torch.zeros(1, n, kvh, d, dtype=dtype, device=device)
+            a.k_cache = torch.zeros(1, n, kvh, d, dtype=kv_dtype, device=device)
+            a.v_cache = torch.zeros(1, n, kvh, d, dtype=kv_dtype, device=device)
         pos = torch.arange(n, device=device)
         visible = pos[None, None, :] <= pos[None, :, None]
         meta = AttentionMetadata(

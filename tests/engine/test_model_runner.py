@@ -83,3 +83,19 @@ def test_bfloat16_on_the_kernels_is_refused_with_what_to_use(
 def test_an_unknown_cache_dtype_is_refused_at_once() -> None:
     with pytest.raises(ConfigError, match="kv_cache_dtype must be one of"):
         LLM("smollm2-135m-instruct", kv_cache_dtype="fp8")
+
+
+def test_scoring_reads_the_engines_own_cache_dtype(
+    tiny_factory: Callable[..., tuple[Path, Any]],
+) -> None:
+    """Perplexity measures what serving computes: a float16 cache's rounding included."""
+    from engine.scoring import score
+
+    path, hf = tiny_factory("llama-gqa-tied")
+    ids = prompts(hf.config.vocab_size, (60,))[0]
+    logps = {
+        dtype: score(_engine(path, quantization="int8", kv_cache_dtype=dtype), ids)
+        for dtype in ("float32", "float16")
+    }
+    assert logps["float16"] != logps["float32"]
+    assert logps["float16"] == pytest.approx(logps["float32"], abs=1e-2)
