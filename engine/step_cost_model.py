@@ -58,6 +58,11 @@ class StepCostModel:
         self.xty = [0.0] * FEATURES
         self.coef: tuple[float, ...] = self.prior
         self.num_samples = 0
+        # measured / predicted (before each refit: out of sample), mean and mean
+        # deviation; ``safety`` = mean + 2 deviations scales the budget's predictions,
+        # so a noisy machine's steps overrun rarely instead of about half the time.
+        self.ratio_mean, self.ratio_dev = 1.0, 0.0
+        self.safety = 1.0
 
     def predict(self, work: StepWork) -> float:
         """Predicted milliseconds of a step doing ``work``."""
@@ -66,6 +71,11 @@ class StepCostModel:
     def observe(self, work: StepWork, ms: float) -> None:
         """Add a measured step and refit (a 4x4 solve: microseconds)."""
         x, d = work.features(), self.decay
+        if self.num_samples >= 8:  # the first fits are the prior's, not the machine's
+            ratio = ms / max(self.predict(work), 1e-3)
+            self.ratio_dev = d * self.ratio_dev + (1 - d) * abs(ratio - self.ratio_mean)
+            self.ratio_mean = d * self.ratio_mean + (1 - d) * ratio
+            self.safety = min(2.0, max(1.0, self.ratio_mean + 2 * self.ratio_dev))
         for i, row in enumerate(self.xtx):
             for j in range(FEATURES):
                 row[j] = row[j] * d + x[i] * x[j]
@@ -83,7 +93,9 @@ class StepCostModel:
 
     def max_chunk(self, work: StepWork, start: int, limit_ms: float, most: int) -> int:
         """The largest chunk n <= most (after ``start`` cached tokens) such that
-        ``work`` plus the chunk is predicted to take at most ``limit_ms``; 0 if none."""
+        ``work`` plus the chunk is predicted to take at most ``limit_ms`` (predictions
+        scaled by ``safety``); 0 if none."""
+        limit_ms /= self.safety
         left = limit_ms - self.predict(work)
         _, per_token, _, per_pair = self.coef
         per_pair /= 1000  # the model counts pairs in thousands

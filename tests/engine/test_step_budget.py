@@ -61,6 +61,31 @@ def test_max_chunk_is_the_largest_chunk_under_the_limit() -> None:
     assert model.max_chunk(base, 0, 1e9, most=77) == 77
 
 
+def test_on_a_noisy_machine_capped_chunks_rarely_overrun() -> None:
+    """Steps vary +-20% around the true cost: a chunk sized on the fitted mean alone
+    overruns about half the time; scaled by ``safety`` it seldom does."""
+    rng = random.Random(1)
+    model = StepCostModel()
+
+    def measured(work: StepWork) -> float:
+        return true_ms(work) * rng.uniform(0.8, 1.2)
+
+    for _ in range(300):
+        work = StepWork().plus_chunk(1, rng.randint(1, 500)).plus_chunk(rng.randint(2, 512), 0)
+        model.observe(work, measured(work))
+    assert 1.1 < model.safety < 1.6
+    base = StepWork().plus_chunk(1, 300)
+    over = {"safety": 0, "mean": 0}
+    for name in over:
+        if name == "mean":
+            model.safety = 1.0
+        for _ in range(200):
+            n = model.max_chunk(base, 0, 100.0, most=10_000)
+            over[name] += measured(base.plus_chunk(n, 0)) > 100.0
+    assert over["safety"] <= 10  # of 200
+    assert over["mean"] >= 60
+
+
 def make(max_step_ms: float | None = 50.0, **cfg) -> Scheduler:  # type: ignore[no-untyped-def]
     config = EngineConfig(
         model="unused", block_size=4, max_num_batched_tokens=2048, max_step_ms=max_step_ms, **cfg
