@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import time
 from typing import Any
 
@@ -68,6 +69,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    """The benchmark; every engine and peer process is closed however it ends."""
+    with contextlib.ExitStack() as stack:
+        return _run(args, stack)
+
+
+def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any]:
     import torch
 
     from bench.engine_latency import run_latency
@@ -92,6 +99,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     load_start = time.perf_counter()
     llm = AsyncLLM(**engine_kwargs)
+    stack.callback(llm.close)
     load_s = time.perf_counter() - load_start
     tok = llm.tokenizer
     threads = torch.get_num_threads()
@@ -99,10 +107,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # each other down, which no user running one of them sees.
     torch_llm = None
     if not args.skip_torch_kernels and CpuKernels.lib() is not None:
-        torch_llm = PeerProcess(_torch_kernels_peer, threads, engine_kwargs)
+        torch_llm = stack.enter_context(PeerProcess(_torch_kernels_peer, threads, engine_kwargs))
     llama, llama_note = (None, {"available": False, "why": "--skip-llama-cpp"})
     if not args.skip_llama_cpp:
         llama, llama_note = load_llama_cpp(args.model, threads)
+        if llama is not None:
+            stack.callback(llama.close)
 
     def chat(q: str) -> list[int]:
         enc = tok.apply_chat_template(
@@ -117,8 +127,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     hf = None
     if not args.skip_transformers:
-        hf = PeerProcess(
-            threaded, threads, _Transformers, llm.model_path, args.dtype, args.ignore_eos, eos
+        hf = stack.enter_context(
+            PeerProcess(
+                threaded, threads, _Transformers, llm.model_path, args.dtype, args.ignore_eos, eos
+            )
         )
         hf.warmup(single[0])
     asyncio.run(llm.warmup())

@@ -48,8 +48,11 @@ class PeerProcess:
     """``factory(*args)`` built in a spawned process; ``peer.method(*args)`` runs there.
 
     ``factory`` must be importable (a module-level function or class), its arguments and
-    results picklable. ``close()`` (or the context manager) ends the process.
+    results picklable. ``close()`` (or the context manager) ends the process; a call
+    that gets no answer within ``timeout_s`` kills it and raises PeerProcessError.
     """
+
+    timeout_s = 1800.0  # the longest one call (a model build, a static batch) may take
 
     def __init__(self, factory: Callable[..., Any], *args: Any) -> None:
         context = multiprocessing.get_context("spawn")
@@ -65,6 +68,10 @@ class PeerProcess:
             raise
 
     def _receive(self) -> Any:
+        if not self._conn.poll(self.timeout_s):  # a peer stuck for good: never hang the bench
+            self._process.kill()
+            self._process.join()
+            raise PeerProcessError(f"peer process did not answer within {self.timeout_s:.0f} s")
         try:
             status, value = self._conn.recv()
         except EOFError as exc:

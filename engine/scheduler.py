@@ -201,6 +201,7 @@ class Scheduler:
             if self.is_high(seq):
                 queued = queued.plus_chunk(seq.num_tokens - seq.num_computed_tokens, 0)
         reserved = self.cost_model.predict(queued) - self.cost_model.predict(StepWork())
+        reserved *= self.cost_model.safety  # as max_chunk scales what it predicts
         return StepBudget(self.cost_model, limit, max(limit - reserved, 0.2 * limit))
 
     @staticmethod

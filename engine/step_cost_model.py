@@ -72,7 +72,9 @@ class StepCostModel:
         """Add a measured step and refit (a 4x4 solve: microseconds)."""
         x, d = work.features(), self.decay
         if self.num_samples >= 8:  # the first fits are the prior's, not the machine's
-            ratio = ms / max(self.predict(work), 1e-3)
+            # clipped: one stalled step (a GC pause, a page fault) must not halve the
+            # chunks for the next 50
+            ratio = min(3.0, max(0.5, ms / max(self.predict(work), 1e-3)))
             self.ratio_dev = d * self.ratio_dev + (1 - d) * abs(ratio - self.ratio_mean)
             self.ratio_mean = d * self.ratio_mean + (1 - d) * ratio
             self.safety = min(2.0, max(1.0, self.ratio_mean + 2 * self.ratio_dev))

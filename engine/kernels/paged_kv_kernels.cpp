@@ -27,6 +27,9 @@ inline __m512 load16(const uint16_t* p) {
 }
 inline void store16(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
 inline void store16(uint16_t* p, __m512 v) {
+  // saturated: a value past fp16's range would become inf, then NaN in the softmax
+  const __m512 top = _mm512_set1_ps(65504.0f);
+  v = _mm512_max_ps(_mm512_min_ps(v, top), _mm512_sub_ps(_mm512_setzero_ps(), top));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
                       _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
@@ -185,6 +188,13 @@ at::Tensor rope_and_cache(const at::Tensor& qkv, const at::Tensor& cos, const at
   TORCH_CHECK(head_dim % 16 == 0 && head_dim <= 256, "head_dim % 16 == 0, <= 256");
   TORCH_CHECK(cos.is_contiguous() && sin.is_contiguous() && k_cache.is_contiguous() &&
                   v_cache.is_contiguous(), "layout");
+  TORCH_CHECK(k_cache.dim() == 4 && k_cache.size(2) == num_kv_heads && k_cache.size(3) == head_dim &&
+                  v_cache.sizes() == k_cache.sizes(), "caches: [blocks, block_size, kvh, d]");
+  TORCH_CHECK(slots.scalar_type() == at::kLong && slots.numel() == qkv.size(0), "one slot a token");
+  const int64_t capacity = k_cache.size(0) * k_cache.size(1);
+  const int64_t* sp = slots.data_ptr<int64_t>();
+  for (int64_t i = 0; i < slots.numel(); ++i)
+    TORCH_CHECK(sp[i] >= 0 && sp[i] < capacity, "slot ", sp[i], " outside the cache");
   if (half_cache(k_cache, v_cache))
     return rope_and_cache_impl<uint16_t>(qkv, cos, sin, k_cache, v_cache, slots, num_heads,
                                          num_kv_heads, head_dim);
@@ -197,8 +207,22 @@ at::Tensor rope_and_cache(const at::Tensor& qkv, const at::Tensor& cos, const at
 at::Tensor paged_decode_attention(const at::Tensor& q, const at::Tensor& k_cache,
                                   const at::Tensor& v_cache, const at::Tensor& block_tables,
                                   const at::Tensor& lens, double scale) {
-  TORCH_CHECK(q.is_contiguous() && q.size(2) % 16 == 0 && q.size(2) <= 256,
-              "q: [b, h, d], d % 16 == 0");
+  TORCH_CHECK(q.dim() == 3 && q.is_contiguous() && q.size(2) % 16 == 0 && q.size(2) <= 256,
+              "q: [b, h, d], d % 16 == 0, d <= 256");
+  TORCH_CHECK(k_cache.is_contiguous() && v_cache.is_contiguous() && k_cache.dim() == 4 &&
+                  k_cache.size(3) == q.size(2) && q.size(1) % k_cache.size(2) == 0 &&
+                  v_cache.sizes() == k_cache.sizes(), "caches: [blocks, block_size, kvh, d]");
+  TORCH_CHECK(block_tables.scalar_type() == at::kLong && lens.scalar_type() == at::kLong &&
+                  block_tables.is_contiguous() && block_tables.size(0) == q.size(0) &&
+                  lens.numel() == q.size(0), "one block table and length a sequence");
+  const int64_t* lp = lens.data_ptr<int64_t>();
+  const int64_t* tp = block_tables.data_ptr<int64_t>();
+  const int64_t w = block_tables.size(1), bs = k_cache.size(1), blocks = k_cache.size(0);
+  for (int64_t i = 0; i < lens.numel(); ++i) {
+    TORCH_CHECK(lp[i] > 0 && lp[i] <= w * bs, "length ", lp[i], " past its block table");
+    for (int64_t j = 0; j < (lp[i] + bs - 1) / bs; ++j)
+      TORCH_CHECK(tp[i * w + j] >= 0 && tp[i * w + j] < blocks, "block outside the cache");
+  }
   const bool half = half_cache(k_cache, v_cache);
   switch (q.size(2) / 16) {
 #define R1VOICE_ND(n)                                                                         \

@@ -59,6 +59,14 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
     return out.view(b, kvh, g, t, d).permute(0, 3, 1, 2, 4).reshape(b, t, h * d)
 
 
+def _to_cache(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """x in the cache's dtype; saturated into float16's range, as the C++ kernels store
+    (an inf there would be a NaN in the softmax)."""
+    if dtype == torch.float16 and x.dtype != dtype:
+        x = x.clamp(-65504.0, 65504.0)
+    return x.to(dtype)
+
+
 class PagedAttention(nn.Module):
     """Attention over the paged KV cache of one layer.
 
@@ -83,8 +91,8 @@ class PagedAttention(nn.Module):
         kvh, d = self.num_kv_heads, self.head_dim
         k_flat = self.k_cache.view(-1, kvh, d)
         v_flat = self.v_cache.view(-1, kvh, d)
-        k_flat.index_copy_(0, meta.slot_mapping, k.to(k_flat.dtype))
-        v_flat.index_copy_(0, meta.slot_mapping, v.to(v_flat.dtype))
+        k_flat.index_copy_(0, meta.slot_mapping, _to_cache(k, k_flat.dtype))
+        v_flat.index_copy_(0, meta.slot_mapping, _to_cache(v, v_flat.dtype))
         return self.attend_cached(q, meta)
 
     def attend_cached(self, q: torch.Tensor, meta: AttentionMetadata) -> torch.Tensor:

@@ -166,7 +166,8 @@ class LlamaForCausalLM(nn.Module):
             if isinstance(module, RMSNorm):
                 module.prepare()
             elif isinstance(module, LlamaAttention):
-                module.fused = self.uses_cpu_kernels and module.head_dim % 16 == 0
+                d = module.head_dim
+                module.fused = self.uses_cpu_kernels and d % 16 == 0 and d <= 256
             elif isinstance(module, SiluAndMul):
                 module.fused = self.uses_cpu_kernels
         if self.lm_head is None and self.embed_tokens.weight.numel():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -21,6 +22,9 @@ class Counter:
 
     def fail(self) -> None:
         raise ValueError("bad prompt")
+
+    def hang(self) -> None:
+        time.sleep(3600)
 
 
 class Broken:
@@ -47,3 +51,12 @@ def test_an_error_in_the_peer_is_raised_here_and_the_peer_goes_on() -> None:
 def test_a_peer_that_cannot_be_built_says_why() -> None:
     with pytest.raises(PeerProcessError, match="no such model"):
         PeerProcess(Broken)
+
+
+def test_a_peer_that_never_answers_is_killed_not_waited_for() -> None:
+    peer = PeerProcess(Counter, 0)
+    peer.timeout_s = 0.5
+    with pytest.raises(PeerProcessError, match="did not answer within"):
+        peer.hang()
+    assert not peer._process.is_alive()
+    peer.close()  # and closing it after is harmless

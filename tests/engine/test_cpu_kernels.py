@@ -122,10 +122,18 @@ def test_rope_and_cache_write_the_rotated_keys_and_values(cache_dtype: torch.dty
 
 @needs_kernels
 @pytest.mark.parametrize("cache_dtype", [torch.float32, torch.float16])
-def test_paged_decode_attention_matches_sdpa(cache_dtype: torch.dtype) -> None:
+@pytest.mark.parametrize(
+    "h, kvh, d",
+    # head_dim 32/64/128 have compiled-in sizes (128 with a leftover query head when
+    # g = 3); 16 and 48 take the generic loop
+    [(6, 2, 32), (9, 3, 64), (4, 1, 128), (6, 2, 128), (4, 2, 16), (2, 1, 48)],
+)
+def test_paged_decode_attention_matches_sdpa(
+    cache_dtype: torch.dtype, h: int, kvh: int, d: int
+) -> None:
     """Over a float16 cache: SDPA over the same (widened) values."""
     torch.manual_seed(3)
-    h, kvh, d, bs = 6, 2, 32, 4
+    bs = 4
     k_cache = torch.randn(12, bs, kvh, d).to(cache_dtype)
     v_cache = torch.randn(12, bs, kvh, d).to(cache_dtype)
     # padded with 0; the last sequence spans ten blocks
@@ -194,3 +202,32 @@ def test_argmax_rows_is_torch_argmax() -> None:
         assert torch.equal(ops.argmax_rows(x), x.argmax(dim=-1)), n
     logits = torch.randn(32, 1000)
     assert torch.equal(ops.argmax_rows(logits[:, ::2]), logits[:, ::2].argmax(dim=-1))
+
+
+@needs_kernels
+def test_a_float16_cache_saturates_instead_of_holding_inf() -> None:
+    from engine.layers.attention import _to_cache
+
+    h, kvh, d = 1, 1, 16
+    qkv = torch.zeros(1, 3 * d)
+    qkv[0, 2 * d :] = 1e6  # v past float16's range
+    k_cache = torch.zeros(1, 4, kvh, d, dtype=torch.float16)
+    v_cache = torch.zeros(1, 4, kvh, d, dtype=torch.float16)
+    ones, zeros = torch.ones(1, d), torch.zeros(1, d)
+    ops.rope_and_cache(qkv, ones, zeros, k_cache, v_cache, torch.tensor([2]), h, kvh, d)
+    assert bool((v_cache[0, 2] == 65504.0).all())
+    assert torch.equal(_to_cache(qkv[:, 2 * d :], torch.float16), v_cache[0, 2].view(1, -1))
+
+
+@needs_kernels
+def test_the_cache_kernels_refuse_slots_and_lengths_outside_the_cache() -> None:
+    h, kvh, d = 2, 1, 16
+    cache = torch.zeros(2, 4, kvh, d)
+    qkv, ones, zeros = torch.zeros(1, (h + 2 * kvh) * d), torch.ones(1, d), torch.zeros(1, d)
+    with pytest.raises(RuntimeError, match="outside the cache"):
+        ops.rope_and_cache(qkv, ones, zeros, cache, cache.clone(), torch.tensor([8]), h, kvh, d)
+    q = torch.zeros(1, h, d)
+    with pytest.raises(RuntimeError, match="past its block table"):
+        ops.paged_decode_attention(q, cache, cache, torch.tensor([[0]]), torch.tensor([5]), 1.0)
+    with pytest.raises(RuntimeError, match="block outside the cache"):
+        ops.paged_decode_attention(q, cache, cache, torch.tensor([[7]]), torch.tensor([3]), 1.0)
