@@ -231,3 +231,38 @@ def test_the_cache_kernels_refuse_slots_and_lengths_outside_the_cache() -> None:
         ops.paged_decode_attention(q, cache, cache, torch.tensor([[0]]), torch.tensor([5]), 1.0)
     with pytest.raises(RuntimeError, match="block outside the cache"):
         ops.paged_decode_attention(q, cache, cache, torch.tensor([[7]]), torch.tensor([3]), 1.0)
+
+
+@needs_kernels
+@pytest.mark.parametrize("cache_dtype", [torch.float32, torch.float16])
+def test_long_contexts_match_sdpa_and_do_not_depend_on_the_batch(
+    cache_dtype: torch.dtype,
+) -> None:
+    """Contexts of hundreds of blocks: SDPA's result, and a sequence's output is the same
+    alone as beside others."""
+    torch.manual_seed(7)
+    h, kvh, d, bs = 9, 3, 64, 16
+    lens = torch.tensor([1100, 3, 512, 513])
+    w = -(-int(lens.max()) // bs)
+    blocks = 1 + int(sum(-(-int(n) // bs) for n in lens))
+    k_cache = torch.randn(blocks, bs, kvh, d).to(cache_dtype)
+    v_cache = torch.randn(blocks, bs, kvh, d).to(cache_dtype)
+    order = torch.randperm(blocks - 1) + 1
+    tables, used = torch.zeros(4, w, dtype=torch.long), 0
+    for i, n in enumerate(lens.tolist()):
+        need = -(-n // bs)
+        tables[i, :need] = order[used : used + need]
+        used += need
+    q = torch.randn(4, h, d)
+    out = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, d**-0.5)
+    for i in range(4):
+        keys = k_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
+        vals = v_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
+        ref = F.scaled_dot_product_attention(
+            q[i][:, None], keys.float().transpose(0, 1), vals.float().transpose(0, 1)
+        )[:, 0]
+        torch.testing.assert_close(out[i].view(h, d), ref, rtol=1e-5, atol=1e-5)
+        alone = ops.paged_decode_attention(
+            q[i : i + 1], k_cache, v_cache, tables[i : i + 1], lens[i : i + 1], d**-0.5
+        )
+        assert torch.equal(alone[0], out[i])
