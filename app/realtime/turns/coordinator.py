@@ -7,9 +7,9 @@
   turn continues it, unless its answer was already shown or played: that turn and its
   unseen answer are deleted and the whole utterance is transcribed again, so nobody
   answers half a sentence. A clear or a manual commit ends that chance.
-- Early answers: at the first ~200 ms of silence the final transcription starts; if it
-  is ready before the turn really ends, the answer starts too, held unseen (see
-  responses/gate.py) until the committed transcript confirms it.
+- Early answers: at the first ~100 ms of silence (a lull) the final transcription
+  starts; if it is ready before the turn really ends, the answer starts too, held
+  unseen (see responses/gate.py) until the committed transcript confirms it.
 It talks to the outside through an event sink and a narrow `ResponseStarter`.
 """
 
@@ -62,10 +62,10 @@ class TurnCoordinator:
     _closed: bool = False
 
     def __post_init__(self) -> None:
-        judge = (
-            SemanticEnd(self.scorer, self._turn_audio, self._end_by_model) if self.scorer else None
+        scorer = self.scorer
+        self._semantic = (
+            SemanticEnd(scorer, self._turn_audio, self._end_by_model) if scorer else None
         )
-        self._semantic = judge
 
     @property
     def semantic(self) -> SemanticEnd | None:
@@ -98,13 +98,9 @@ class TurnCoordinator:
         ):
             await self._confirm(turn)
         if self.turn is None and self.audio.vad_on:  # between VAD turns keep what one can use
-            keep = self.policy.merge_window + self._padding() + FRAME
+            keep = self.policy.merge_window + self.audio.padding + FRAME
             if buffer.size > 2 * keep:
                 buffer.drop_before(buffer.end - keep)
-
-    def _padding(self) -> int:
-        td = self.turn_detection
-        return (td.prefix_padding_ms if td else 0) * PIPELINE_RATE // 1000
 
     async def _on_vad(self, vad_event: VADEvent) -> None:
         turn = self.turn
@@ -116,17 +112,17 @@ class TurnCoordinator:
                 await self._confirm(turn)
         elif turn is None:
             return
+        elif vad_event.kind == "speech_lull" and turn.confirmed and not self.semantic:
+            self._speculate(turn, vad_event.sample)  # semantic_vad: see semantic_end.py
         elif vad_event.kind == "speech_paused" and turn.confirmed:
-            audio = self._turn_audio(turn, vad_event.sample)
-            early = turn.transcriber.speculate(audio, vad_event.sample)
-            early.add_done_callback(lambda task: self._answer_early(turn, task))
+            early = self._speculate(turn, vad_event.sample)
             if judge := self.semantic:  # the words wait for a real-time client only
                 await judge.paused(turn, vad_event.sample, early if self.audio.real_time else None)
         elif vad_event.kind == "speech_resumed":
             if self._semantic:
                 self._semantic.resumed()
             turn.transcriber.resume()
-            await self._drop_early(turn)
+            await turn.drop_early()
         elif vad_event.kind == "speech_stopped":
             await self._on_stopped(turn, vad_event.sample)
 
@@ -151,6 +147,14 @@ class TurnCoordinator:
             turn.start, self.policy.merge_window
         )
 
+    def _speculate(self, turn: SpeechTurn, sample: int) -> asyncio.Task[str]:
+        """Silence began at `sample`: start its final pass (once) and an answer on it."""
+        early = turn.transcriber.speculation(sample)
+        if early is None:
+            early = turn.transcriber.speculate(self._turn_audio(turn, sample), sample)
+            early.add_done_callback(lambda task: self._answer_early(turn, task))
+        return early
+
     def _answer_early(self, turn: SpeechTurn, early: asyncio.Task[str]) -> None:
         """Start a held answer on the early transcript while the silence window runs."""
         td = self.turn_detection
@@ -161,11 +165,6 @@ class TurnCoordinator:
             return
         if turn.transcriber.paused and not self.responses.responding:
             turn.early = self.responses.start(early_user_text=text)
-
-    async def _drop_early(self, turn: SpeechTurn) -> None:
-        early, turn.early = turn.early, None
-        if early is not None:
-            await early.discard()
 
     def _send_delta(self, item_id: str, delta: str) -> None:
         if self.show_transcripts:
@@ -234,7 +233,7 @@ class TurnCoordinator:
         self._commit(committed, auto_respond=bool(td and td.create_response))
 
     def _turn_audio(self, turn: SpeechTurn, end: int) -> np.ndarray:
-        return turn.audio_until(end, self.audio.buffer, self._padding())
+        return turn.audio_until(end, self.audio.buffer, self.audio.padding)
 
     # -- commits ------------------------------------------------------------------------
 
@@ -262,7 +261,7 @@ class TurnCoordinator:
     async def _drop_open_turn(self) -> None:
         turn, self.turn = self.turn, None
         if turn is not None:
-            await self._drop_early(turn)
+            await turn.drop_early()
             await turn.transcriber.close()
 
     def _commit(self, turn: CommittedTurn, *, auto_respond: bool) -> None:

@@ -64,6 +64,11 @@ class InputAudio:
         self.pace = SendPace()
 
     @property
+    def padding(self) -> int:
+        """Samples kept before speech starts (`prefix_padding_ms`; none with VAD off)."""
+        return self.vad.config.prefix_padding_ms * PIPELINE_RATE // 1000 if self.vad_on else 0
+
+    @property
     def real_time(self) -> bool:
         """Whether the client sends its audio as it is spoken (see semantic_end)."""
         return self.pace.ahead_s <= REAL_TIME_S

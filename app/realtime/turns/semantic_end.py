@@ -26,6 +26,11 @@ question ("?"): the model's score of a finished question swings with 20 ms more 
 audio (Piper's "How many legs does a spider have?" scored 0.83, then 0.24 without its
 last 20 ms; three syntheses of "How many days are there in a week?" all scored < 0.2),
 and a turn the model never hears complete waits the eagerness's whole 4 s.
+The final pass starts at the pause here, not at the VAD's earlier lull as with
+server_vad: earlier words make earlier verdicts, and a "complete" that lands before the
+speech resumes cuts the turn where a slower one was overtaken by the resumption
+(`bench turns`, semantic auto: 4 of 13 utterances split with the lull, 3 without; no
+voice-to-voice gain measured).
 Only for a client sending in real time: one sending faster (a file, a test) has already
 sent what follows the pause, and a wait in wall-clock time would let the answer be shown
 before that audio is heard (a resumed sentence then interrupts the answer instead of

@@ -96,6 +96,12 @@ class TurnTranscriber:
         self._early = (end_sample, task)
         return task
 
+    def speculation(self, end_sample: int) -> asyncio.Task[str] | None:
+        """The final pass running on the audio up to `end_sample`, if one is."""
+        if self._early is not None and self._early[0] == end_sample:
+            return self._early[1]
+        return None
+
     def resume(self) -> None:
         self.paused = False
         self.drop_speculation()

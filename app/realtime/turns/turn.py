@@ -86,6 +86,12 @@ class SpeechTurn:
             self.echo = False
         return self.echo
 
+    async def drop_early(self) -> None:
+        """Discard the answer started on the early transcript, unseen (speech went on)."""
+        early, self.early = self.early, None
+        if early is not None:
+            await early.discard()
+
     def audio_until(self, end: int, buffer: AudioBuffer, padding: int) -> np.ndarray:
         """The turn's audio up to stream position `end` (with the turn it continues)."""
         if self.carry is not None:

@@ -219,6 +219,39 @@ def test_early_answer_released_when_the_final_transcript_matches() -> None:
     assert len(h.asr.calls) == 1  # the early pass was the final one
 
 
+def test_the_final_pass_starts_at_the_lull_and_serves_the_pause() -> None:
+    """The lull starts the early pass; the pause at the same silence reuses it (one ASR
+    pass, one answer) instead of starting another."""
+
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_lull", 30_000)], True)
+        await h.settle()
+        assert [a.early_user_text for a in h.responses.started] == ["what time is it"]
+        await h.feed(1600, [("speech_paused", 30_000)], True)
+        await h.feed(8000, [("speech_stopped", 30_000)], False)
+        await h.settle()
+
+    h = Harness(["what time is it"])
+    asyncio.run(main(h))
+    (answer,) = h.responses.started
+    assert answer.released_after == h.events[2]["item_id"]
+    assert len(h.asr.calls) == 1
+
+
+def test_speech_after_a_lull_drops_its_early_answer() -> None:
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_lull", 30_000)], True)
+        await h.settle()
+        await h.feed(4000, [("speech_resumed", 31_600)], True)
+
+    h = Harness(["what time"])
+    asyncio.run(main(h))
+    assert [(a.early_user_text, a.discarded) for a in h.responses.started] == [("what time", True)]
+    assert not h.coordinator.turn.transcriber.paused  # partial passes go on
+
+
 def test_early_answer_discarded_when_speech_resumes() -> None:
     async def main(h: Harness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
@@ -307,6 +340,24 @@ def test_semantic_complete_at_the_first_pause_ends_the_turn_there() -> None:
     (answer,) = h.responses.started
     assert answer.early_user_text == "what time is it" and answer.released_after is not None
     assert not answer.discarded
+
+
+def test_semantic_vad_starts_its_final_pass_at_the_pause_not_the_lull() -> None:
+    """Earlier words make earlier verdicts, and a verdict that lands before resumed
+    speech cuts the turn (see semantic_end.py): semantic_vad ignores the lull."""
+
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_lull", 30_000)], True)
+        await h.settle()
+        assert h.asr.calls == [] and h.responses.started == []
+        await h.feed(1600, [("speech_paused", 30_000)], True)
+        await h.settle()
+
+    h, scorer = semantic_harness([0.9])
+    asyncio.run(main(h))
+    assert h.types() == TURN
+    assert len(h.asr.calls) == 1 and len(scorer.scored) == 1
 
 
 def test_semantic_incomplete_but_a_question_ends_the_turn_at_the_pause() -> None:

@@ -66,6 +66,26 @@ def test_pause_comes_before_stop_and_resume_after_short_silence(model: SileroMod
     assert paused[-1] == stopped[-1]  # both mark where the silence began
 
 
+def test_a_lull_comes_before_each_pause_at_the_same_silence(model: SileroModel) -> None:
+    """The final pass starts at the lull (~100 ms of silence), the turn model judges at the
+    pause (~200 ms): every pause has its lull first, marking the same silence start; a
+    lull too short to be a pause is followed by the resumption."""
+    audio = np.concatenate(
+        [resample(load_clip("jfk.flac"), 24_000, 16_000), np.zeros(32_000, np.float32)]
+    )
+    events = _events(model, audio, 320, 1200)
+    kinds = [k for k, _ in events]
+    for i, (kind, sample) in enumerate(events):
+        if kind == "speech_paused":
+            assert events[i - 1] == ("speech_lull", sample)
+        if kind == "speech_lull":
+            assert kinds[i + 1] in ("speech_paused", "speech_resumed")
+    assert kinds.count("speech_lull") >= kinds.count("speech_paused") >= 3
+    vad = VADStream(model, VADConfig(lull_ms=200))  # as long as the pause: both at once
+    out = [e.kind for i in range(0, audio.size, 320) for e in vad.process(audio[i : i + 320])]
+    assert out.count("speech_lull") == out.count("speech_paused")
+
+
 def test_reset_keeps_the_stream_position(model: SileroModel) -> None:
     """Bug: reset() re-ran __init__ and rewound the position to 0, so after a clear the
     next utterance was placed inside the previous turn (which then got reopened)."""
