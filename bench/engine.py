@@ -79,7 +79,7 @@ def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any
 
     from bench.engine_latency import run_latency
     from bench.engine_peers import load_llama_cpp, peer_ratios, read_bandwidth_gbs, threaded
-    from bench.engine_streams import best_round, engine_single, engine_streams
+    from bench.engine_streams import best_round, engine_prefill, engine_single, engine_streams
     from bench.peer_process import PeerProcess
     from engine import AsyncLLM, SamplingParams, quantized_model
     from engine.cpu_kernels import CpuKernels
@@ -137,7 +137,6 @@ def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any
     gen = torch.Generator().manual_seed(0)
     vocab = int(llm.engine.model_config.vocab_size)
     long_prompt = torch.randint(vocab, (args.prefill_tokens,), generator=gen).tolist()
-    prefill_params = SamplingParams(max_tokens=1, temperature=0.0)
     # Every side runs once per round, in turn, so a change in machine load hits all of
     # them; single streams are short: the best of a few rounds is reported, all listed.
     rounds: dict[str, list[dict[str, Any]]] = {
@@ -150,10 +149,7 @@ def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any
     for _ in range(args.rounds or (2 if quick else 3)):
         asyncio.run(llm.free_all())  # cold prefix cache: the peers have none
         rounds["engine"].append(asyncio.run(engine_single(llm, single, params)))
-        asyncio.run(llm.free_all())
-        start = time.perf_counter()
-        asyncio.run(llm.generate(long_prompt, prefill_params))
-        prefill["engine"].append(len(long_prompt) / (time.perf_counter() - start))
+        prefill["engine"].append(engine_prefill(llm, long_prompt))
         if torch_llm is not None:
             rounds["engine_torch_kernels"].append(
                 torch_llm.single(single, max_tokens, args.ignore_eos)

@@ -6,6 +6,7 @@ for ~4 min). Without it the benchmark says so and how to get it.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -140,13 +141,9 @@ class EnginePeer:
         torch.set_num_threads(threads)
         CpuKernels.enabled = cpu_kernels
         self.llm = AsyncLLM(**engine_kwargs)
-        import asyncio
-
         asyncio.run(self.llm.warmup())
 
     def single(self, prompts: list[list[int]], max_tokens: int, ignore_eos: bool) -> dict[str, Any]:
-        import asyncio
-
         from bench.engine_streams import engine_single
         from engine import SamplingParams
 
@@ -157,15 +154,9 @@ class EnginePeer:
         return result
 
     def prefill(self, prompt: list[int]) -> float:
-        """Prompt tokens per second of one prompt evaluation (cold cache)."""
-        import asyncio
+        from bench.engine_streams import engine_prefill
 
-        from engine import SamplingParams
-
-        asyncio.run(self.llm.free_all())
-        start = time.perf_counter()
-        asyncio.run(self.llm.generate(prompt, SamplingParams(max_tokens=1, temperature=0.0)))
-        return round(len(prompt) / (time.perf_counter() - start), 1)
+        return engine_prefill(self.llm, prompt)
 
     def close(self) -> None:
         self.llm.close()

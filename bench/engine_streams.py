@@ -69,3 +69,13 @@ async def engine_single(llm: Any, prompts: list[list[int]], params: Any) -> dict
         "tpot_p50_ms": statistics.median(r["tpot_p50_ms"] for r in runs),
         "tokens": [r["tokens"][0] for r in runs],
     }
+
+
+def engine_prefill(llm: Any, prompt: list[int]) -> float:
+    """Prompt tokens per second of one prompt evaluation, prefix cache emptied first."""
+    from engine import SamplingParams
+
+    asyncio.run(llm.free_all())
+    start = time.perf_counter()
+    asyncio.run(llm.generate(prompt, SamplingParams(max_tokens=1, temperature=0.0)))
+    return len(prompt) / (time.perf_counter() - start)

@@ -42,7 +42,7 @@ class ModelRunner:
             quantized = self.config.quantization != "none"
             on_kernels = self.device.type == "cpu" and self.fused_decode
             return torch.float16 if quantized and on_kernels else self.dtype
-        dtype = {"float32": torch.float32, "float16": torch.float16}.get(name, torch.bfloat16)
+        dtype: torch.dtype = getattr(torch, name)  # validated by EngineConfig
         if self.fused_decode and dtype == torch.bfloat16:
             raise ConfigError(
                 "kv_cache_dtype='bfloat16': the C++ CPU kernels read float32 or float16 "

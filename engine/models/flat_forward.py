@@ -60,7 +60,7 @@ class FlatForward:
         embed: nn.Module,
         rotary: RotaryEmbedding,
         layers: list[FlatLayer],
-        final_norm: torch.Tensor,
+        final_norm: tuple[torch.Tensor, float],
         eps: float,
         heads: tuple[int, int, int],
     ) -> None:
@@ -97,7 +97,8 @@ class FlatForward:
         first = model.layers[0].self_attn
         heads = (first.num_heads, first.num_kv_heads, first.head_dim)
         eps = model.layers[0].input_layernorm.eps
-        return cls(model.embed_tokens, model.rotary, layers, model.norm.weight, eps, heads)
+        final_norm = (model.norm.weight, model.norm.eps)
+        return cls(model.embed_tokens, model.rotary, layers, final_norm, eps, heads)
 
     def __call__(
         self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata
@@ -129,5 +130,5 @@ class FlatForward:
             gate_up = fn(x, *args)
             fn, args = layer.down
             x = fn(silu(gate_up), *args)
-        x, _ = norm(x, residual, self.final_norm, eps)
+        x, _ = norm(x, residual, *self.final_norm)
         return x
