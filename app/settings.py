@@ -33,6 +33,9 @@ class Settings:
     max_response_tokens: int = 128
     temperature: float = 0.0  # greedy by default: the small model answers best that way
     asr_threads: int = 2
+    # A clip under 30 s is encoded over a window this long at least (its length + 2 s),
+    # not Whisper's padded 30 s (app/models/asr.py); 30: always the full window.
+    asr_min_window_s: float = 12.0
     # How a session's turns end unless it says otherwise: "server_vad" (silence) or
     # "semantic_vad" (the Smart Turn model hears the utterance complete).
     turn_detection: str = "server_vad"
@@ -91,6 +94,11 @@ class Settings:
         if self.turn_detection not in ("server_vad", "semantic_vad"):
             raise ValueError(
                 f"turn_detection must be 'server_vad' or 'semantic_vad', got {self.turn_detection!r}"
+            )
+        if not 1 <= self.asr_min_window_s <= 30:
+            raise ValueError(
+                f"asr_min_window_s must be within 1-30 s, got {self.asr_min_window_s} "
+                "(R1VOICE_ASR_MIN_WINDOW_S)"
             )
         if self.max_response_tokens <= 0:
             raise ValueError("max_response_tokens must be > 0")

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from app.executor import CancelToken, ModelExecutor
 
 WINDOW_S = 30  # Whisper's input window
+FRAMES_PER_S = 100  # log-mel frames (10 ms hop)
+# A clip shorter than Whisper's window is encoded over a window fitted to it (its length
+# plus WINDOW_MARGIN_S, at least MIN_WINDOW_S) instead of 30 s of mostly padding: the
+# encoder's cost follows the window (tiny.en here: 250 ms at 30 s, ~100 ms at 12 s).
+# Below ~10 s tiny.en starts to loop ("What is the capital of France? What is the..."),
+# which `_repeats` catches and the full window then redoes. Measured in the README.
+MIN_WINDOW_S = 12.0
+WINDOW_MARGIN_S = 2.0
 # Segments Whisper is likely to have hallucinated from noise or silence.
 NO_SPEECH_PROB_MAX = 0.6
 
@@ -22,21 +32,62 @@ class Transcript:
     duration_s: float
 
 
+def window_frames(samples: int, min_window_s: float) -> int:
+    """Encoder frames for a clip of `samples` (16 kHz): fitted to it, at most Whisper's 30 s."""
+    seconds = max(min_window_s, math.ceil(samples / 16_000 + WINDOW_MARGIN_S))
+    return int(min(seconds, WINDOW_S) * FRAMES_PER_S)
+
+
+def _repeats(text: str, min_words: int = 3) -> bool:
+    """The same run of `min_words` or more words twice in a row: Whisper looping."""
+    words = [w.strip(".,!?;:").lower() for w in text.split()]
+    for n in range(min_words, len(words) // 2 + 1):
+        for i in range(len(words) - 2 * n + 1):
+            if words[i : i + n] == words[i + n : i + 2 * n]:
+                return True
+    return False
+
+
+def _load_whisper(model_dir: Path, threads: int) -> Any:
+    """faster-whisper's model, whose encoder reads only the first `window_frames` frames."""
+    from faster_whisper import WhisperModel
+
+    class FittedWindowWhisper(WhisperModel):  # type: ignore[misc]
+        window_frames = WINDOW_S * FRAMES_PER_S
+
+        def encode(self, features: np.ndarray) -> Any:
+            # faster-whisper pads every window to 30 s; what is cut here is that padding.
+            return super().encode(np.ascontiguousarray(features[..., : self.window_frames]))
+
+    return FittedWindowWhisper(
+        str(model_dir), device="cpu", compute_type="int8", cpu_threads=threads
+    )
+
+
 class WhisperASR:
-    """A loaded Whisper model. `transcribe` is blocking: call it off the event loop."""
+    """A loaded Whisper model. `transcribe` is blocking: call it off the event loop.
+
+    `min_window_s` is the shortest encoder window for a clip under 30 s (see
+    MIN_WINDOW_S); 30 encodes every clip over Whisper's full window, as faster-whisper does.
+    """
 
     def __init__(
-        self, model_dir: Path, *, name: str, threads: int = 2, language: str | None = None
+        self,
+        model_dir: Path,
+        *,
+        name: str,
+        threads: int = 2,
+        language: str | None = None,
+        min_window_s: float = MIN_WINDOW_S,
     ) -> None:
-        from faster_whisper import WhisperModel
-
+        if not 1 <= min_window_s <= WINDOW_S:
+            raise ValueError(f"min_window_s must be within 1-{WINDOW_S} s, got {min_window_s}")
         self.name = name
         self.english_only = name.endswith(".en")
         self.language = "en" if self.english_only else language
+        self.min_window_s = min_window_s
         try:
-            self.model = WhisperModel(
-                str(model_dir), device="cpu", compute_type="int8", cpu_threads=threads
-            )
+            self.model = _load_whisper(model_dir, threads)
         except Exception as exc:  # CTranslate2 raises RuntimeError for a corrupt model.bin
             raise RuntimeError(
                 f"cannot load ASR model '{name}' from {model_dir}: {exc}; "
@@ -73,26 +124,42 @@ class WhisperASR:
         window is decoded with timestamps, so each window starts where the last word
         ended; without them a word across a window's edge came out twice (25% WER on a
         47 s monologue against 4.5% with). Segments are decoded lazily, so a set
-        `cancel` token stops the work at the next segment.
+        `cancel` token stops the work at the next segment. A clip under 30 s is encoded
+        over a fitted window; if Whisper loops there, the full window decodes it again.
         """
         with self._lock:
             if cancel is not None and cancel.cancelled:
                 return Transcript(text="", language=self.language or "", duration_s=0.0)
-            segments, info = self.model.transcribe(
-                audio_16k.astype(np.float32),
-                language=self.language,
-                beam_size=1,
-                vad_filter=False,
-                condition_on_previous_text=False,
-                initial_prompt=prompt,
-                prefix=prefix,
-                without_timestamps=audio_16k.size <= WINDOW_S * 16_000,
-            )
-            kept = []
-            for s in segments:
-                if cancel is not None and cancel.cancelled:
-                    break
-                if s.no_speech_prob < NO_SPEECH_PROB_MAX or s.avg_logprob > -0.5:
-                    kept.append(s.text.strip())
+            frames = window_frames(audio_16k.size, self.min_window_s)
+            result = self._decode(audio_16k, frames, prompt, prefix, cancel)
+            if frames < WINDOW_S * FRAMES_PER_S and _repeats(result.text):
+                result = self._decode(audio_16k, WINDOW_S * FRAMES_PER_S, prompt, prefix, cancel)
+        return result
+
+    def _decode(
+        self,
+        audio_16k: np.ndarray,
+        frames: int,
+        prompt: str | None,
+        prefix: str | None,
+        cancel: CancelToken | None,
+    ) -> Transcript:
+        self.model.window_frames = frames
+        segments, info = self.model.transcribe(
+            audio_16k.astype(np.float32),
+            language=self.language,
+            beam_size=1,
+            vad_filter=False,
+            condition_on_previous_text=False,
+            initial_prompt=prompt,
+            prefix=prefix,
+            without_timestamps=audio_16k.size <= WINDOW_S * 16_000,
+        )
+        kept = []
+        for s in segments:
+            if cancel is not None and cancel.cancelled:
+                break
+            if s.no_speech_prob < NO_SPEECH_PROB_MAX or s.avg_logprob > -0.5:
+                kept.append(s.text.strip())
         text = " ".join(t for t in kept if t)
         return Transcript(text=text, language=info.language, duration_s=info.duration)

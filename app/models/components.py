@@ -51,6 +51,7 @@ def load_components(settings: Settings) -> Components:
             model_registry.locate(settings.asr_model, "asr"),
             name=settings.asr_model,
             threads=settings.asr_threads,
+            min_window_s=settings.asr_min_window_s,
         ),
     )
     tts = timed(

@@ -83,7 +83,9 @@ class TranscriberCatalog:
 
     def _from_registry(self, name: str) -> WhisperASR:
         path: Path = model_registry.locate(name, "asr")
-        return WhisperASR(path, name=name, threads=self._threads)
+        return WhisperASR(
+            path, name=name, threads=self._threads, min_window_s=self.default.min_window_s
+        )
 
 
 class ChosenTranscriber:
