@@ -50,6 +50,7 @@ const responses = new Map(); // response id -> {itemId, voice, status}
 const stopped = new Set(); // responses whose audio is no longer wanted (barge-in)
 let activeResponse = null;
 let eventCounter = 0;
+let handsFreeTurn = "server_vad"; // the server's default turn detection (session.created)
 let streaming = false; // mic frames go to the server
 let sentSamples = 0; // since the current push-to-talk press
 let pttHeld = false;
@@ -224,7 +225,9 @@ function onSessionCreated(ev) {
   setStatus("connected", "connected");
   if (everConnected) conversation.divider("Reconnected: a new session (the server starts a fresh conversation)");
   everConnected = true;
+  // Hands-free mode returns to the turn detection the server starts sessions with.
   onSession(ev.session);
+  if (view.turnDetection) handsFreeTurn = view.turnDetection.type;
   if (Object.keys(desired).length) send(sessionUpdate(desired)); // keep the user's choices
   if (!paletteData) loadComponents();
   updateTalk();
@@ -793,7 +796,7 @@ window.addEventListener("blur", () => isPtt() && releaseToTalk());
 for (const input of document.querySelectorAll("input[name=mode]")) {
   input.addEventListener("change", () => {
     if (streaming) stopStreaming({ commit: false });
-    choose("turn", input.value === "push-to-talk" ? "none" : "server_vad", "mode");
+    choose("turn", input.value === "push-to-talk" ? "none" : handsFreeTurn, "mode");
   });
 }
 

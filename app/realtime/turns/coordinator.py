@@ -112,8 +112,8 @@ class TurnCoordinator:
                 await self._confirm(turn)
         elif turn is None:
             return
-        elif vad_event.kind == "speech_lull" and turn.confirmed and not self.semantic:
-            self._speculate(turn, vad_event.sample)  # semantic_vad: see semantic_end.py
+        elif vad_event.kind == "speech_lull" and turn.confirmed:
+            self._speculate(turn, vad_event.sample)
         elif vad_event.kind == "speech_paused" and turn.confirmed:
             early = self._speculate(turn, vad_event.sample)
             if judge := self.semantic:  # the words wait for a real-time client only

@@ -124,7 +124,10 @@ def test_the_fitted_window_loses_no_words_against_the_full_window() -> None:
         tail = np.zeros(3200, np.float32)  # the pause the final pass hears
         texts_heard = [asr.transcribe(np.concatenate([s, tail])).text for _, s in clips]
         errors.append(
-            sum(word_errors(ref, heard)[0] for (ref, _), heard in zip(clips, texts_heard))
+            sum(
+                word_errors(ref, heard)[0]
+                for (ref, _), heard in zip(clips, texts_heard, strict=True)
+            )
         )
         assert not any(_repeats(heard) for heard in texts_heard), texts_heard
     assert errors[0] <= errors[1] + 2, errors
