@@ -21,6 +21,7 @@ BENCHMARKS = {
     "load": "bench.load",
     "soak": "bench.soak",
     "turns": "bench.turns",
+    "asr": "bench.asr",
 }
 
 

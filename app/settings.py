@@ -38,7 +38,7 @@ class Settings:
     asr_min_window_s: float = 12.0
     # How a session's turns end unless it says otherwise: "server_vad" (silence) or
     # "semantic_vad" (the Smart Turn model hears the utterance complete).
-    turn_detection: str = "server_vad"
+    turn_detection: str = "semantic_vad"
     # Speech resuming this soon after a VAD turn ended continues that turn (see Session).
     turn_merge_window_ms: int = 1500
     # Speech during an answer must last this long to interrupt it (coughs, echo).

@@ -104,6 +104,7 @@ def test_typed_message_settings_and_copy_config(
     expect(page.locator("#settings")).to_be_visible()
     expect(page.locator("#settings-toggle")).to_have_attribute("aria-expanded", "true")
     page.fill("#s-instructions", "Answer in exactly one short sentence.")
+    page.select_option("#s-turn", "server_vad")  # from the default semantic_vad
     page.fill("#s-silence", "700")
     page.locator("#s-speed").fill("1.5")
     snap(page, "settings")
@@ -114,6 +115,7 @@ def test_typed_message_settings_and_copy_config(
     )
     view = debug(page)["session"]
     assert view["speed"] == 1.5 and view["turnDetection"]["silence_duration_ms"] == 700, view
+    assert view["turnDetection"]["type"] == "server_vad", view
     page.keyboard.press("Escape")
     expect(page.locator("#settings")).to_be_hidden()
 

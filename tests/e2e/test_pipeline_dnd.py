@@ -144,12 +144,13 @@ def test_keyboard_and_click_alternatives(
     )
     connected(page)
 
-    # "Change…" on a card moves focus to its palette; Enter on an entry uses it
+    # "Change…" on a card moves focus to its palette's active entry (the default turn
+    # detection, semantic_vad); Enter on an entry uses it
     page.locator("#card-input .change").focus()
     page.keyboard.press("Enter")
     focused = page.evaluate("() => document.activeElement.dataset.key")
-    assert focused == "server_vad", focused
-    page.keyboard.press("Tab")
+    assert focused == "semantic_vad", focused
+    page.keyboard.press("Shift+Tab")
     assert page.evaluate("() => document.activeElement.dataset.key") == "none"
     page.keyboard.press("Enter")
     expect(session_value(page, "turn")).to_have_attribute("data-key", "none", timeout=TIMEOUT_MS)

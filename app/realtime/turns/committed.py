@@ -24,7 +24,7 @@ async def transcribe_committed(turn: CommittedTurn, emit: EventSink | None) -> b
     """
     item = turn.item
     try:
-        item.text = await turn.transcriber.finish(turn.audio, turn.end_sample)
+        item.text = await turn.transcriber.finish(turn.heard, turn.end_sample)
     except asyncio.CancelledError:
         item.text = ""
         raise

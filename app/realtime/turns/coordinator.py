@@ -39,6 +39,7 @@ from app.realtime.turns.transcriber import SpeechRecognizer, TurnTranscriber, st
 from app.realtime.turns.turn import CommittedTurn, ResponseStarter, SpeechTurn, TurnPolicy
 from app.realtime.turns.vad_stream import FRAME, VADEvent
 
+ASR_TAIL = PIPELINE_RATE * 200 // 1000
 log = logging.getLogger("r1voice.turns")
 MIN_COMMIT_MS = 100
 
@@ -151,7 +152,7 @@ class TurnCoordinator:
         """Silence began at `sample`: start its final pass (once) and an answer on it."""
         early = turn.transcriber.speculation(sample)
         if early is None:
-            early = turn.transcriber.speculate(self._turn_audio(turn, sample), sample)
+            early = turn.transcriber.speculate(self._asr_audio(turn, sample), sample)
             early.add_done_callback(lambda task: self._answer_early(turn, task))
         return early
 
@@ -219,6 +220,7 @@ class TurnCoordinator:
             await self._confirm(turn)
         self.emit(events.speech_edge("stopped", sample, turn.item_id))
         audio = self._turn_audio(turn, sample)
+        silence_after = self.audio.buffer.view(sample, self._tail_end(sample))
         self.audio.buffer.drop_before(sample)
         td = self.turn_detection
         committed = CommittedTurn(
@@ -229,11 +231,20 @@ class TurnCoordinator:
             vad=True,
             transcriber=turn.transcriber,
             early=turn.early,
+            silence_after=silence_after,
         )
         self._commit(committed, auto_respond=bool(td and td.create_response))
 
     def _turn_audio(self, turn: SpeechTurn, end: int) -> np.ndarray:
         return turn.audio_until(end, self.audio.buffer, self.audio.padding)
+
+    def _asr_audio(self, turn: SpeechTurn, silence_start: int) -> np.ndarray:
+        """The turn's audio with the silence heard after it (up to ASR_TAIL): the VAD's
+        silence start may cut a word's fading end ("France" -> "friend", 60 ms cut)."""
+        return self._turn_audio(turn, self._tail_end(silence_start))
+
+    def _tail_end(self, silence_start: int) -> int:
+        return max(min(self.audio.buffer.end, silence_start + ASR_TAIL), silence_start)
 
     # -- commits ------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -113,6 +113,14 @@ class CommittedTurn:
     early: Answer | None = None
     task: asyncio.Task[None] | None = None
     answer: Answer | None = None
+    # the silence heard after `audio` (the final pass hears it too: see
+    # TurnCoordinator._asr_audio); not part of the item's audio
+    silence_after: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+
+    @property
+    def heard(self) -> np.ndarray:
+        """What the final pass transcribes: the turn's audio and the silence after it."""
+        return np.concatenate([self.audio, self.silence_after])
 
     def continued_by(self, start: int, merge_window: int) -> bool:
         """Whether speech starting at `start` continues this turn: soon after its end, and

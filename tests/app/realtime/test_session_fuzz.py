@@ -151,7 +151,16 @@ async def _run_session(
     await session.start()
     # short answers (the session default is 128 tokens, spoken at real-time pace)
     await session.handle(
-        json.dumps({"type": "session.update", "session": {"max_response_output_tokens": 8}})
+        json.dumps(
+            {
+                "type": "session.update",
+                # silence ends each turn (the fuzz's turns are cut by silence, not sentences)
+                "session": {
+                    "max_response_output_tokens": 8,
+                    "turn_detection": {"type": "server_vad"},
+                },
+            }
+        )
     )
     for action in script:
         event = _client_event(action, chunks, seen)

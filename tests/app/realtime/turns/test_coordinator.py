@@ -128,7 +128,8 @@ def test_a_spoken_turn_is_committed_transcribed_and_answered() -> None:
     assert h.events[4]["transcript"] == "hello there"
     assert [i.text for i in h.conversation.items] == ["hello there"]
     audio_samples, _prefix = h.asr.calls[0]
-    assert audio_samples == 40_000 - 16_000 + 300 * 16  # the turn plus prefix padding
+    # the turn plus prefix padding, and 200 ms of the silence after it
+    assert audio_samples == 40_000 - 16_000 + 300 * 16 + 3200
     assert len(h.responses.started) == 1 and h.responses.started[0].early_user_text is None
 
 
@@ -165,7 +166,8 @@ def test_speech_soon_after_a_turn_continues_it() -> None:
     assert [i.text for i in h.conversation.items] == ["and so my fellow americans"]
     assert h.merges == ["server_vad"]  # counted (r1voice_turn_merges_total)
     first_audio = 40_000 - 16_000 + 4800
-    assert h.asr.calls[1][0] == first_audio + (60_000 - 40_000)  # both parts together
+    # both parts together, and the silence heard after (3000 samples, under 200 ms)
+    assert h.asr.calls[1][0] == first_audio + (60_000 - 40_000) + 3000
 
 
 def test_speech_soon_after_a_shown_answer_is_a_new_turn() -> None:
@@ -185,7 +187,7 @@ def test_speech_soon_after_a_shown_answer_is_a_new_turn() -> None:
     assert h.types() == TURN + TURN
     assert [i.text for i in h.conversation.items] == ["what time is it", "and the date"]
     assert h.merges == []
-    assert h.asr.calls[1][0] == 60_000 - 49_000 + 300 * 16  # the new words only
+    assert h.asr.calls[1][0] == 60_000 - 49_000 + 300 * 16 + 3000  # the new words only
 
 
 def test_vad_switched_off_mid_turn_drops_the_turn() -> None:
@@ -536,3 +538,27 @@ def test_our_own_voice_after_the_answer_is_no_turn() -> None:
     h, echo = echo_harness(echo=True)
     asyncio.run(spoken_turn(h, 16_000, 40_000))
     assert h.types() == [] and echo.checks == 1
+
+
+def test_the_final_pass_hears_the_silence_after_the_speech() -> None:
+    """Bug: the final pass ended at the VAD's silence start, which may fall inside a word's
+    fading end, and Whisper over a fitted window then misread it ("France" -> "friend").
+    It now hears up to 200 ms of the silence after; the item's audio still ends there."""
+
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_lull", 30_000)], True)  # heard up to 32_100
+        await h.settle()
+        await h.feed(8000, [("speech_stopped", 30_000)], False)
+        await h.settle()
+        await h.feed(16_100, [("speech_started", 60_000)], True)
+        await h.feed(16_000, [("speech_stopped", 62_000)], False)  # no lull: the stop's pass
+        await h.settle()
+
+    h = Harness(["what time is it", "and the date"])
+    asyncio.run(main(h))
+    padding = 4800  # prefix_padding_ms 300
+    first, second = (size for size, _ in h.asr.calls)
+    assert first == 32_100 - (16_000 - padding)  # to where the lull was heard (< 200 ms on)
+    assert second == 62_000 + 3200 - (60_000 - padding)  # 200 ms of the stop's 500
+    assert h.coordinator.last.audio.size == 62_000 - (60_000 - padding)

@@ -34,7 +34,9 @@ def test_session_created_first_and_realtime_subprotocol(app_client: TestClient) 
         first = ws.receive_json()
         assert first["type"] == "session.created"
         assert first["session"]["input_audio_format"] == "pcm16"
-        assert first["session"]["turn_detection"]["silence_duration_ms"] == 500
+        turn_detection = first["session"]["turn_detection"]  # the default: semantic_vad, auto
+        assert (turn_detection["type"], turn_detection["eagerness"]) == ("semantic_vad", "auto")
+        assert turn_detection["silence_duration_ms"] == 4000  # auto's longest wait
 
 
 def test_jfk_round_trip(app_client: TestClient) -> None:
