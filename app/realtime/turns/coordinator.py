@@ -152,7 +152,9 @@ class TurnCoordinator:
         """Silence began at `sample`: start its final pass (once) and an answer on it."""
         early = turn.transcriber.speculation(sample)
         if early is None:
-            early = turn.transcriber.speculate(self._asr_audio(turn, sample), sample)
+            early = turn.transcriber.speculate(
+                self._turn_audio(turn, self._tail_end(sample)), sample
+            )
             early.add_done_callback(lambda task: self._answer_early(turn, task))
         return early
 
@@ -238,12 +240,9 @@ class TurnCoordinator:
     def _turn_audio(self, turn: SpeechTurn, end: int) -> np.ndarray:
         return turn.audio_until(end, self.audio.buffer, self.audio.padding)
 
-    def _asr_audio(self, turn: SpeechTurn, silence_start: int) -> np.ndarray:
-        """The turn's audio with the silence heard after it (up to ASR_TAIL): the VAD's
-        silence start may cut a word's fading end ("France" -> "friend", 60 ms cut)."""
-        return self._turn_audio(turn, self._tail_end(silence_start))
-
     def _tail_end(self, silence_start: int) -> int:
+        """Where a final pass ends: up to ASR_TAIL of the silence heard after the speech
+        (the VAD's silence start may cut a word's fading end: "France" -> "friend")."""
         return max(min(self.audio.buffer.end, silence_start + ASR_TAIL), silence_start)
 
     # -- commits ------------------------------------------------------------------------
