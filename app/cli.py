@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ BENCHMARKS = {
 
 
 LOOPBACK_BINDS = ("127.0.0.1", "localhost", "::1")
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -60,12 +62,23 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    # R1VOICE_LOG_LEVEL=debug shows each turn decision (app/realtime/turns) and more.
+    log_level = os.environ.get("R1VOICE_LOG_LEVEL", "info").lower()
+    if log_level not in LOG_LEVELS:
+        print(
+            f"error: R1VOICE_LOG_LEVEL={log_level!r} is not a log level; use one of "
+            + ", ".join(LOG_LEVELS),
+            file=sys.stderr,
+        )
+        return 2
+    logging.basicConfig(format="%(levelname)s:     %(name)s: %(message)s")
+    logging.getLogger("r1voice").setLevel(log_level.upper())
     app = create_app(settings)
     config = uvicorn.Config(
         app,
         host=args.host,
         port=args.port,
-        log_level="info",
+        log_level=log_level,
         ssl_certfile=args.ssl_certfile,
         ssl_keyfile=args.ssl_keyfile,
         timeout_graceful_shutdown=settings.drain_timeout_s,

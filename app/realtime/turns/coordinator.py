@@ -37,6 +37,7 @@ from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.semantic_end import SemanticEnd, TurnScorer
 from app.realtime.turns.transcriber import SpeechRecognizer, TurnTranscriber, stop_task
 from app.realtime.turns.turn import CommittedTurn, ResponseStarter, SpeechTurn, TurnPolicy
+from app.realtime.turns.turn_words import PATIENCE, Patience
 from app.realtime.turns.vad_stream import FRAME, VADEvent
 
 ASR_TAIL = PIPELINE_RATE * 200 // 1000
@@ -65,7 +66,9 @@ class TurnCoordinator:
     def __post_init__(self) -> None:
         scorer = self.scorer
         self._semantic = (
-            SemanticEnd(scorer, self._turn_audio, self._end_by_model) if scorer else None
+            SemanticEnd(scorer, self._turn_audio, self._end_by_model, self.audio.end_pause_after)
+            if scorer
+            else None
         )
 
     @property
@@ -118,7 +121,8 @@ class TurnCoordinator:
         elif vad_event.kind == "speech_paused" and turn.confirmed:
             early = self._speculate(turn, vad_event.sample)
             if judge := self.semantic:  # the words wait for a real-time client only
-                await judge.paused(turn, vad_event.sample, early if self.audio.real_time else None)
+                words = early if self.audio.real_time else None
+                await judge.paused(turn, vad_event.sample, words, self._patience)
         elif vad_event.kind == "speech_resumed":
             if self._semantic:
                 self._semantic.resumed()
@@ -126,6 +130,11 @@ class TurnCoordinator:
             await turn.drop_early()
         elif vad_event.kind == "speech_stopped":
             await self._on_stopped(turn, vad_event.sample)
+
+    @property
+    def _patience(self) -> Patience:
+        td = self.turn_detection
+        return PATIENCE[td.eagerness if td and td.eagerness else "auto"]
 
     @property
     def _speaking(self) -> bool:

@@ -116,6 +116,11 @@ class InputAudio:
         """End the speech the VAD hears (on the VAD thread, after the appends before it)."""
         await self.vad_model.executor.run(self.vad.end_speech)
 
+    async def end_pause_after(self, silence_start: int, ms: int) -> None:
+        """End the speech if its pause that began at `silence_start` lasts `ms` (see
+        VADStream.end_pause_after), on the VAD thread, after the appends before it."""
+        await self.vad_model.executor.run(self.vad.end_pause_after, ms, silence_start)
+
     def clear(self) -> None:
         """Drop everything buffered; the VAD forgets speech in progress."""
         if self.buffer.size:  # AudioBuffer.view fails on a buffer that never had audio

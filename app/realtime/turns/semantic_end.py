@@ -17,15 +17,15 @@ mid-sentence pause after 0.4-0.8 s, whatever the eagerness. Complete questions s
 >= 0.7 with no silence (one long sentence of eight scored low with any).
 
 The words have a say too: the verdict waits for the early transcript (already running
-from the same pause, so this costs the answer nothing: it needs those words to start).
-"Complete" is overruled when Whisper marks the phrase as trailing off, with "..." or a
-dash, or it ends on a word that cannot end an English sentence ("a table for", "what I
-want to know is"); measured on `bench turns`' cut phrases, whisper-tiny.en wrote "..."
-after 7 of 12 and a dash after one. "Incomplete" is overruled when Whisper heard a
-question ("?"): the model's score of a finished question swings with 20 ms more or less
-audio (Piper's "How many legs does a spider have?" scored 0.83, then 0.24 without its
-last 20 ms; three syntheses of "How many days are there in a week?" all scored < 0.2),
-and a turn the model never hears complete waits the eagerness's whole 4 s.
+from the same pause, so this costs the answer nothing: it needs those words to start),
+and the model's score and the words together give END, DOUBT or GO_ON (the table is in
+turn_words.verdict): words trailing off ("...", a dash, "a table for") keep the turn
+open whatever the model hears (whisper-tiny.en wrote "..." after 7 of 12 of `bench
+turns`' cut phrases); a question ends it (the model's score of a finished question
+swings with 20 ms more or less audio: Piper's "How many legs does a spider have?" scored
+0.83, then 0.24 without its last 20 ms); where model and words disagree, the VAD is told
+to end the turn once the pause lasts the eagerness's doubt wait (auto 1.5 s) instead of
+its maximum (auto 4 s).
 The final pass starts at the VAD's lull (~100 ms of silence), as with server_vad, so the
 words are ready soon after the pause's verdict: `bench turns` (semantic auto, seeds 0-2)
 split 5, 5 and 5 of 13 utterances so, against 3, 4 and 5 with the pass started at the
@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
@@ -49,78 +48,10 @@ import numpy as np
 
 from app.audio import PIPELINE_RATE
 from app.realtime.turns.turn import SpeechTurn
+from app.realtime.turns.turn_words import PATIENCE, Patience, Verdict, verdict
 
 log = logging.getLogger("r1voice.turns")
-COMPLETE = 0.5  # the model's probability above which an utterance is finished
 TRANSCRIPT_WAIT_S = 2.0  # longer than this for the early words: the model decides alone
-# Words an English sentence does not end on: articles, possessives, prepositions,
-# conjunctions, "to" and the copula ("what I want to know is...").
-_OPEN_ENDED = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "my",
-        "your",
-        "his",
-        "her",
-        "our",
-        "their",
-        "its",
-        "this",
-        "these",
-        "those",
-        "of",
-        "to",
-        "for",
-        "with",
-        "in",
-        "on",
-        "at",
-        "by",
-        "from",
-        "about",
-        "into",
-        "onto",
-        "over",
-        "under",
-        "after",
-        "before",
-        "between",
-        "through",
-        "and",
-        "or",
-        "but",
-        "so",
-        "because",
-        "if",
-        "than",
-        "that",
-        "which",
-        "whether",
-        "while",
-        "when",
-        "where",
-        "is",
-        "are",
-        "was",
-        "were",
-        "am",
-        "be",
-    ]
-)
-_TRAILING_OFF = re.compile(r"(\.\.\.|…|[-–—,])\s*$")
-
-
-def sounds_unfinished(text: str) -> bool:
-    """Whether a transcript reads as a phrase cut short (a question never does)."""
-    text = text.strip()
-    if not text or text.endswith("?"):
-        return False
-    if _TRAILING_OFF.search(text):
-        return True
-    words = re.findall(r"[a-z']+", text.lower())
-    return bool(words) and words[-1] in _OPEN_ENDED
 
 
 class TurnScorer(Protocol):
@@ -139,63 +70,74 @@ class SemanticEnd:
         scorer: TurnScorer,
         audio_of: Callable[[SpeechTurn, int], np.ndarray],
         end_turn: Callable[[SpeechTurn, int], Awaitable[None]],
+        end_pause_after: Callable[[int, int], Awaitable[None]],
     ) -> None:
         self.scorer = scorer
         self.audio_of = audio_of  # the turn's audio up to a stream position
         self.end_turn = end_turn  # end `turn` at a stream position
+        # end the turn if the pause that began at a stream position lasts this many ms
+        self.end_pause_after = end_pause_after
         self.scores: list[float] = []  # of the current pause, for tests and logs
+        self.verdicts: list[Verdict] = []
         self._pause: SpeechTurn | None = None  # the turn whose pause is being judged
 
     async def paused(
-        self, turn: SpeechTurn, sample: int, words: asyncio.Task[str] | None = None
+        self,
+        turn: SpeechTurn,
+        sample: int,
+        words: asyncio.Task[str] | None = None,
+        patience: Patience = PATIENCE["auto"],
     ) -> None:
         """The VAD heard the speech of `turn` pause at stream position `sample`; `words`
         is the transcription of the speech up to there. The score reads the audio up to
         exactly there (not to wherever the client's last append happened to end), so the
-        verdict does not depend on append sizes."""
+        verdict does not depend on append sizes. `patience` is the eagerness's (see
+        turn_words): a doubtful pause ends the turn once it has lasted its doubt wait."""
         self._pause = turn
-        self.scores = []
-        await self._judge(turn, sample, words)
+        self.scores, self.verdicts = [], []
+        await self._judge(turn, sample, words, patience)
 
     def resumed(self) -> None:
         self._pause = None
 
-    async def _judge(self, turn: SpeechTurn, sample: int, words: asyncio.Task[str] | None) -> None:
+    async def _judge(
+        self, turn: SpeechTurn, sample: int, words: asyncio.Task[str] | None, patience: Patience
+    ) -> None:
         try:
             probability = await self.scorer.score(self.audio_of(turn, sample))
         except Exception:  # a failed score leaves the silence window in charge
             log.exception("turn model failed")
             return
         self.scores.append(probability)
+        text = await _words(words)
+        decided = verdict(probability, text, patience.complete)
+        self.verdicts.append(decided)
         log.debug(
-            "turn %s: complete %.2f at the pause from %.2f s",
+            "turn %s: the pause at %.2f s sounds %.2f complete, reads %r: %s",
             turn.item_id,
-            probability,
             sample / PIPELINE_RATE,
+            probability,
+            text if text is None else text[-60:],
+            decided.value,
         )
-        if not await _finished(probability, words):
+        if self._pause is not turn:  # the speech resumed while the words were awaited
             return
-        if self._pause is turn:
+        if decided is Verdict.END:
             self._pause = None
             await self.end_turn(turn, sample)
+        elif decided is Verdict.DOUBT:
+            await self.end_pause_after(sample, patience.doubt_wait_ms)
 
     def close(self) -> None:
         self._pause = None
 
 
-async def _finished(probability: float, words: asyncio.Task[str] | None) -> bool:
-    """The verdict: the model's, unless the early transcript (once ready) says otherwise:
-    words trailing off keep a "complete" turn open, a question ends an "incomplete" one."""
+async def _words(words: asyncio.Task[str] | None) -> str | None:
+    """The early transcript once ready; None when there is none to wait for, or it
+    failed or took too long (the model then decides alone)."""
     if words is None:
-        return probability >= COMPLETE
+        return None
     await asyncio.wait({words}, timeout=TRANSCRIPT_WAIT_S)
     if not words.done() or words.cancelled() or words.exception() is not None:
-        return probability >= COMPLETE
-    text = words.result().strip()
-    if probability >= COMPLETE and sounds_unfinished(text):
-        log.debug("complete by the model, but the words trail off: %r", text[-40:])
-        return False
-    if probability < COMPLETE and text.endswith("?"):
-        log.debug("incomplete by the model, but the words are a question: %r", text[-40:])
-        return True
-    return probability >= COMPLETE
+        return None
+    return words.result()

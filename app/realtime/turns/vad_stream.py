@@ -75,6 +75,7 @@ class VADStream:
         self.speaking = False
         self._silence_samples = 0
         self._paused = self._lulled = False
+        self._pause_limit: int | None = None  # samples: this pause ends the turn sooner
 
     def reset(self, position: int) -> None:
         """Forget speech in progress (buffer cleared or committed, VAD switched back on)
@@ -95,6 +96,19 @@ class VADStream:
         self.speaking = False
         self._silence_samples = 0
         self._paused = self._lulled = False
+        self._pause_limit = None
+
+    def end_pause_after(self, ms: int, silence_start: int) -> None:
+        """End the turn once the pause that began at `silence_start` lasts `ms` (if the
+        speech is still paused there; a later pause keeps `silence_duration_ms`). Run it
+        where `process` runs."""
+        heard = self.position - self._pending.size
+        if (
+            self.speaking
+            and self._silence_samples
+            and heard - self._silence_samples == silence_start
+        ):
+            self._pause_limit = ms * RATE // 1000
 
     def process(self, samples: np.ndarray) -> list[VADEvent]:
         """Consume samples (any length); return the events they cause, in order."""
@@ -125,10 +139,9 @@ class VADStream:
         if prob < max(cfg.threshold - 0.15, 0.01):
             self._silence_samples += FRAME
             silence_start = frame_start + FRAME - self._silence_samples
-            if self._silence_samples * 1000 >= cfg.silence_duration_ms * RATE:
-                self.speaking = False
-                self._silence_samples = 0
-                self._paused = self._lulled = False
+            limit = cfg.silence_duration_ms * RATE // 1000
+            if self._silence_samples >= min(limit, self._pause_limit or limit):
+                self.end_speech()
                 return [VADEvent("speech_stopped", silence_start)]
             events = []
             early = min(cfg.early_ms, cfg.silence_duration_ms)
@@ -143,6 +156,7 @@ class VADStream:
             return events
         elif prob >= cfg.threshold or self._silence_samples == 0:
             self._silence_samples = 0
+            self._pause_limit = None
             if self._lulled:
                 self._paused = self._lulled = False
                 return [VADEvent("speech_resumed", frame_start)]

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pytest
 
 from app.executor import ModelExecutor
 from app.protocol.schemas import AudioFormat, TurnDetection
@@ -22,11 +23,16 @@ from tests.fakes import ScriptedASR
 
 
 class ScriptedAudio(InputAudio):
-    """Each append adds `samples` of silence and returns the scripted VAD events."""
+    """Each append adds `samples` of silence and returns the scripted VAD events; the
+    pauses told to end sooner are noted, (silence start, ms)."""
 
     def __init__(self) -> None:
         super().__init__(None, AudioFormat(), TurnDetection())  # type: ignore[arg-type]
         self.script: list[tuple[int, list[VADEvent], bool]] = []
+        self.shortened: list[tuple[int, int]] = []
+
+    async def end_pause_after(self, silence_start: int, ms: int) -> None:
+        self.shortened.append((silence_start, ms))
 
     async def append(self, audio_b64: str) -> list[VADEvent]:
         samples, vad_events, speaking = self.script.pop(0)
@@ -308,8 +314,10 @@ class ScriptedScorer:
         return self.probabilities[min(len(self.scored) - 1, len(self.probabilities) - 1)]
 
 
-def semantic_harness(probabilities: list[float]) -> tuple[Harness, ScriptedScorer]:
-    h = Harness(["what time is it"])
+def semantic_harness(
+    probabilities: list[float], eagerness: str = "auto"
+) -> tuple[Harness, ScriptedScorer]:
+    h = Harness(["Tell me the time."])
     scorer = ScriptedScorer(probabilities)
     h.coordinator = TurnCoordinator(
         h.audio,
@@ -318,7 +326,7 @@ def semantic_harness(probabilities: list[float]) -> tuple[Harness, ScriptedScore
         h.responses,
         h.events.append,
         TurnPolicy(),
-        TurnDetection(type="semantic_vad", eagerness="auto"),
+        TurnDetection(type="semantic_vad", eagerness=eagerness),
         scorer=scorer,
     )
     h.audio.end_speech = lambda: asyncio.sleep(0)  # type: ignore[method-assign]
@@ -340,7 +348,7 @@ def test_semantic_complete_at_the_first_pause_ends_the_turn_there() -> None:
     # early one, reused as the final) and the answer started on it, released at once
     assert len(h.asr.calls) == 1
     (answer,) = h.responses.started
-    assert answer.early_user_text == "what time is it" and answer.released_after is not None
+    assert answer.early_user_text == "Tell me the time." and answer.released_after is not None
     assert not answer.discarded
 
 
@@ -496,7 +504,7 @@ def test_semantic_resumed_speech_drops_the_held_answer() -> None:
     asyncio.run(main(h))
     assert h.types() == ["input_audio_buffer.speech_started"]
     assert [(a.early_user_text, a.discarded) for a in h.responses.started] == [
-        ("what time is it", True)
+        ("Tell me the time.", True)
     ]
 
 
@@ -562,3 +570,46 @@ def test_the_final_pass_hears_the_silence_after_the_speech() -> None:
     assert first == 32_100 - (16_000 - padding)  # to where the lull was heard (< 200 ms on)
     assert second == 62_000 + 3200 - (60_000 - padding)  # 200 ms of the stop's 500
     assert h.coordinator.last.audio.size == 62_000 - (60_000 - padding)
+
+
+@pytest.mark.parametrize(("eagerness", "wait_ms"), [("auto", 1500), ("low", 2500), ("high", 800)])
+def test_semantic_doubt_ends_the_turn_if_the_pause_lasts_the_doubt_wait(
+    eagerness: str, wait_ms: int
+) -> None:
+    """The model hears "incomplete" but the words read as a finished sentence: the turn
+    is not ended at the pause, nor left to the eagerness's maximum wait: the VAD is told
+    to end it after the eagerness's doubt wait, and then it is one turn."""
+
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_paused", 30_000)], True)
+        await h.settle()
+        assert h.types() == ["input_audio_buffer.speech_started"]
+        assert h.audio.shortened == [(30_000, wait_ms)]
+        await h.feed(wait_ms * 16, [("speech_stopped", 30_000)], False)  # the VAD, then
+        await h.settle()
+
+    h, _scorer = semantic_harness([0.1], eagerness)
+    asyncio.run(main(h))
+    assert h.types() == TURN and h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
+
+
+def test_semantic_doubt_then_speech_resumes_is_one_turn() -> None:
+    """JFK's "And so, my fellow Americans" sounds finished (p ~0.9) but Whisper writes it
+    without a sentence end: a doubt, so the resumed speech continues the same turn
+    (before: committed at the pause, then merged and deleted)."""
+
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_paused", 30_000)], True)
+        await h.settle()
+        await h.feed(8000, [("speech_resumed", 46_000)], True)  # a 1 s pause
+        await h.feed(16_000, [("speech_paused", 60_000)], True)
+        await h.settle()
+
+    h, scorer = semantic_harness([0.9, 0.9])
+    h.asr.texts = ["and so my fellow americans", "And so, my fellow Americans, ask not."]
+    asyncio.run(main(h))
+    assert h.types() == TURN and len(scorer.scored) == 2 and not h.merges
+    assert h.audio.shortened == [(30_000, 1500)]
+    assert h.events[1]["audio_end_ms"] == 60_000 * 1000 // 16_000

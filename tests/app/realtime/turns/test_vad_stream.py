@@ -102,3 +102,31 @@ def test_reset_keeps_the_stream_position(model: SileroModel) -> None:
     assert events[0].sample >= fed + silence.size - 512  # where the new speech really is
     with pytest.raises(ValueError):
         vad.reset(0)  # positions never go back
+
+
+def test_a_pause_can_be_told_to_end_the_turn_sooner(model: SileroModel) -> None:
+    """semantic_vad's doubt wait: the pause being judged ends the turn once it lasts
+    `end_pause_after`'s ms instead of `silence_duration_ms`; the next pause (after the
+    speech resumed) keeps the long window."""
+    audio = np.concatenate(
+        [resample(load_clip("jfk.flac"), 24_000, 16_000), np.zeros(80_000, np.float32)]
+    )
+    vad = VADStream(model, VADConfig(silence_duration_ms=4000))
+    events: list[tuple[str, int]] = []
+    told = 0
+    for i in range(0, audio.size, 320):
+        for e in vad.process(audio[i : i + 320]):
+            events.append((e.kind, e.sample))
+            if e.kind == "speech_paused" and not told:
+                vad.end_pause_after(300, e.sample + 1)  # not this pause's start: ignored
+                vad.end_pause_after(300, e.sample)
+                told = e.sample
+    stops = [s for k, s in events if k == "speech_stopped"]
+    assert [k for k, _ in events][:4] == [
+        "speech_started",
+        "speech_lull",
+        "speech_paused",
+        "speech_stopped",
+    ]
+    assert stops[0] == told  # ended at JFK's first pause (~1 s), where the silence began
+    assert len(stops) == 2  # then one turn to the end: the later ~1 s pauses did not end it
