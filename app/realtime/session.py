@@ -130,14 +130,16 @@ class Session:
         await self.responses.close()
         self.outbox.close()
 
-    async def handle(self, raw: str | bytes) -> None:
-        """Handle one client message; bad input becomes an `error` event, never an exception."""
+    async def handle(self, raw: str | bytes, arrived_at: float | None = None) -> None:
+        """Handle one client message (that reached the server at `arrived_at`, on the
+        monotonic clock; default now); bad input becomes an `error` event, never an
+        exception."""
         event_id = None
-        self.last_event_at = time.monotonic()
+        self.last_event_at = time.monotonic() if arrived_at is None else arrived_at
         try:
             event = parse_client_event(self._normalize(raw))
             event_id = event.event_id
-            await self._dispatch(event)
+            await self._dispatch(event, self.last_event_at)
         except ProtocolError as exc:
             event_id = event_id or exc.event_id  # refused before it parsed: still echoed
             self.outbox.emit(
@@ -178,9 +180,9 @@ class Session:
             exc.event_id = data.get("event_id") if isinstance(data.get("event_id"), str) else None
             raise
 
-    async def _dispatch(self, event: Any) -> None:
+    async def _dispatch(self, event: Any, arrived_at: float) -> None:
         if isinstance(event, AudioAppend):
-            await self.turns.append(event.audio)
+            await self.turns.append(event.audio, arrived_at)
         elif isinstance(event, SessionUpdate):
             asr_models = self._transcribers.names()
             refused = event.refused + self.config.apply(event.session, self._voices, asr_models)

@@ -89,8 +89,9 @@ class TurnCoordinator:
 
     # -- audio in -----------------------------------------------------------------------
 
-    async def append(self, audio_b64: str) -> None:
-        for vad_event in await self.audio.append(audio_b64):
+    async def append(self, audio_b64: str, arrived_at: float | None = None) -> None:
+        """One `input_audio_buffer.append` (that reached the server at `arrived_at`)."""
+        for vad_event in await self.audio.append(audio_b64, arrived_at):
             await self._on_vad(vad_event)
         turn, buffer = self.turn, self.audio.buffer
         if (

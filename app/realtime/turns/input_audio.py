@@ -36,8 +36,10 @@ class SendPace:
         self.ahead_s = 0.0
         self._last: float | None = None
 
-    def received(self, seconds: float) -> None:
-        now = self.clock()
+    def received(self, seconds: float, at: float | None = None) -> None:
+        """`seconds` of audio reached the server at `at` (default now): when it arrived,
+        not when it was handled (see app/server/routes/inbox.py)."""
+        now = self.clock() if at is None else at
         if self._last is not None:
             self.ahead_s = max(-1.0, self.ahead_s - (now - self._last))
         self._last = now
@@ -83,8 +85,9 @@ class InputAudio:
             self.vad.reset(self.buffer.end)
         self.vad_on = vad_on
 
-    async def append(self, audio_b64: str) -> list[VADEvent]:
-        """Buffer one `input_audio_buffer.append`; returns the VAD events it causes."""
+    async def append(self, audio_b64: str, arrived_at: float | None = None) -> list[VADEvent]:
+        """Buffer one `input_audio_buffer.append` (that reached the server at `arrived_at`,
+        for the client's pace); returns the VAD events it causes."""
         wire_bytes = len(audio_b64) * 3 // 4
         samples_16k = wire_bytes // (2 if self.format.type == "audio/pcm" else 1)
         samples_16k = samples_16k * PIPELINE_RATE // self.format.rate
@@ -95,7 +98,7 @@ class InputAudio:
                 "commit or clear it (or turn on server_vad), or send smaller appends",
                 param="audio",
             )
-        self.pace.received(samples_16k / PIPELINE_RATE)
+        self.pace.received(samples_16k / PIPELINE_RATE, arrived_at)
         samples, events = await self.vad_model.executor.run(self._ingest, audio_b64, self.vad_on)
         self.buffer.append(samples)
         return events

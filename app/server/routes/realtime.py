@@ -13,6 +13,7 @@ from app.protocol import events
 from app.protocol.dialect import BETA, GA
 from app.realtime.session import Session
 from app.server.drain import Drain
+from app.server.routes.inbox import Inbox
 from app.server.state import ServerState, WsState
 
 log = logging.getLogger("r1voice.realtime")
@@ -119,20 +120,16 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
         while (event := await session.outbox.get()) is not None:
             await websocket.send_json(event)
 
-    async def receive_events() -> None:
-        while True:
-            message = await websocket.receive()
-            if message["type"] == "websocket.disconnect":
-                return
-            raw = message.get("text")
-            data = raw if raw is not None else message.get("bytes") or b""
-            if len(data) > state.settings.max_message_bytes:
-                session.refuse_oversized(len(data), state.settings.max_message_bytes)
-                continue
-            await session.handle(data)
+    async def handle(data: str | bytes, arrived_at: float) -> None:
+        if len(data) > state.settings.max_message_bytes:
+            session.refuse_oversized(len(data), state.settings.max_message_bytes)
+        else:
+            await session.handle(data, arrived_at)
 
+    inbox = Inbox(websocket.receive, handle)
     sender = asyncio.create_task(send_events())
-    receiver = asyncio.create_task(receive_events())
+    reader = asyncio.create_task(inbox.read())
+    receiver = asyncio.create_task(inbox.handle())
     overflow = asyncio.create_task(session.outbox.overflowed.wait())
     drained = asyncio.create_task(_drained(session, state.drain))
     settings = state.settings
@@ -149,6 +146,7 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
             session.outbox.emit(events.error(*expired.result()))
     finally:
         state.sessions.pop(session.id, None)
+        reader.cancel()
         receiver.cancel()
         await session.close()
         if overflow.done():  # never wait on a peer that does not read
@@ -162,7 +160,7 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
             await _close(websocket, status.WS_1000_NORMAL_CLOSURE, expired.result()[0])
         for task in tasks:
             task.cancel()
-        await asyncio.wait(tasks)
-        for task in (sender, receiver):  # a failed send or receive: the peer is gone
+        await asyncio.wait({*tasks, reader})
+        for task in (sender, reader, receiver):  # a failed send or receive: the peer is gone
             if not task.cancelled() and task.exception() is not None:
                 log.debug("websocket closed: %r", task.exception(), exc_info=task.exception())

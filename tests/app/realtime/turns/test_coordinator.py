@@ -34,7 +34,7 @@ class ScriptedAudio(InputAudio):
     async def end_pause_after(self, silence_start: int, ms: int) -> None:
         self.shortened.append((silence_start, ms))
 
-    async def append(self, audio_b64: str) -> list[VADEvent]:
+    async def append(self, audio_b64: str, arrived_at: float | None = None) -> list[VADEvent]:
         samples, vad_events, speaking = self.script.pop(0)
         self.buffer.append(np.zeros(samples, np.float32))
         self.vad.speaking = speaking

@@ -37,3 +37,19 @@ def test_a_file_streamed_at_once_runs_ahead() -> None:
         clock.now += 0.0005
         pace.received(0.02)
     assert pace.ahead_s > REAL_TIME_S
+
+
+def test_a_microphone_stamped_on_arrival_stays_real_time_after_a_long_stall() -> None:
+    """Bug: after a stall over 1.5 s (a pause judged while the early words were slow)
+    the rush of appends filled the bucket past its floor, and the microphone counted as
+    a file being streamed for the rest of the session (`bench voice`: every pause after
+    JFK's was judged without the words). Appends now carry when they arrived."""
+    clock = FakeClock()
+    stalled, stamped = SendPace(clock), SendPace(clock)
+    arrivals = [0.02 * i for i in range(1, 301)]  # 6 s of a microphone's appends
+    for i, arrived in enumerate(arrivals):
+        clock.now = arrived if not 100 <= i < 200 else 4.0  # 2 s of them handled late
+        stalled.received(0.02)
+        stamped.received(0.02, at=arrived)
+    assert stalled.ahead_s > REAL_TIME_S  # what the handling time alone says
+    assert stamped.ahead_s <= REAL_TIME_S
