@@ -38,11 +38,13 @@ class VADConfig:
     prefix_padding_ms: int = 300
     silence_duration_ms: int = 500
     early_ms: int = 200
-    # `bench voice`, 1 session: server_vad's final pass started at this lull instead of
-    # the 200 ms pause took voice-to-voice P50/P95 from 1008/1188 to 788/851 ms. Moving
-    # the pause itself to 120 ms (the turn model judging there too) split 5 of 13
-    # `bench turns` utterances instead of 2-3, so only the transcription moves.
-    lull_ms: int = 96
+    # `bench voice`, 1 session: server_vad's final pass started at a 96 ms lull instead of
+    # the 200 ms pause took voice-to-voice P50/P95 from 1008/1188 to 788/851 ms; 64 ms
+    # saves another frame (semantic_vad P50 635 -> 611 ms in one pair of runs) and adds
+    # 2 lulls to the 32 of `bench turns`' 13 utterances. Moving the pause itself to 120 ms
+    # (the turn model judging there too) split 5 of 13 `bench turns` utterances instead
+    # of 2-3, so only the transcription moves.
+    lull_ms: int = 64
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.threshold <= 1.0:
