@@ -100,6 +100,10 @@ _OPEN_ENDED = frozenset(
     ]
 )
 _TRAILING_OFF = re.compile(r"(\.\.\.|…|[-–—,])\s*$")
+# A short sentence that opens with one of these announces more to come ("And so, my
+# fellow Americans, ..."; Whisper writes it "And so my fellow Americans." or not).
+_LEAD_INS = frozenset(["and", "so", "but", "or", "because", "then", "well"])
+LEAD_IN_WORDS = 5
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s*$")
 
 
@@ -124,9 +128,14 @@ def sounds_unfinished(text: str) -> bool:
 
 
 def reads_finished(text: str) -> bool:
-    """Whether Whisper wrote the transcript as a finished sentence (., ! or ?)."""
+    """Whether Whisper wrote the transcript as a finished sentence (., ! or ?) that is
+    more than a short lead-in ("And so my fellow Americans.")."""
     text = text.strip()
-    return bool(_SENTENCE_END.search(text)) and not sounds_unfinished(text)
+    if not _SENTENCE_END.search(text) or sounds_unfinished(text):
+        return False
+    last = re.split(r"(?<=[.!?])\s+", text)[-1]
+    words = re.findall(r"[a-z0-9']+", last.lower())
+    return not (words and words[0] in _LEAD_INS and len(words) <= LEAD_IN_WORDS)
 
 
 def verdict(probability: float, text: str | None, complete: float = COMPLETE) -> Verdict:
@@ -138,7 +147,8 @@ def verdict(probability: float, text: str | None, complete: float = COMPLETE) ->
     | trail off ("...", "for") | GO_ON    | GO_ON      |
     | a question ("?")         | END      | END        |
     | a finished sentence      | END      | DOUBT      |
-    | no sentence end          | DOUBT    | GO_ON      |
+    | no sentence end, or a    | DOUBT    | GO_ON      |
+    | short lead-in ("And so my fellow Americans.")   |
     """
     sounds_done = probability >= complete
     if text is None:

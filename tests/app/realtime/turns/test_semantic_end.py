@@ -46,6 +46,10 @@ def test_finished_sentences_and_questions_do_not(text: str) -> None:
         (0.9, "I would like to book a table for two.", Verdict.END),
         (0.1, "I would like to book a table for two.", Verdict.DOUBT),  # reads finished only
         (0.9, "and so my fellow americans", Verdict.DOUBT),  # sounds finished only
+        (0.9, "And so my fellow Americans.", Verdict.DOUBT),  # a lead-in, not a sentence
+        (0.1, "And so my fellow Americans.", Verdict.GO_ON),
+        (0.9, "It rained. So we stayed at home all day.", Verdict.END),  # not short
+        (0.9, "So what?", Verdict.END),
         (0.1, "and so my fellow americans ask not", Verdict.GO_ON),
         (0.9, "Can you tell me how to get to the...", Verdict.GO_ON),
         (0.9, "What I really want to know is", Verdict.GO_ON),
