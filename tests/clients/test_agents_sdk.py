@@ -184,22 +184,31 @@ async def test_audio_turn(scripted_server: ScriptedServer) -> None:
     with scripted_server(SHORT_ANSWER) as address:
         async with agent_session(address, agent()) as recorder:
             await send_pcm(recorder.session, speech_pcm())
-            transcribed = await recorder.wait_raw(
-                "conversation.item.input_audio_transcription.completed"
-            )
-            await recorder.wait(lambda e: e.type == "agent_end")
+            # A client this much faster than real time gets the turn model's verdict alone
+            # at each pause, and it hears JFK's "And so, my fellow Americans" finished:
+            # that part may be a turn of its own (answered, or merged away) before the
+            # one that holds the rest of the sentence (seen once in 3 runs of the suite).
+            await recorder.wait(lambda _: _transcript_with(recorder.raw, "country") is not None)
+            transcribed = _transcript_with(recorder.raw, "country")
+            assert transcribed is not None
+            n = len(recorder.events)
+            await recorder.wait(lambda e: e.type == "agent_end", after=n)
             history = list(recorder.session._history)
     assert recorder.refused() == []
     assert recorder.errors() == []
-    assert "country" in transcribed["transcript"].lower()
-    user = next(i for i in history if getattr(i, "role", None) == "user")
-    assert user.item_id == transcribed["item_id"]
-    assert "country" in transcript(user).lower()  # the SDK's history has the transcript
-    (answer,) = (i for i in history if getattr(i, "role", None) == "assistant")
+    at = next(i for i, item in enumerate(history) if item.item_id == transcribed["item_id"])
+    assert "country" in transcript(history[at]).lower()  # the SDK's history has the transcript
+    answer = next(i for i in history[at:] if getattr(i, "role", None) == "assistant")
     assert transcript(answer) == "".join(SHORT_ANSWER)
     audio = b"".join(e.audio.data for e in recorder.events if e.type == "audio")
     assert len(audio) / 2 / REALTIME_RATE >= 0.5
     assert invalid_events(recorder.raw) == []
+
+
+def _transcript_with(raw: list[dict[str, Any]], word: str) -> dict[str, Any] | None:
+    """The first completed input transcription that contains `word`."""
+    done = "conversation.item.input_audio_transcription.completed"
+    return next((e for e in raw if e["type"] == done and word in e["transcript"].lower()), None)
 
 
 @pytest.mark.timeout(600)
