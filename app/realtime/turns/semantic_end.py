@@ -26,7 +26,7 @@ swings with 20 ms more or less audio: Piper's "How many legs does a spider have?
 0.83, then 0.24 without its last 20 ms); where model and words disagree, the VAD is told
 to end the turn once the pause lasts the eagerness's doubt wait (auto 1.5 s) instead of
 its maximum (auto 4 s).
-The final pass starts at the VAD's lull (~100 ms of silence), as with server_vad, so the
+The final pass starts at the VAD's lull (~64 ms of silence), as with server_vad, so the
 words are ready soon after the pause's verdict: `bench turns` (semantic auto, seeds 0-2)
 split 5, 5 and 5 of 13 utterances so, against 3, 4 and 5 with the pass started at the
 pause; `bench voice` (1 session) P50 729 ms against 948 ms.
