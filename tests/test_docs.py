@@ -11,8 +11,8 @@ or `Makefile`. Not references: URLs, `~/...`, absolute paths and API routes
 root; a bare name (`inbox.py`, `routes/`: named in its folder's context) may also be any
 file or folder of that name in the tree.
 
-Also: every `page.md#heading` link finds its heading, and the README links every docs
-page.
+Also: every `page.md#heading` link finds its heading, the README links every docs page,
+and it stays a page or two.
 """
 
 from __future__ import annotations
@@ -136,6 +136,11 @@ def test_the_readme_links_every_docs_page() -> None:
     linked = set(LINK_TARGET.findall(readme))
     unlinked = [p.name for p in PAGES[1:] if f"docs/{p.name}" not in linked]
     assert not unlinked, f"README.md does not link these docs pages: {unlinked}"
+
+
+def test_the_readme_stays_a_page_or_two() -> None:
+    lines = (ROOT / "README.md").read_text().count("\n")
+    assert lines < 250, f"README.md has {lines} lines: move details into docs/"
 
 
 def test_references_are_repo_paths_only() -> None:
