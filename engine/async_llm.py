@@ -18,7 +18,7 @@ from engine.outputs import EngineStats, RequestOutput, StreamDelta
 from engine.request_stream import RequestStream, fail_all, publish
 from engine.sampling_params import SamplingParams
 from engine.sequence import Sequence
-from engine.stats_snapshot import StatsSnapshot
+from engine.stats.stats_snapshot import StatsSnapshot
 
 log = logging.getLogger(__name__)
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.errors import ConfigError
-from engine.quantization import check_method
+from engine.layers.quantization import check_method
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 KV_CACHE_DTYPES = ("auto", "float32", "float16", "bfloat16")
 _POLICIES = ("static", "fcfs", "priority")
 _STEP_BUDGET_MODES = ("always", "latency")
-_SIGNATURES = ("minhash", "minilm")  # engine.clustering
+_SIGNATURES = ("minhash", "minilm")  # engine.scheduling.clustering
 # The fields LLMEngine.set_scheduling may change between runs (benchmarks compare them).
 SCHEDULING_FIELDS = {
     "scheduling_policy",
@@ -77,7 +77,7 @@ class EngineConfig:
     # Prefix reuse: among waiting requests of equal priority, admit the one with the
     # longest cached prefix first, and hold back those whose next block a running
     # prefill computes (they hit it once it is cached). Prompt clustering
-    # (engine.clustering) signs prompts on a worker thread and makes the KV pool evict
+    # (engine.scheduling.clustering) signs prompts on a worker thread and makes the KV pool evict
     # the blocks of unwanted clusters first; it also admits members of the last
     # admitted cluster together. Off by default: `bench prefix` measured +4 to +8
     # points of hit rate under memory pressure with skewed popularity, short of the

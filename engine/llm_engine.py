@@ -10,20 +10,20 @@ from typing import Any
 
 import torch
 
-from engine.backpressure import capacity_error, queue_delay_error
 from engine.block_manager import BlockManager
 from engine.config import SCHEDULING_FIELDS, EngineConfig
-from engine.engine_stats import EngineStats, collect_stats
 from engine.errors import ConfigError, InvalidRequestError
-from engine.model_loader import load
+from engine.loading.model_loader import load
 from engine.model_runner import ModelRunner
 from engine.output_processor import OutputProcessor
 from engine.outputs import RequestOutput
 from engine.prompt_check import Prompt, check_priority, check_prompt, tokenize
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler, SchedulerOutput
+from engine.scheduling.backpressure import capacity_error, queue_delay_error
 from engine.sequence import Sequence
-from engine.step_clock import StepClock
+from engine.stats.engine_stats import EngineStats, collect_stats
+from engine.stats.step_clock import StepClock
 
 log = logging.getLogger(__name__)
 
@@ -62,13 +62,13 @@ class LLMEngine:
         self.output_processor = OutputProcessor(self.tokenizer, self.scheduler)
         self.prompt_tokens = 0
         self.num_refused = 0  # requests refused by backpressure (EngineBusyError)
-        self.clusterer: Any = None  # engine.clustering.Clusterer when semantic_clustering
+        self.clusterer: Any = None  # a scheduling.clustering.Clusterer when semantic_clustering
         self._start_clusterer()
         self.last_batch_size = 0
         self.clock = StepClock()
 
     def _start_clusterer(self) -> None:
-        from engine.clustering import clusterer_for  # minilm loads sentence-transformers
+        from engine.scheduling.clustering import clusterer_for  # minilm loads sentence-transformers
 
         self.clusterer = clusterer_for(self.config, self.tokenizer, self.clusterer)
 
@@ -121,7 +121,7 @@ class LLMEngine:
 
     def check_capacity(self, num_tokens: int) -> None:
         """Raise EngineBusyError if a prompt of ``num_tokens`` would overfill the queue
-        (see engine.backpressure); counts the refusal. Engine thread only."""
+        (see engine.scheduling.backpressure); counts the refusal. Engine thread only."""
         sched, config = self.scheduler, self.config
         error = capacity_error(
             len(sched.waiting),

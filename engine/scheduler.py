@@ -6,13 +6,13 @@ import bisect
 import time
 
 from engine.block_manager import BlockManager
-from engine.cache_aware_pick import PICK_WINDOW, cache_aware_pick, pending_blocks
-from engine.cluster_demand import ClusterDemand
 from engine.config import EngineConfig
-from engine.scheduler_output import SchedulerOutput
+from engine.scheduling.cache_aware_pick import PICK_WINDOW, cache_aware_pick, pending_blocks
+from engine.scheduling.cluster_demand import ClusterDemand
+from engine.scheduling.scheduler_output import SchedulerOutput
+from engine.scheduling.step_budget import StepBudget
+from engine.scheduling.step_cost_model import StepCostModel, StepWork
 from engine.sequence import Sequence, SequenceStatus
-from engine.step_budget import StepBudget
-from engine.step_cost_model import StepCostModel, StepWork
 
 __all__ = ["Scheduler", "SchedulerOutput"]
 

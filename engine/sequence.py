@@ -54,7 +54,7 @@ class Sequence:
         self.params = params
         self.priority = priority if priority is not None else default_priority(len(token_ids))
         self.cache_salt = cache_salt  # prefix-cache namespace: different salts never share
-        self.cluster_id: int | None = None  # semantic cluster (engine.clustering), if any
+        self.cluster_id: int | None = None  # semantic cluster (engine.scheduling.clustering)
         self.arrival_time = time.monotonic() if arrival_time is None else arrival_time
         self.status = SequenceStatus.WAITING
         self.block_table: list[int] = []

@@ -18,10 +18,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from engine.cpu_kernels import CpuKernels
+from engine.kernels.cpu_kernels import CpuKernels
 from engine.layers.attention import AttentionMetadata, PagedAttention
+from engine.layers.quantization import Int4Linear, Int8Linear
 from engine.layers.rotary import RotaryEmbedding
-from engine.quantization import Int4Linear, Int8Linear
 
 Kernel = Callable[..., torch.Tensor]
 

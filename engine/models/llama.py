@@ -7,7 +7,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from engine.cpu_kernels import CpuKernels
+from engine.kernels.cpu_kernels import CpuKernels
 from engine.layers.activation import SiluAndMul
 from engine.layers.attention import AttentionMetadata, PagedAttention
 from engine.layers.linear import Linear, make_linear

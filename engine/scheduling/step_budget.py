@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.step_cost_model import StepCostModel, StepWork
+from engine.scheduling.step_cost_model import StepCostModel, StepWork
 
 MIN_CHUNK = 32  # a prefill chunk the time budget never cuts below: progress is certain
 

@@ -12,10 +12,10 @@ from engine.block_manager import BlockManager
 from engine.config import EngineConfig
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler
+from engine.scheduling.step_budget import MIN_CHUNK
+from engine.scheduling.step_cost_model import StepCostModel, StepWork
 from engine.sequence import Sequence
-from engine.step_budget import MIN_CHUNK
-from engine.step_clock import StepClock
-from engine.step_cost_model import StepCostModel, StepWork
+from engine.stats.step_clock import StepClock
 
 TRUE = (4.0, 0.5, 0.3, 0.02)  # ms: per step, per token, per decode, per 1000 pairs
 _starts = itertools.count(1)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engine.scheduling.step_cost_model import StepWork
 from engine.sequence import Sequence
-from engine.step_cost_model import StepWork
 
 
 @dataclass

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from engine.block_manager import BlockManager
-from engine.step_clock import ClockReading
+from engine.stats.step_clock import ClockReading
 
 
 @dataclass

@@ -10,10 +10,15 @@ import numpy as np
 
 from engine import SamplingParams
 from engine.block_manager import BlockManager
-from engine.cluster_demand import RECENT_FINISHES, RECENT_S, WAITING_WEIGHT, ClusterDemand
-from engine.clustering import Clusterer, LeaderClusters
 from engine.llm_engine import LLMEngine
-from engine.prompt_signature import MinHasher, jaccard
+from engine.scheduling.cluster_demand import (
+    RECENT_FINISHES,
+    RECENT_S,
+    WAITING_WEIGHT,
+    ClusterDemand,
+)
+from engine.scheduling.clustering import Clusterer, LeaderClusters
+from engine.scheduling.prompt_signature import MinHasher, jaccard
 from engine.sequence import Sequence
 from tests.engine.test_prefix_cache import EXACT, GREEDY, admit_all, computed, make_sched, seq
 

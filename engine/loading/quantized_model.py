@@ -1,6 +1,6 @@
 """Quantizing a whole model: which layers, the on-disk cache, and the module swap.
 
-The kernels and the quantized modules themselves live in ``engine.quantization``.
+The kernels and the quantized modules themselves live in ``engine.layers.quantization``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from engine.errors import ModelLoadError
-from engine.quantization import (
+from engine.layers.quantization import (
     CACHE_VERSION,
     INT4_GROUP_SIZES,
     Int4Linear,
@@ -73,7 +73,7 @@ class QuantCache:
     """
 
     def __init__(self, model_dir: Path, method: str, group_size: int) -> None:
-        from engine.model_store import cache_root
+        from engine.loading.model_store import cache_root
 
         sources = sorted(model_dir.glob("*.safetensors"))
         ident = [CACHE_VERSION, method, group_size if method == "int4" else 0]

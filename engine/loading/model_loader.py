@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from engine import quantization as quantization_module
-from engine import quantized_model
 from engine.errors import ConfigError, ModelLoadError
-from engine.model_store import resolve_model
+from engine.layers import quantization as quantization_module
+from engine.loading import quantized_model
+from engine.loading.model_store import resolve_model
 from engine.models import MODEL_REGISTRY, LlamaForCausalLM
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def load_model(
     group_size: int = 128,
 ) -> LlamaForCausalLM:
     """Build the model for ``model_dir`` on ``device`` in ``dtype`` and load its weights,
-    quantized (engine.quantization; cached on disk) unless ``quantization`` is "none"."""
+    quantized (engine.layers.quantization; cached on disk) unless ``quantization`` is "none"."""
     config = load_config(model_dir)
     with torch.device("meta"):
         model = MODEL_REGISTRY[config.model_type](config)

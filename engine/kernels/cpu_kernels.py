@@ -28,7 +28,7 @@ import torch
 
 log = logging.getLogger(__name__)
 
-_DIR = Path(__file__).parent / "kernels"
+_DIR = Path(__file__).parent
 SOURCES = [
     _DIR / n
     for n in ("cpu_kernels.cpp", "int4_kernels.cpp", "layer_kernels.cpp", "paged_kv_kernels.cpp")
@@ -125,7 +125,7 @@ class CpuKernels:
     @classmethod
     def build(cls) -> Path:
         """The compiled library, built now unless the cache already holds it."""
-        from engine.model_store import cache_root
+        from engine.loading.model_store import cache_root
 
         cxx = _compiler()
         assert cxx is not None

@@ -11,11 +11,11 @@ import torch
 import torch.nn.functional as F
 
 from engine import LLM, ConfigError, EngineConfig, ModelLoadError, SamplingParams
-from engine import quantization as Q
-from engine.quantized_model import weight_bytes
-from engine.scoring import perplexity
+from engine.layers import quantization as Q
+from engine.loading.quantized_model import weight_bytes
+from engine.loading.scoring import perplexity
 
-EVAL_TEXT = Path(__file__).parent.parent / "data" / "eval_text.txt"
+EVAL_TEXT = Path(__file__).parents[2] / "data" / "eval_text.txt"
 
 
 def eval_text() -> str:

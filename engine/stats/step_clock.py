@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from engine.scheduler_output import SchedulerOutput
+from engine.scheduling.scheduler_output import SchedulerOutput
 
 STATES = ("busy", "stalled", "idle")
 

@@ -1,14 +1,14 @@
 """Weight quantization: INT8 per-output-channel (the default) and INT4 group-wise.
 
 gpt-fast style: an offline state-dict transform (``quantize_int8`` / ``quantize_int4``,
-cached on disk by ``engine.quantized_model.QuantCache``) plus small modules holding the quantized buffers
+cached on disk by ``engine.loading.quantized_model.QuantCache``) plus small modules holding the quantized buffers
 (``Int8Linear``, ``Int4Linear``, ``Int8Embedding``). Every kernel choice is made in
 ``Int8Linear.prepare`` / ``Int4Linear.prepare`` from the weight's device:
 
 INT8 (symmetric, scale per output channel, w = q * s):
   * CPU: activations quantized per row (token) to 15 bits, x = 128 * hi + lo, integer
     sums exact: the quality of weight-only int8 (SmolLM2 perplexity +0.0%), and a row's
-    result does not depend on the batch. Our C++ VNNI kernel (engine.cpu_kernels) does
+    result does not depend on the batch. Our C++ VNNI kernel (engine.kernels.cpu_kernels) does
     it in one call, bit for bit what ``int8_linear`` computes through ``torch._int_mm``
     in ~14 ops (the fallback without the kernels): 5-7x faster at 1 row, 1.35x at 512.
     Not chosen: 8-bit activations (W8A8: +4.5% perplexity, 24% greedy agreement);
@@ -31,8 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.cpu_kernels import CpuKernels, pack_int4, pack_int8
 from engine.errors import ConfigError
+from engine.kernels.cpu_kernels import CpuKernels, pack_int4, pack_int8
 
 log = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from engine.backpressure import capacity_error, queue_delay_error
 from engine.config import EngineConfig
-from engine.engine_stats import EngineStats
 from engine.errors import EngineBusyError
-from engine.step_clock import ClockReading
+from engine.scheduling.backpressure import capacity_error, queue_delay_error
+from engine.stats.engine_stats import EngineStats
+from engine.stats.step_clock import ClockReading
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class StatsSnapshot:
         )
 
     def capacity_error(self, num_tokens: int, config: EngineConfig) -> EngineBusyError | None:
-        """Backpressure on the snapshot (see engine.backpressure)."""
+        """Backpressure on the snapshot (see engine.scheduling.backpressure)."""
         delay = queue_delay_error(
             self.stats.oldest_waiting_at, config.max_queue_delay_s, time.monotonic()
         )
