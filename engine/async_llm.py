@@ -185,8 +185,7 @@ class AsyncLLM:
             self._stop = True
             self._wakeup.set()
             self._thread.join()
-        if self.engine.clusterer is not None:
-            self.engine.clusterer.close()
+        self.engine.close()
 
     # ---- engine thread --------------------------------------------------------------
 
@@ -248,9 +247,7 @@ class AsyncLLM:
                 self._stepped_empty = self.engine.last_batch_size == 0
             except Exception:  # a bug in scheduling: fail what is live, keep serving
                 log.exception("engine step failed")
-                updated = self.engine.scheduler.finish_all("error")
-                for seq in updated:
-                    self.engine._release(seq)
+                updated = self.engine.finish_all("error")
             self._publish(updated)
         self._run_commands()
 

@@ -59,7 +59,13 @@ class Scheduler:
     KV pool evicts the blocks of unwanted clusters first (``ClusterDemand``).
     """
 
-    def __init__(self, config: EngineConfig, block_manager: BlockManager, max_model_len: int):
+    def __init__(
+        self,
+        config: EngineConfig,
+        block_manager: BlockManager,
+        max_model_len: int,
+        eos_token_ids: set[int] | None = None,
+    ):
         self.config = config
         self.block_manager = block_manager
         self.max_model_len = max_model_len
@@ -67,7 +73,7 @@ class Scheduler:
         self.waiting: list[Sequence] = []  # kept sorted by order_key
         self.running: list[Sequence] = []  # kept sorted by order_key
         self.waiting_tokens = 0  # prompt tokens (and recomputed tokens) waiting
-        self.eos_token_ids: set[int] = set()
+        self.eos_token_ids: set[int] = set(eos_token_ids or ())
         self.generation_tokens = 0
         self.num_preemptions = 0
         self.prefill_tokens = 0  # tokens computed other than single-token decodes
@@ -78,6 +84,23 @@ class Scheduler:
         reserve = config.preemption_reserve if self.policy == "priority" else 0.0
         self.reserve_blocks = int(block_manager.num_blocks * reserve)
         self.reserve_tokens = int(config.max_num_batched_tokens * reserve)
+
+    def reconfigured(self, config: EngineConfig) -> Scheduler:
+        """A scheduler for new scheduling fields (nothing may be live). What outlives a
+        policy carries over: the EOS ids, the fitted cost model (the machine is the same)
+        and the latency-sensitive flag; the counters start again."""
+        assert not self.has_unfinished()
+        scheduler = Scheduler(config, self.block_manager, self.max_model_len, self.eos_token_ids)
+        scheduler.cost_model = self.cost_model
+        scheduler.latency_sensitive = self.latency_sensitive
+        return scheduler
+
+    def set_latency_sensitive(self, on: bool) -> None:
+        """While on, "latency" step-budget mode bounds every step (see _step_budget)."""
+        self.latency_sensitive = on
+
+    def reset_stats(self) -> None:
+        self.generation_tokens = self.num_preemptions = self.prefill_tokens = 0
 
     def order_key(self, seq: Sequence) -> tuple[float, int]:
         """The one place that orders requests (lower first); see the class docstring."""
@@ -104,7 +127,7 @@ class Scheduler:
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
         clustered = self.config.semantic_clustering
-        self.block_manager.cluster_demand = self.demand.of(self.waiting) if clustered else {}
+        self.block_manager.set_cluster_demand(self.demand.of(self.waiting) if clustered else {})
         if self.policy == "priority":
             self._preempt_for_high_priority(out)
         budget = self.config.max_num_batched_tokens
@@ -270,20 +293,33 @@ class Scheduler:
             seq.append_token(token)
             self.generation_tokens += 1
             updated.append(seq)
-            params = seq.params
-            if (
-                not params.ignore_eos and token in self.eos_token_ids
-            ) or token in params.stop_token_ids:
-                self.finish(seq, "stop")
-            elif (
-                seq.num_completion_tokens >= params.max_tokens
-                or seq.num_tokens >= self.max_model_len
-            ):
-                self.finish(seq, "length")
+            reason = self._token_stop(seq, token)
+            if reason is not None:
+                self.finish(seq, reason)
         return updated
 
+    def _token_stop(self, seq: Sequence, token: int) -> str | None:
+        """Does the sequence's newest token end it? ("stop": an EOS or stop token id;
+        "length": max_tokens or the context is reached.) Stop strings are found in the
+        text by the OutputProcessor, which reports them to ``finish``."""
+        params = seq.params
+        eos = not params.ignore_eos and token in self.eos_token_ids
+        if eos or token in params.stop_token_ids:
+            return "stop"
+        if seq.num_completion_tokens >= params.max_tokens or seq.num_tokens >= self.max_model_len:
+            return "length"
+        return None
+
     def finish(self, seq: Sequence, reason: str) -> None:
-        """End a sequence (done, stopped or aborted) and free its blocks at once."""
+        """End a sequence and free its blocks at once: the one place a sequence ends.
+
+        ``reason``: "stop", "length", "abort" or "error". A sequence that has already
+        ended keeps its reason, unless the new one is "error" (its text is short).
+        """
+        if seq.is_finished:
+            if reason == "error":
+                seq.finish_reason = reason
+            return
         if seq.status == SequenceStatus.RUNNING:
             self.running.remove(seq)
             self.block_manager.deallocate(seq)

@@ -183,6 +183,10 @@ class Clusterer:
                 "embed_ms_per_request": 1000 * self.embed_seconds / max(self.num_embedded, 1),
             }
 
+    def reset_stats(self) -> None:
+        with self._lock:
+            self.num_embedded, self.embed_seconds = 0, 0.0
+
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
 

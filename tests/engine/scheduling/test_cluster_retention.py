@@ -39,7 +39,7 @@ def test_eviction_keeps_the_prefix_of_a_cluster_with_waiting_members() -> None:
         bm = BlockManager(num_blocks=6, block_size=4)  # room for the two documents only
         _cached_then_freed(bm, DOC_A, cluster=0)  # freed first: LRU would evict it first
         _cached_then_freed(bm, DOC_B, cluster=1)
-        bm.cluster_demand = demand
+        bm.set_cluster_demand(demand)
         assert bm.allocate(seq(list(range(300, 309))))  # 3 new blocks must come from a doc
         return bm
 
@@ -58,7 +58,7 @@ def test_retention_never_blocks_an_admission_that_needs_the_space() -> None:
     bm = BlockManager(num_blocks=6, block_size=4)
     _cached_then_freed(bm, DOC_A, cluster=0)
     _cached_then_freed(bm, DOC_B, cluster=1)
-    bm.cluster_demand = {0: 5.0, 1: 5.0}  # both wanted
+    bm.set_cluster_demand({0: 5.0, 1: 5.0})  # both wanted
     big = seq(list(range(400, 421)))  # 6 blocks: the whole pool
     assert bm.allocate(big)
     assert bm.num_free_blocks == 0 and len(big.block_table) == 6

@@ -141,7 +141,7 @@ def test_unbounded_without_a_limit_and_in_latency_mode_until_needed() -> None:
     s = make(50.0, step_budget_mode="latency")
     s.add(request(1800))
     assert step(s)[1] == [full]  # nothing latency-sensitive waits: full chunks
-    s.latency_sensitive = True  # e.g. a voice session opened
+    s.set_latency_sensitive(True)  # e.g. a voice session opened
     assert step(s)[2] <= 50.0
 
 
