@@ -238,14 +238,14 @@ class LLMEngine:
     def stats(self) -> EngineStats:
         """A snapshot of load and counters; reads engine state without changing it."""
         return collect_stats(
-            self.scheduler,
-            self.block_manager,
-            self.clock.reading(),
-            time.monotonic(),
-            self.prompt_tokens,
-            self.num_refused,
-            self.clusterer,
-            self.config.max_step_ms,
+            scheduler=self.scheduler,
+            block_manager=self.block_manager,
+            reading=self.clock.reading(),
+            now=time.monotonic(),
+            prompt_tokens=self.prompt_tokens,
+            num_refused=self.num_refused,
+            clusterer=self.clusterer,
+            max_step_ms=self.config.max_step_ms,
         )
 
     def set_scheduling(self, **fields: Any) -> None:

@@ -173,13 +173,13 @@ class Scheduler:
         while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
             picked = cache_aware_pick(
                 self.waiting,
-                self.block_manager,
-                self.policy,
-                self.config.cache_aware_scheduling,
-                self.is_high,
-                self.last_cluster,
-                pending,
-                high_only,
+                block_manager=self.block_manager,
+                policy=self.policy,
+                cache_aware=self.config.cache_aware_scheduling,
+                is_high=self.is_high,
+                last_cluster=self.last_cluster,
+                pending_blocks=pending,
+                high_only=high_only,
             )
             if picked is None:
                 break

@@ -20,7 +20,8 @@ MAX_SKIPS = 8  # a request passed over this often is admitted next, cache or not
 
 def cache_aware_pick(
     waiting: list[Sequence],
-    bm: BlockManager,
+    *,
+    block_manager: BlockManager,
     policy: str,
     cache_aware: bool,
     is_high: Callable[[Sequence], bool],
@@ -32,6 +33,7 @@ def cache_aware_pick(
     ``high_only`` and none is high-priority, or when every candidate waits for a block
     in ``pending_blocks`` (hash -> the best priority of the running prefills computing
     it)."""
+    bm = block_manager
     queue = waiting
     if high_only:
         queue = [s for s in waiting[: 4 * PICK_WINDOW] if is_high(s)]

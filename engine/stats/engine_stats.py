@@ -53,6 +53,7 @@ class EngineStats:
 
 
 def collect_stats(
+    *,
     scheduler: Any,
     block_manager: BlockManager,
     reading: ClockReading,
