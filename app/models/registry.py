@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from engine import EngineError
 from engine.loading import model_store
-from engine.loading.model_store import cache_root, package_dir
+from engine.paths import cache_root, package_dir
 
 
 class ModelError(Exception):

@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+from engine.paths import cache_root
+
 log = logging.getLogger(__name__)
 
 _DIR = Path(__file__).parent
@@ -125,8 +127,6 @@ class CpuKernels:
     @classmethod
     def build(cls) -> Path:
         """The compiled library, built now unless the cache already holds it."""
-        from engine.loading.model_store import cache_root
-
         cxx = _compiler()
         assert cxx is not None
         command = [cxx, *CXX_FLAGS, *_torch_flags()]

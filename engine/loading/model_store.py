@@ -10,7 +10,6 @@ Nothing here downloads from a model hub.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import ModelLoadError, ModelNotFoundError
+from engine.paths import cache_root, package_dir
 
 COMPLETE_MARKER = ".r1voice-complete"
 
@@ -39,19 +39,6 @@ BUNDLED_LLMS: dict[str, BundledGGUF] = {
     ),
 }
 DEFAULT_LLM = "smollm2-135m-instruct"
-
-
-def cache_root() -> Path:
-    """The cache directory: ``$R1VOICE_CACHE`` or ``~/.cache/r1voice``."""
-    return Path(os.environ.get("R1VOICE_CACHE", Path.home() / ".cache" / "r1voice")).expanduser()
-
-
-def package_dir(package: str) -> Path | None:
-    """The directory of an installed package, or None when it is not installed."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def bundled_gguf_path(name: str) -> Path:

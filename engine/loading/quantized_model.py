@@ -25,6 +25,7 @@ from engine.layers.quantization import (
     Int8Linear,
     quantize_int8,
 )
+from engine.paths import cache_root
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +74,6 @@ class QuantCache:
     """
 
     def __init__(self, model_dir: Path, method: str, group_size: int) -> None:
-        from engine.loading.model_store import cache_root
-
         sources = sorted(model_dir.glob("*.safetensors"))
         ident = [CACHE_VERSION, method, group_size if method == "int4" else 0]
         ident += [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sources]

@@ -40,6 +40,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from engine.errors import ModelNotFoundError
+from engine.paths import package_dir
 from engine.scheduling.prompt_signature import MinHasher, jaccard
 from engine.sequence import Sequence
 
@@ -48,9 +50,6 @@ _USER_TURN = re.compile(r"<\|im_start\|>user\n(.*?)(?:<\|im_end\|>|$)", re.S)
 
 
 def embedding_model_dir() -> Path:
-    from engine.errors import ModelNotFoundError
-    from engine.loading.model_store import package_dir
-
     root = package_dir(EMBEDDING_MODEL_PACKAGE)
     if root is None:
         raise ModelNotFoundError(f"semantic clustering needs the {EMBEDDING_MODEL_PACKAGE} package")
