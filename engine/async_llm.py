@@ -41,10 +41,9 @@ class AsyncLLM:
         self._stepped_empty = False
         self._streams: dict[str, RequestStream] = {}
         self.failure: str | None = None  # why the engine loop died, if it did
-        # The engine is built on the thread that steps it. Measured (SmolLM2 int8, 2
-        # cores, quiet machine): built on the caller's thread and stepped on this one,
-        # decode ran 68-71 tok/s; built here, 132-140 (torch's OpenMP thread teams are
-        # per calling thread). Errors of the build are raised here, in the caller.
+        # The engine is built on the thread that steps it: torch's OpenMP thread teams
+        # are per calling thread, and an engine built on the caller's thread but stepped
+        # on this one decoded far slower. Errors of the build are raised here, in the caller.
         built: concurrent.futures.Future = concurrent.futures.Future()
         self._thread = threading.Thread(
             target=self._build_and_loop, args=(model, kwargs, built), name="r1voice-engine"

@@ -63,7 +63,7 @@ class LLMEngine:
         self.output_processor = OutputProcessor(self.tokenizer)
         self.prompt_tokens = 0
         self.num_refused = 0  # requests refused by backpressure (EngineBusyError)
-        self.clusterer: Any = None  # a scheduling.clustering.Clusterer when semantic_clustering
+        self.clusterer: Any = None  # a Clusterer once semantic_clustering was on
         self._start_clusterer()
         self.last_batch_size = 0
         self.clock = StepClock()

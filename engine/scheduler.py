@@ -34,14 +34,14 @@ class Scheduler:
       starts when ``max_num_seqs`` requests wait or the oldest has waited
       ``static_batch_timeout_s``.
     - ``priority``: queue order is the key ``priority + arrival_time / priority_aging_s``
-      (lower first). A request that names no priority gets ``prompt_tokens // 128``,
-      so short prompts go first. The arrival term is the aging: a request R with
-      priority p is overtaken only by requests of priority p' that arrive less than
-      ``priority_aging_s * (p - p')`` seconds after it; later ones queue behind R.
-      So R is admitted within ``priority_aging_s * (p - p_min)`` s (p_min: the lowest
-      priority in use; a 2000-token prompt, p = 15, waits for at most 60 s of
-      newcomers by default) plus the time to serve what was queued ahead of it then,
-      which backpressure bounds (``max_waiting_tokens``, ``max_waiting_requests``).
+      (lower first). A request that names no priority gets ``default_priority`` (one
+      level per ``DEFAULT_PRIORITY_TOKENS`` prompt tokens), so short prompts go first.
+      The arrival term is the aging: a request R with priority p is overtaken only by
+      requests of priority p' that arrive less than ``priority_aging_s * (p - p')``
+      seconds after it; later ones queue behind R. So R is admitted within
+      ``priority_aging_s * (p - p_min)`` s (p_min: the lowest priority in use) plus the
+      time to serve what was queued ahead of it then, which backpressure bounds
+      (``max_waiting_tokens``, ``max_waiting_requests``).
       High-priority requests (priority <= ``high_priority_max``) own a reserve: other
       work may use only ``1 - preemption_reserve`` of each step's tokens and of the
       KV pool, and only the reserve's share of a step's tokens while high-priority

@@ -17,11 +17,12 @@ class SequenceStatus(Enum):
     FINISHED = auto()
 
 
-DEFAULT_PRIORITY_TOKENS = 128  # default priority: one level per 128 prompt tokens
+DEFAULT_PRIORITY_TOKENS = 128  # default priority: one level per this many prompt tokens
 
 
 def default_priority(num_prompt_tokens: int) -> int:
-    """The priority of a request that names none: short prompts first (0 below 128)."""
+    """The priority of a request that names none: short prompts first (0 for the
+    shortest, below DEFAULT_PRIORITY_TOKENS)."""
     return num_prompt_tokens // DEFAULT_PRIORITY_TOKENS
 
 

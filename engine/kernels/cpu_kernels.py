@@ -76,7 +76,7 @@ class CpuKernels:
     library_path: Path | None = None
     # The ops' default overloads, bound once: calling an OpOverload skips the packet's
     # overload resolution, and calling its C++ callable skips OpOverload.__call__'s
-    # Python frame (~0.3 us each; microseconds count at ~270 kernel calls per token).
+    # Python frame (microseconds count: a token makes hundreds of kernel calls).
     k: Any = None
 
     @classmethod

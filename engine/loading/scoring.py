@@ -14,6 +14,8 @@ import torch
 
 from engine.layers.attention import AttentionMetadata, PagedAttention, sdpa_mask
 
+LOGITS_ROWS = 256  # positions whose logits are computed at a time
+
 
 @torch.inference_mode()
 def score(llm: Any, token_ids: list[int]) -> list[float]:
@@ -46,8 +48,8 @@ def score(llm: Any, token_ids: list[int]) -> list[float]:
         ids = torch.tensor(token_ids, dtype=torch.long, device=device)
         hidden = model(ids, pos, meta)
         out: list[float] = []
-        for start in range(0, n - 1, 256):  # logits [256, vocab] at a time
-            end = min(start + 256, n - 1)
+        for start in range(0, n - 1, LOGITS_ROWS):  # bounds the [rows, vocab] logits
+            end = min(start + LOGITS_ROWS, n - 1)
             logits = model.compute_logits(hidden[start:end]).float()
             logp = torch.log_softmax(logits, dim=-1)
             out += logp.gather(1, ids[start + 1 : end + 1, None])[:, 0].tolist()

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from engine.errors import EngineBusyError
 
+MAX_RETRY_AFTER_S = 60.0  # the longest and shortest wait a refusal asks for
+MIN_RETRY_AFTER_S = 0.1
+UNMEASURED_TOKENS_PER_S = 1000.0  # the rate assumed before any step was measured
+
 
 def capacity_error(
     num_waiting: int,
@@ -24,7 +28,8 @@ def capacity_error(
     if not num_waiting or (excess <= 0 and num_waiting < max_waiting_requests):
         return None
     excess = max(excess, waiting_tokens // num_waiting, 1)
-    retry = min(60.0, max(0.1, excess / (tokens_per_s or 1000.0)))
+    rate = tokens_per_s or UNMEASURED_TOKENS_PER_S
+    retry = min(MAX_RETRY_AFTER_S, max(MIN_RETRY_AFTER_S, excess / rate))
     return EngineBusyError(
         f"the engine's waiting queue is full ({num_waiting} requests, "
         f"{waiting_tokens} tokens waiting); retry in {retry:.1f} s",
@@ -38,8 +43,9 @@ def queue_delay_error(
     """The EngineBusyError once the oldest waiting request has waited longer than
     ``max_queue_delay_s`` (0: no limit): measured queueing delay, as CoDel uses, so an
     overloaded engine refuses at once instead of admitting requests into a wait that
-    grows without end (measured: 30 req/s on 2 cores took P99 TTFT from 0.07 to 5.5 s
-    with no refusal). ``retry_after_s`` is that delay."""
+    grows without end (without it, the time to first token of an overloaded engine
+    grew from milliseconds to seconds, refusing nobody). ``retry_after_s`` is that
+    delay."""
     if not max_queue_delay_s or oldest_waiting_at is None:
         return None
     waited = now - oldest_waiting_at
@@ -48,5 +54,5 @@ def queue_delay_error(
     return EngineBusyError(
         f"the engine is overloaded: requests have waited {waited:.1f} s to start "
         f"(max_queue_delay_s {max_queue_delay_s:g}); retry in {waited:.1f} s",
-        retry_after_s=min(60.0, waited),
+        retry_after_s=min(MAX_RETRY_AFTER_S, waited),
     )

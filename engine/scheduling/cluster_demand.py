@@ -10,12 +10,11 @@ prompt) is likely to be asked again. The demand of a cluster is
 (finishes older than RECENT_S drop out), and the KV pool evicts blocks of the least
 wanted clusters first (BlockManager): known future reuse first, then popularity.
 
-Why a count of the last 64 finishes: under a skewed popularity, evicting the least
-frequently used beats evicting the least recently used once the frequency estimate
-has enough history. Replaying 3,000 Zipf(1) requests over 9 documents into a cache of
-3 gave hit rates of 0.49 for LRU and 0.54 / 0.57 / 0.59 / 0.60 for frequency over the
-last 10 / 20 / 50 / all requests (a 10 s window at 1 request/s measured +4 points in
-``bench prefix``; the oracle that knows the future reaches 0.66).
+Why a count of the last RECENT_FINISHES finishes: under a skewed popularity, evicting
+the least frequently used beats evicting the least recently used once the frequency
+estimate has enough history. In a replay of Zipf-distributed requests over a few
+documents into a cache too small for all of them, frequency beat LRU, by more the
+longer its window, with most of the gain reached within a few dozen requests.
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ thread, and is assigned to a cluster there; the scheduler and the KV pool only r
 ``seq.cluster_id`` (None until the signature is done, or when clustering skipped the
 request). Two signatures (``EngineConfig.cluster_signature``):
 
-- ``minhash`` (the default): a MinHash of the prompt's token 4-grams
-  (engine.scheduling.prompt_signature), ~0.6 ms per 1,000 tokens. KV is shared only where tokens
-  are, so token overlap is the signal that predicts reuse.
-- ``minilm``: an all-MiniLM-L6-v2 embedding of the last user turn (~85 ms per request
-  on 2 CPU cores); it groups prompts by meaning, which a prefix cache cannot reuse.
+- ``minhash`` (the default): a MinHash of the prompt's token n-grams
+  (engine.scheduling.prompt_signature), cheap. KV is shared only where tokens are,
+  so token overlap is the signal that predicts reuse.
+- ``minilm``: an all-MiniLM-L6-v2 embedding of the last user turn (a model run per
+  request); it groups prompts by meaning, which a prefix cache cannot reuse.
 
 What a cluster is for: the KV pool evicts the blocks of clusters nobody is waiting for
 first (cluster-aware retention, engine.block_manager), and the cache-aware pick admits
@@ -72,7 +72,7 @@ class LeaderClusters:
 
     def __init__(
         self,
-        threshold: float = 0.75,
+        threshold: float,
         max_clusters: int = 256,
         similarity: Callable[[np.ndarray, np.ndarray], np.ndarray] = cosine,
     ) -> None:

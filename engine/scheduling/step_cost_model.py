@@ -45,8 +45,8 @@ class StepWork:
 class StepCostModel:
     """Online ridge regression of step milliseconds on StepWork features.
 
-    Plain Python floats: the 4x4 normal equations solve in ~20 us this way, against
-    ~200 us through a dozen torch calls on tiny tensors, and it runs every step.
+    Plain Python floats: the small normal equations solve faster this way than through
+    a dozen torch calls on tiny tensors, and they are solved every step.
     """
 
     def __init__(
@@ -69,11 +69,11 @@ class StepCostModel:
         return sum(a * b for a, b in zip(self.coef, work.features(), strict=True))
 
     def observe(self, work: StepWork, ms: float) -> None:
-        """Add a measured step and refit (a 4x4 solve: microseconds)."""
+        """Add a measured step and refit."""
         x, d = work.features(), self.decay
         if self.num_samples >= 8:  # the first fits are the prior's, not the machine's
             # clipped: one stalled step (a GC pause, a page fault) must not halve the
-            # chunks for the next 50
+            # chunks for many steps after
             ratio = min(3.0, max(0.5, ms / max(self.predict(work), 1e-3)))
             self.ratio_dev = d * self.ratio_dev + (1 - d) * abs(ratio - self.ratio_mean)
             self.ratio_mean = d * self.ratio_mean + (1 - d) * ratio
