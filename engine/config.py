@@ -57,7 +57,7 @@ class EngineConfig:
     gpu_memory_utilization: float = 0.9  # CUDA: fraction of free memory for the KV pool
     num_kv_blocks: int | None = None  # fixed pool size (tests), overrides the budget
     enable_prefix_caching: bool = True
-    scheduling_policy: str = "priority"  # or "fcfs", "static": see Scheduler
+    scheduling_policy: str = "priority"  # or "fcfs", "static": see SchedulingPolicy
     priority_aging_s: float = 4.0  # seconds of waiting worth one priority level
     high_priority_max: int = 0  # priority <= this: may use the reserve and preempt
     preemption_reserve: float = 0.2  # share of step tokens and KV pool kept for them
@@ -68,7 +68,7 @@ class EngineConfig:
     # LLMEngine.set_latency_sensitive on, e.g. while a voice session is open). None: off.
     max_step_ms: float | None = 150.0
     step_budget_mode: str = "always"
-    # Prefix reuse (the cache-aware pick, see Scheduler): among waiting requests of
+    # Prefix reuse (engine.scheduling.cache_aware_pick): among waiting requests of
     # equal priority, admit the one with the longest cached prefix first, and hold back
     # those whose next block a running prefill computes (they hit it once cached).
     cache_aware_scheduling: bool = True

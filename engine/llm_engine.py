@@ -90,7 +90,7 @@ class LLMEngine:
         """Validate and queue a request; raises InvalidRequestError for bad input.
 
         ``priority``: lower runs first; None takes the default (short prompts first,
-        see Scheduler). ``cache_salt``: requests share prefix-cache blocks only with
+        see SchedulingPolicy). ``cache_salt``: requests share prefix-cache blocks only with
         requests of the same salt (None: the common namespace). Raises EngineBusyError,
         queueing nothing, when the request would overfill the waiting queue (unless
         ``backpressure`` is False: the batch API ``generate`` queues all its prompts).

@@ -1,10 +1,12 @@
 """The cache-aware pick: which waiting request the scheduler admits next.
 
-See ``Scheduler``: among the first PICK_WINDOW waiting requests of the head's priority,
-the one with the longest cached prefix, then one of the cluster admitted last; a
-request whose next uncached block a running prefill is computing waits for it and hits
-it (co-scheduling: a shared prefix is computed once, by its first request). The head
-is passed over at most MAX_SKIPS times.
+With ``cache_aware_scheduling`` (not in "static"): among the first PICK_WINDOW waiting
+requests of the head's priority ("fcfs": all of them), the one with the longest cached
+prefix, then one of the cluster admitted last (prompt clustering); a request whose next
+uncached block a running prefill is computing waits for it and hits it (co-scheduling:
+a shared prefix is computed once, by its first request). The head is passed over at
+most MAX_SKIPS times, so these picks only add a bounded delay to the queue order's
+promise (see SchedulingPolicy).
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ from __future__ import annotations
 from engine.scheduling.step_cost_model import StepCostModel, StepWork
 
 MIN_CHUNK = 32  # a prefill chunk the time budget never cuts below: progress is certain
+# Of a step's time limit, what work outside the reserve keeps however much
+# high-priority prefill is queued: it slows down, never stops.
+MIN_LOW_SHARE = 0.2
 
 
 class StepBudget:

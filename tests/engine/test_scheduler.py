@@ -171,7 +171,7 @@ def test_reset_stats_and_a_new_policy_keep_what_outlives_the_counters() -> None:
     assert s.generation_tokens == 3 and s.prefill_tokens == 6
     s.set_latency_sensitive(True)
     fcfs = s.reconfigured(dataclasses.replace(s.config, scheduling_policy="fcfs"))
-    assert fcfs.policy == "fcfs" and fcfs.block_manager is s.block_manager
+    assert fcfs.policy.name == "fcfs" and fcfs.block_manager is s.block_manager
     assert fcfs.cost_model is s.cost_model and fcfs.latency_sensitive
     assert fcfs.eos_token_ids == {9} and fcfs.generation_tokens == 0
     s.reset_stats()
