@@ -1,5 +1,6 @@
 """The step-time budget: the cost model (synthetic times, no real clock) and the
-scheduler keeping steps under max_step_ms while high-priority work waits."""
+scheduler keeping steps under max_step_ms while high-priority work waits (the step
+clock that measures the steps: tests/engine/stats)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from engine.scheduler import Scheduler
 from engine.scheduling.step_budget import MIN_CHUNK
 from engine.scheduling.step_cost_model import StepCostModel, StepWork
 from engine.sequence import Sequence
-from engine.stats.step_clock import StepClock
 
 TRUE = (4.0, 0.5, 0.3, 0.02)  # ms: per step, per token, per decode, per 1000 pairs
 _starts = itertools.count(1)
@@ -143,18 +143,3 @@ def test_unbounded_without_a_limit_and_in_latency_mode_until_needed() -> None:
     assert step(s)[1] == [full]  # nothing latency-sensitive waits: full chunks
     s.set_latency_sensitive(True)  # e.g. a voice session opened
     assert step(s)[2] <= 50.0
-
-
-def test_step_clock_records_measured_and_predicted_step_times() -> None:
-    now = [0.0]
-    clock = StepClock(now=lambda: now[0])
-    s = make(50.0)
-    s.add(request(100))
-    batch = s.schedule()
-    clock.record_step(batch, 0.080, 50.0)  # 80 ms measured: over the 50 ms limit
-    reading = clock.reading()
-    assert reading.steps.last_ms == pytest.approx(80.0)
-    assert reading.steps.last_predicted_ms == pytest.approx(batch.predicted_ms)
-    assert reading.steps.over_limit == 1 and reading.steps.count == 1
-    now[0] = 10.0
-    assert reading.shares(10.0)["idle"] == pytest.approx(1.0)
