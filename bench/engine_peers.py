@@ -41,7 +41,7 @@ def gguf_path(model: str) -> Path | None:
     if model.endswith(".gguf"):
         return Path(model)
     try:
-        from engine.model_store import bundled_gguf_path
+        from engine.loading.model_store import bundled_gguf_path
 
         return bundled_gguf_path(model)
     except Exception:  # not a bundled model: a Hugging Face directory has no GGUF peer
@@ -136,7 +136,7 @@ class EnginePeer:
         import torch
 
         from engine import AsyncLLM
-        from engine.cpu_kernels import CpuKernels
+        from engine.kernels.cpu_kernels import CpuKernels
 
         torch.set_num_threads(threads)
         CpuKernels.enabled = cpu_kernels

@@ -77,9 +77,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from bench.engine import _Transformers
     from engine import LLM, SamplingParams
-    from engine.model_store import BUNDLED_LLMS, bundled_gguf_path, resolve_model
-    from engine.quantized_model import QuantCache, weight_bytes
-    from engine.scoring import perplexity
+    from engine.loading.model_store import BUNDLED_LLMS, bundled_gguf_path, resolve_model
+    from engine.loading.quantized_model import QuantCache, weight_bytes
+    from engine.loading.scoring import perplexity
 
     if args.num_threads:
         torch.set_num_threads(args.num_threads)

@@ -11,13 +11,20 @@
         delta.text  # whole characters; delta.token_ids, delta.finished, delta.finish_reason
     await allm.abort("r1")  # frees the request's KV blocks before it returns
 
-Files, one concept each: config (EngineConfig), sampling_params, sequence,
-prompt_check, block_manager (paged KV pool + prefix cache), scheduler (+
-scheduler_output, cache_aware_pick, step_budget, step_cost_model: steps bounded in
-time), model_runner, sampler, detokenizer, output_processor, llm_engine (step),
-step_clock, engine_stats, backpressure, model_loader, llm, async_llm (+ request_stream);
-models/ and layers/ hold our own Llama/Qwen2 forward pass; cpu_kernels builds and
-loads the C++ kernels in kernels/ (AVX-512 VNNI int8/int4 linears, fused layer ops).
+Layout: this folder is the core, as in nano-vllm: a request becomes a Sequence,
+the Scheduler picks each step's batch over the BlockManager's paged KV pool, the
+ModelRunner runs it, the OutputProcessor turns tokens into text, and LLMEngine.step
+ties them together (AsyncLLM runs it on its own thread). Around the core:
+
+    scheduling/  policy: queue order and reserve, cache-aware picks, step-time
+                 budgets, prompt clustering, backpressure
+    stats/       accounting: where the time goes, the counters stats() returns
+    loading/     a model name -> weights on disk -> our (quantized) model
+    models/, layers/  our own Llama/Qwen2 forward pass (quantized linears included)
+    kernels/     our C++ CPU kernels and the code that builds and loads them
+
+The core imports these folders, and none of them imports the core's engine,
+scheduler or runner.
 """
 
 from engine.async_llm import AsyncLLM

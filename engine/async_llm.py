@@ -18,7 +18,7 @@ from engine.outputs import EngineStats, RequestOutput, StreamDelta
 from engine.request_stream import RequestStream, fail_all, publish
 from engine.sampling_params import SamplingParams
 from engine.sequence import Sequence
-from engine.stats_snapshot import StatsSnapshot
+from engine.stats.stats_snapshot import StatsSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +41,9 @@ class AsyncLLM:
         self._stepped_empty = False
         self._streams: dict[str, RequestStream] = {}
         self.failure: str | None = None  # why the engine loop died, if it did
-        # The engine is built on the thread that steps it. Measured (SmolLM2 int8, 2
-        # cores, quiet machine): built on the caller's thread and stepped on this one,
-        # decode ran 68-71 tok/s; built here, 132-140 (torch's OpenMP thread teams are
-        # per calling thread). Errors of the build are raised here, in the caller.
+        # The engine is built on the thread that steps it: torch's OpenMP thread teams
+        # are per calling thread, and an engine built on the caller's thread but stepped
+        # on this one decoded far slower. Errors of the build are raised here, in the caller.
         built: concurrent.futures.Future = concurrent.futures.Future()
         self._thread = threading.Thread(
             target=self._build_and_loop, args=(model, kwargs, built), name="r1voice-engine"
@@ -185,8 +184,7 @@ class AsyncLLM:
             self._stop = True
             self._wakeup.set()
             self._thread.join()
-        if self.engine.clusterer is not None:
-            self.engine.clusterer.close()
+        self.engine.close()
 
     # ---- engine thread --------------------------------------------------------------
 
@@ -248,9 +246,7 @@ class AsyncLLM:
                 self._stepped_empty = self.engine.last_batch_size == 0
             except Exception:  # a bug in scheduling: fail what is live, keep serving
                 log.exception("engine step failed")
-                updated = self.engine.scheduler.finish_all("error")
-                for seq in updated:
-                    self.engine._release(seq)
+                updated = self.engine.finish_all("error")
             self._publish(updated)
         self._run_commands()
 

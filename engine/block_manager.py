@@ -34,7 +34,7 @@ class BlockManager:
     count as free. A request's ``cache_salt`` roots its chain (it is the first block's
     parent), so requests with different salts (tenants) never share a block.
 
-    Cluster-aware retention: ``cluster_demand`` (set by the scheduler) says how much
+    Cluster-aware retention: ``set_cluster_demand`` (the scheduler) says how much
     each prompt cluster is still wanted (waiting members, recent arrivals). When a
     block must be evicted and the least recently freed one holds KV of a wanted
     cluster, the least wanted cached block among the next ``RETENTION_SCAN`` free ones
@@ -55,6 +55,21 @@ class BlockManager:
         self.peak_blocks_used = 0
         self.cluster_demand: dict[int, float] = {}
         self.num_retained = 0  # evictions that spared a wanted cluster's block
+
+    def set_cluster_demand(self, demand: dict[int, float]) -> None:
+        """How much each cluster is still wanted now (ClusterDemand.of); {}: plain LRU."""
+        self.cluster_demand = demand
+
+    def set_prefix_caching(self, on: bool) -> None:
+        """Turn the prefix cache on or off; a change empties the pool (nothing may be live)."""
+        if on != self.enable_prefix_caching:
+            self.free_all()
+            self.enable_prefix_caching = on
+
+    def reset_stats(self) -> None:
+        """Zero the prefix-cache and retention counters; the peak starts from now."""
+        self.prefix_cache_queries = self.prefix_cache_hits = self.num_retained = 0
+        self.peak_blocks_used = self.num_blocks - self.num_free_blocks
 
     @property
     def num_blocks(self) -> int:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.errors import ConfigError
-from engine.quantization import check_method
+from engine.layers.quantization import check_method
+from engine.scheduling.clustering import SIGNATURES
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 KV_CACHE_DTYPES = ("auto", "float32", "float16", "bfloat16")
 _POLICIES = ("static", "fcfs", "priority")
 _STEP_BUDGET_MODES = ("always", "latency")
-_SIGNATURES = ("minhash", "minilm")  # engine.clustering
 # The fields LLMEngine.set_scheduling may change between runs (benchmarks compare them).
 SCHEDULING_FIELDS = {
     "scheduling_policy",
@@ -48,7 +48,8 @@ class EngineConfig:
     max_num_seqs: int = 64  # sequences in one step
     max_num_batched_tokens: int = 2048  # tokens (decodes + prefill chunks) in one step
     max_model_len: int | None = None  # default: the model's max_position_embeddings
-    kv_cache_memory: int | None = None  # bytes for the KV pool; default 512 MiB on CPU
+    # bytes for the KV pool; default: model_runner.DEFAULT_CPU_KV_MEMORY on CPU
+    kv_cache_memory: int | None = None
     # "auto": float16 on CPU for quantized weights on the C++ kernels (half the bytes
     # attention reads and twice the tokens in the pool; perplexity unchanged, see
     # README), else the model's dtype (exact against transformers at "none").
@@ -56,44 +57,37 @@ class EngineConfig:
     gpu_memory_utilization: float = 0.9  # CUDA: fraction of free memory for the KV pool
     num_kv_blocks: int | None = None  # fixed pool size (tests), overrides the budget
     enable_prefix_caching: bool = True
-    # Scheduling (see Scheduler): "static" fills a batch (max_num_seqs or
-    # static_batch_timeout_s) and runs it to the end; "fcfs" is continuous batching in
-    # arrival order; "priority" adds short-first default priorities, aging, a reserve
-    # for high-priority work and preemption of lower-priority sequences.
-    scheduling_policy: str = "priority"
-    # Seconds of waiting worth one priority level: a voice turn (priority -1) passes
-    # default-priority short requests that arrived up to 4 s before it; a 2000-token
-    # prompt (priority 15) is passed by newcomers for at most 60 s.
-    priority_aging_s: float = 4.0
+    scheduling_policy: str = "priority"  # or "fcfs", "static": see SchedulingPolicy
+    priority_aging_s: float = 4.0  # seconds of waiting worth one priority level
     high_priority_max: int = 0  # priority <= this: may use the reserve and preempt
     preemption_reserve: float = 0.2  # share of step tokens and KV pool kept for them
     static_batch_timeout_s: float = 0.25  # "static": the longest a partial batch waits
     # Step-time budget (Scheduler, StepCostModel): prefill chunks are cut so a step's
     # predicted time stays under max_step_ms, "always" or only while "latency"-
     # sensitive work waits (a high-priority request queued or prefilling, or
-    # LLMEngine.latency_sensitive set, e.g. while a voice session is open). None: off.
+    # LLMEngine.set_latency_sensitive on, e.g. while a voice session is open). None: off.
     max_step_ms: float | None = 150.0
     step_budget_mode: str = "always"
-    # Prefix reuse: among waiting requests of equal priority, admit the one with the
-    # longest cached prefix first, and hold back those whose next block a running
-    # prefill computes (they hit it once it is cached). Prompt clustering
-    # (engine.clustering) signs prompts on a worker thread and makes the KV pool evict
-    # the blocks of unwanted clusters first; it also admits members of the last
-    # admitted cluster together. Off by default: `bench prefix` measured +4 to +8
-    # points of hit rate under memory pressure with skewed popularity, short of the
-    # +10 that would make it the default, and nothing elsewhere (see README).
+    # Prefix reuse (engine.scheduling.cache_aware_pick): among waiting requests of
+    # equal priority, admit the one with the longest cached prefix first, and hold back
+    # those whose next block a running prefill computes (they hit it once cached).
     cache_aware_scheduling: bool = True
+    # Prompt clustering (engine.scheduling.clustering): KV retention by cluster, and
+    # members of the last admitted cluster admitted together. Off by default: in
+    # `bench prefix` it raised the hit rate only under memory pressure with skewed
+    # popularity, and by less than a default must (see README).
     semantic_clustering: bool = False
-    cluster_signature: str = "minhash"  # or "minilm" (an embedding; ~85 ms a request here)
-    cluster_threshold: float | None = None  # to join a leader; None: 0.5 minhash, 0.75 minilm
+    cluster_signature: str = "minhash"  # or "minilm": an embedding model, far slower
+    cluster_threshold: float | None = None  # to join a leader; None: its DEFAULT_THRESHOLDS
     cluster_min_queue: int = 1  # sign only while this many requests wait (minilm: 4+)
     # Backpressure: a request that would overfill the waiting queue is refused at once
     # (EngineBusyError) instead of queueing into a wait that cannot end well.
     max_waiting_tokens: int = 65536  # prompt tokens waiting to be admitted
     max_waiting_requests: int = 512
     max_queue_delay_s: float = 0.0  # refuse while the oldest waiting request waited longer (0: off)
-    # Weights: "int8" (per-output-channel), "int4" (group-wise; group size 32/64/128
-    # must divide every projection's input size), "none" (the activation dtype).
+    # Weights: "int8" (per-output-channel), "int4" (group-wise; the group size, one of
+    # INT4_GROUP_SIZES, must divide every projection's input size), "none" (the
+    # activation dtype).
     quantization: str = "int8"
     quantization_group_size: int = 128
     seed: int = 0  # generator of requests that sample without their own seed
@@ -138,8 +132,8 @@ class EngineConfig:
             "cluster_threshold in [-1, 1]",
         )
         check(
-            self.cluster_signature in _SIGNATURES,
-            f"cluster_signature must be one of {_SIGNATURES}, got {self.cluster_signature!r}",
+            self.cluster_signature in SIGNATURES,
+            f"cluster_signature must be one of {SIGNATURES}, got {self.cluster_signature!r}",
         )
         check(self.max_waiting_tokens > 0, "max_waiting_tokens must be > 0")
         check(self.max_waiting_requests > 0, "max_waiting_requests must be > 0")

@@ -10,20 +10,20 @@ from typing import Any
 
 import torch
 
-from engine.backpressure import capacity_error, queue_delay_error
 from engine.block_manager import BlockManager
 from engine.config import SCHEDULING_FIELDS, EngineConfig
-from engine.engine_stats import EngineStats, collect_stats
 from engine.errors import ConfigError, InvalidRequestError
-from engine.model_loader import load
+from engine.loading.model_loader import load
 from engine.model_runner import ModelRunner
 from engine.output_processor import OutputProcessor
 from engine.outputs import RequestOutput
 from engine.prompt_check import Prompt, check_priority, check_prompt, tokenize
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler, SchedulerOutput
+from engine.scheduling.backpressure import capacity_error, queue_delay_error
 from engine.sequence import Sequence
-from engine.step_clock import StepClock
+from engine.stats.engine_stats import EngineStats, collect_stats
+from engine.stats.step_clock import StepClock
 
 log = logging.getLogger(__name__)
 
@@ -56,19 +56,20 @@ class LLMEngine:
         self.max_model_len = min(
             self.max_model_len, self.model_runner.num_blocks * config.block_size
         )
-        self.scheduler = Scheduler(config, self.block_manager, self.max_model_len)
-        self.scheduler.eos_token_ids = loaded.eos_token_ids
+        self.scheduler = Scheduler(
+            config, self.block_manager, self.max_model_len, loaded.eos_token_ids
+        )
         self.requests: dict[str, Sequence] = {}
-        self.output_processor = OutputProcessor(self.tokenizer, self.scheduler)
+        self.output_processor = OutputProcessor(self.tokenizer)
         self.prompt_tokens = 0
         self.num_refused = 0  # requests refused by backpressure (EngineBusyError)
-        self.clusterer: Any = None  # engine.clustering.Clusterer when semantic_clustering
+        self.clusterer: Any = None  # a Clusterer once semantic_clustering was on
         self._start_clusterer()
         self.last_batch_size = 0
         self.clock = StepClock()
 
     def _start_clusterer(self) -> None:
-        from engine.clustering import clusterer_for  # minilm loads sentence-transformers
+        from engine.scheduling.clustering import clusterer_for  # minilm loads sentence-transformers
 
         self.clusterer = clusterer_for(self.config, self.tokenizer, self.clusterer)
 
@@ -89,7 +90,7 @@ class LLMEngine:
         """Validate and queue a request; raises InvalidRequestError for bad input.
 
         ``priority``: lower runs first; None takes the default (short prompts first,
-        see Scheduler). ``cache_salt``: requests share prefix-cache blocks only with
+        see SchedulingPolicy). ``cache_salt``: requests share prefix-cache blocks only with
         requests of the same salt (None: the common namespace). Raises EngineBusyError,
         queueing nothing, when the request would overfill the waiting queue (unless
         ``backpressure`` is False: the batch API ``generate`` queues all its prompts).
@@ -121,7 +122,7 @@ class LLMEngine:
 
     def check_capacity(self, num_tokens: int) -> None:
         """Raise EngineBusyError if a prompt of ``num_tokens`` would overfill the queue
-        (see engine.backpressure); counts the refusal. Engine thread only."""
+        (see engine.scheduling.backpressure); counts the refusal. Engine thread only."""
         sched, config = self.scheduler, self.config
         error = capacity_error(
             len(sched.waiting),
@@ -140,7 +141,7 @@ class LLMEngine:
     def set_latency_sensitive(self, on: bool) -> None:
         """While on, every step is kept under ``max_step_ms`` in "latency" step-budget
         mode (the app sets it while a voice session is open); "always" mode ignores it."""
-        self.scheduler.latency_sensitive = on
+        self.scheduler.set_latency_sensitive(on)
 
     def count_refusal(self) -> None:
         """Count a request refused by a check made outside the engine (AsyncLLM)."""
@@ -177,8 +178,9 @@ class LLMEngine:
             self.scheduler.cost_model.observe(batch.work, 1000 * seconds)
 
     def _postprocess(self, batch: SchedulerOutput, tokens: list[int | None]) -> list[Sequence]:
-        updated = self.scheduler.postprocess(batch, tokens)
-        self.output_processor.process(updated)
+        updated = self.scheduler.postprocess(batch, tokens)  # ends on a token
+        for seq, reason in self.output_processor.process(updated):  # ends in the text
+            self.scheduler.finish(seq, reason)
         for seq in updated:
             if seq.is_finished:
                 self._release(seq)
@@ -236,14 +238,14 @@ class LLMEngine:
     def stats(self) -> EngineStats:
         """A snapshot of load and counters; reads engine state without changing it."""
         return collect_stats(
-            self.scheduler,
-            self.block_manager,
-            self.clock.reading(),
-            time.monotonic(),
-            self.prompt_tokens,
-            self.num_refused,
-            self.clusterer,
-            self.config.max_step_ms,
+            scheduler=self.scheduler,
+            block_manager=self.block_manager,
+            reading=self.clock.reading(),
+            now=time.monotonic(),
+            prompt_tokens=self.prompt_tokens,
+            num_refused=self.num_refused,
+            clusterer=self.clusterer,
+            max_step_ms=self.config.max_step_ms,
         )
 
     def set_scheduling(self, **fields: Any) -> None:
@@ -252,35 +254,37 @@ class LLMEngine:
         if bad or self.has_unfinished():
             raise ConfigError(f"set_scheduling: {sorted(bad) or 'requests are live'}")
         self.config = dataclasses.replace(self.config, **fields)
-        if self.block_manager.enable_prefix_caching != self.config.enable_prefix_caching:
-            self.block_manager.free_all()
-            self.block_manager.enable_prefix_caching = self.config.enable_prefix_caching
+        self.block_manager.set_prefix_caching(self.config.enable_prefix_caching)
         self._start_clusterer()
-        scheduler = Scheduler(self.config, self.block_manager, self.max_model_len)
-        scheduler.eos_token_ids = self.scheduler.eos_token_ids
-        scheduler.cost_model = self.scheduler.cost_model  # what it learnt stays true
-        scheduler.latency_sensitive = self.scheduler.latency_sensitive
-        self.scheduler = self.output_processor.scheduler = scheduler
+        self.scheduler = self.scheduler.reconfigured(self.config)
 
     def reset_stats(self) -> None:
         """Zero the counters and the wall-time shares (the prefix cache stays)."""
         self.prompt_tokens = self.num_refused = 0
-        self.scheduler.generation_tokens = self.scheduler.num_preemptions = 0
-        self.scheduler.prefill_tokens = 0
+        self.scheduler.reset_stats()
+        self.block_manager.reset_stats()
         if self.clusterer is not None:
-            self.clusterer.num_embedded, self.clusterer.embed_seconds = 0, 0.0
-        bm = self.block_manager
-        bm.prefix_cache_queries = bm.prefix_cache_hits = bm.num_retained = 0
-        bm.peak_blocks_used = bm.num_blocks - bm.num_free_blocks
+            self.clusterer.reset_stats()
         self.clock.reset()
         if self.has_unfinished():
             self.clock.mark("stalled")
 
+    def finish_all(self, reason: str) -> list[Sequence]:
+        """End every live request ("abort", "error") and free what it held."""
+        seqs = self.scheduler.finish_all(reason)
+        for seq in seqs:
+            self._release(seq)
+        return seqs
+
     def free_all(self) -> None:
         """Abort every request and empty the KV pool and the prefix cache."""
-        for seq in self.scheduler.finish_all("abort"):
-            self._release(seq)
+        self.finish_all("abort")
         self.block_manager.free_all()
+
+    def close(self) -> None:
+        """Stop the clusterer's worker thread, if any."""
+        if self.clusterer is not None:
+            self.clusterer.close()
 
     def warmup(self) -> None:
         """Run representative prefill and decode shapes once, then forget them."""

@@ -12,7 +12,8 @@ from engine.models.llama import LlamaAttention
 from engine.sampler import Sampler
 from engine.scheduler import SchedulerOutput
 
-DEFAULT_CPU_KV_MEMORY = 512 * 1024**2
+DEFAULT_CPU_KV_MEMORY = 512 * 1024**2  # bytes of KV pool on CPU unless configured
+CUDA_HEADROOM = 512 * 1024**2  # bytes of free GPU memory left to activations and torch
 
 
 class ModelRunner:
@@ -62,7 +63,7 @@ class ModelRunner:
             budget = self.config.kv_cache_memory
         elif self.device.type == "cuda":
             free, _ = torch.cuda.mem_get_info(self.device)
-            budget = int(free * self.config.gpu_memory_utilization) - 512 * 1024**2
+            budget = int(free * self.config.gpu_memory_utilization) - CUDA_HEADROOM
         else:
             budget = DEFAULT_CPU_KV_MEMORY
         # Never more than every sequence at full length could use.

@@ -6,23 +6,21 @@ import logging
 from typing import Any
 
 from engine.detokenizer import IncrementalDetokenizer
-from engine.scheduler import Scheduler
 from engine.sequence import Sequence
 
 log = logging.getLogger(__name__)
 
 
 class OutputProcessor:
-    """Keeps each live sequence's detokenizer and ends sequences on a stop string.
+    """Keeps each live sequence's detokenizer and finds the stop strings in its text.
 
     The stop string is cut from the text (it is not part of the answer). While a
     sequence runs, the last ``len(longest stop) - 1`` characters are held back from
     streams, since they may be the start of a stop string.
     """
 
-    def __init__(self, tokenizer: Any, scheduler: Scheduler) -> None:
+    def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
-        self.scheduler = scheduler
         self.detokenizers: dict[int, IncrementalDetokenizer] = {}
 
     def add(self, seq: Sequence) -> None:
@@ -34,8 +32,11 @@ class OutputProcessor:
     def release(self, seq: Sequence) -> None:
         self.detokenizers.pop(seq.seq_id, None)
 
-    def process(self, seqs: list[Sequence]) -> None:
-        """Detokenize each sequence's newest token; finish those that hit a stop string."""
+    def process(self, seqs: list[Sequence]) -> list[tuple[Sequence, str]]:
+        """Detokenize each sequence's newest token. Returns the sequences their text
+        ends, each with its reason for Scheduler.finish: "stop" (a stop string) or
+        "error" (detokenizing failed: this request fails alone, the batch goes on)."""
+        ends: list[tuple[Sequence, str]] = []
         for seq in seqs:
             detok = self.detokenizers.get(seq.seq_id)
             if detok is None:
@@ -45,25 +46,26 @@ class OutputProcessor:
                 if new:
                     start = max(0, len(seq.output_text) - self.max_stop_len(seq) + 1)
                     seq.output_text += new
-                    self._check_stop_strings(seq, start)
-            except Exception:  # this request fails alone; the batch goes on
+                    if self._cut_stop_string(seq, start):
+                        ends.append((seq, "stop"))
+            except Exception:
                 log.exception("detokenizing request %s failed", seq.request_id)
-                if not seq.is_finished:
-                    self.scheduler.finish(seq, "error")
-                seq.finish_reason = "error"  # also when it had just ended: its text is short
+                ends.append((seq, "error"))
+        return ends
 
     @staticmethod
     def max_stop_len(seq: Sequence) -> int:
         return max((len(s) for s in seq.params.stop or []), default=0)
 
-    def _check_stop_strings(self, seq: Sequence, start: int) -> None:
+    @staticmethod
+    def _cut_stop_string(seq: Sequence, start: int) -> bool:
+        """Cut the text at the first stop string found from ``start``; True if one was."""
         for stop in seq.params.stop or []:
             idx = seq.output_text.find(stop, start)
             if idx != -1:
                 seq.output_text = seq.output_text[:idx]
-                if not seq.is_finished:
-                    self.scheduler.finish(seq, "stop")
-                return
+                return True
+        return False
 
     def stream_text(self, seq: Sequence) -> str:
         """The text that is safe to show now."""

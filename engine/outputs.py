@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.engine_stats import EngineStats
 from engine.sequence import Sequence
+from engine.stats.engine_stats import EngineStats
 
 __all__ = ["EngineStats", "RequestOutput", "StreamDelta"]
 

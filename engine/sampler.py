@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.cpu_kernels import CpuKernels
+from engine.kernels.cpu_kernels import CpuKernels
 from engine.sampling_params import SamplingParams
 
 

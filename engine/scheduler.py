@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import bisect
-import time
 
 from engine.block_manager import BlockManager
-from engine.cache_aware_pick import PICK_WINDOW, cache_aware_pick, pending_blocks
-from engine.cluster_demand import ClusterDemand
 from engine.config import EngineConfig
-from engine.scheduler_output import SchedulerOutput
+from engine.scheduling.cache_aware_pick import PICK_WINDOW, cache_aware_pick, pending_blocks
+from engine.scheduling.cluster_demand import ClusterDemand
+from engine.scheduling.policy import SchedulingPolicy
+from engine.scheduling.scheduler_output import SchedulerOutput
+from engine.scheduling.step_budget import MIN_LOW_SHARE, StepBudget
+from engine.scheduling.step_cost_model import StepCostModel, StepWork
 from engine.sequence import Sequence, SequenceStatus
-from engine.step_budget import StepBudget
-from engine.step_cost_model import StepCostModel, StepWork
 
 __all__ = ["Scheduler", "SchedulerOutput"]
 
@@ -23,51 +23,32 @@ class Scheduler:
     Each step: running sequences first (decodes, and prefills cut short by the budget
     last step), then waiting ones in queue order while tokens, sequence slots and KV
     blocks last; the first that does not fit stops admission (no overtaking, so the
-    order below is a promise). When a running sequence needs a block and the pool is
+    policy's queue order is a promise). When a running sequence needs a block and the pool is
     empty, the last running one in queue order is preempted: its blocks are freed
     (their prefix hashes stay cached, so resuming re-hits them) and it waits again.
 
-    Policies (``EngineConfig.scheduling_policy``):
-
-    - ``fcfs``: continuous batching in arrival order.
-    - ``static``: the baseline. Nothing is admitted while a batch runs; a new batch
-      starts when ``max_num_seqs`` requests wait or the oldest has waited
-      ``static_batch_timeout_s``.
-    - ``priority``: queue order is the key ``priority + arrival_time / priority_aging_s``
-      (lower first). A request that names no priority gets ``prompt_tokens // 128``,
-      so short prompts go first. The arrival term is the aging: a request R with
-      priority p is overtaken only by requests of priority p' that arrive less than
-      ``priority_aging_s * (p - p')`` seconds after it; later ones queue behind R.
-      So R is admitted within ``priority_aging_s * (p - p_min)`` s (p_min: the lowest
-      priority in use; a 2000-token prompt, p = 15, waits for at most 60 s of
-      newcomers by default) plus the time to serve what was queued ahead of it then,
-      which backpressure bounds (``max_waiting_tokens``, ``max_waiting_requests``).
-      High-priority requests (priority <= ``high_priority_max``) own a reserve: other
-      work may use only ``1 - preemption_reserve`` of each step's tokens and of the
-      KV pool, and only the reserve's share of a step's tokens while high-priority
-      prompts are being prefilled (such steps stay short). When the reserve is not
-      enough for the high-priority requests at the head of the queue, running
-      sequences queued after them are preempted at the next step (lowest priority
-      first) instead of making them wait for those to end.
-
-    Cache-aware picks (``cache_aware_scheduling``, not in "static"): among the first
-    ``PICK_WINDOW`` waiting requests with the head's priority ("fcfs": all of them),
-    admit the one with the longest cached prefix, then one of the cluster admitted
-    last (prompt clustering); a request whose next uncached block a running prefill is
-    computing waits to hit it. The head is passed over at most ``MAX_SKIPS`` times, so
-    these picks only add a bounded delay to the bound above. With clustering on, the
-    KV pool evicts the blocks of unwanted clusters first (``ClusterDemand``).
+    The queue order, the high-priority reserve and static batches are the policy's
+    (``SchedulingPolicy``, engine.scheduling.policy). Admission is cache-aware
+    (engine.scheduling.cache_aware_pick: a bounded delay), each step's prefill chunks
+    are cut to its time budget (``StepBudget``), and with prompt clustering on the KV
+    pool evicts the blocks of unwanted clusters first (``ClusterDemand``).
     """
 
-    def __init__(self, config: EngineConfig, block_manager: BlockManager, max_model_len: int):
+    def __init__(
+        self,
+        config: EngineConfig,
+        block_manager: BlockManager,
+        max_model_len: int,
+        eos_token_ids: set[int] | None = None,
+    ):
         self.config = config
         self.block_manager = block_manager
         self.max_model_len = max_model_len
-        self.policy = config.scheduling_policy
-        self.waiting: list[Sequence] = []  # kept sorted by order_key
-        self.running: list[Sequence] = []  # kept sorted by order_key
+        self.policy = SchedulingPolicy(config)
+        self.waiting: list[Sequence] = []  # kept sorted by policy.order_key
+        self.running: list[Sequence] = []  # kept sorted by policy.order_key
         self.waiting_tokens = 0  # prompt tokens (and recomputed tokens) waiting
-        self.eos_token_ids: set[int] = set()
+        self.eos_token_ids: set[int] = set(eos_token_ids or ())
         self.generation_tokens = 0
         self.num_preemptions = 0
         self.prefill_tokens = 0  # tokens computed other than single-token decodes
@@ -75,23 +56,28 @@ class Scheduler:
         self.demand = ClusterDemand()
         self.cost_model = StepCostModel()  # fitted by the engine after each step
         self.latency_sensitive = False  # "latency" mode: bound every step while set
-        reserve = config.preemption_reserve if self.policy == "priority" else 0.0
-        self.reserve_blocks = int(block_manager.num_blocks * reserve)
-        self.reserve_tokens = int(config.max_num_batched_tokens * reserve)
+        self.reserve_blocks, self.reserve_tokens = self.policy.reserve(block_manager.num_blocks)
 
-    def order_key(self, seq: Sequence) -> tuple[float, int]:
-        """The one place that orders requests (lower first); see the class docstring."""
-        if self.policy == "priority":
-            return (seq.priority + seq.arrival_time / self.config.priority_aging_s, seq.seq_id)
-        return (seq.arrival_time, seq.seq_id)
+    def reconfigured(self, config: EngineConfig) -> Scheduler:
+        """A scheduler for new scheduling fields (nothing may be live). What outlives a
+        policy carries over: the EOS ids, the fitted cost model (the machine is the same)
+        and the latency-sensitive flag; the counters start again."""
+        assert not self.has_unfinished()
+        scheduler = Scheduler(config, self.block_manager, self.max_model_len, self.eos_token_ids)
+        scheduler.cost_model = self.cost_model
+        scheduler.latency_sensitive = self.latency_sensitive
+        return scheduler
 
-    def is_high(self, seq: Sequence) -> bool:
-        """May this sequence use the reserve and preempt? (the priority policy only)"""
-        return self.policy == "priority" and seq.priority <= self.config.high_priority_max
+    def set_latency_sensitive(self, on: bool) -> None:
+        """While on, "latency" step-budget mode bounds every step (see _step_budget)."""
+        self.latency_sensitive = on
+
+    def reset_stats(self) -> None:
+        self.generation_tokens = self.num_preemptions = self.prefill_tokens = 0
 
     def add(self, seq: Sequence) -> None:
         seq.status = SequenceStatus.WAITING
-        bisect.insort(self.waiting, seq, key=self.order_key)
+        bisect.insort(self.waiting, seq, key=self.policy.order_key)
         self.waiting_tokens += seq.num_tokens
 
     def _pop_waiting(self, seq: Sequence) -> None:
@@ -104,12 +90,12 @@ class Scheduler:
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
         clustered = self.config.semantic_clustering
-        self.block_manager.cluster_demand = self.demand.of(self.waiting) if clustered else {}
-        if self.policy == "priority":
+        self.block_manager.set_cluster_demand(self.demand.of(self.waiting) if clustered else {})
+        if self.policy.name == "priority":
             self._preempt_for_high_priority(out)
         budget = self.config.max_num_batched_tokens
         low_budget = budget - self.reserve_tokens  # what work outside the reserve may use
-        high_pending = self._high_prefill_pending()
+        high_pending = self.policy.high_prefill_pending(self.waiting, self.running)
         if self.reserve_tokens and high_pending:
             # A step that prefills high-priority work is kept short: the rest gets only
             # the reserve's share, so a short request's first token is not stuck
@@ -120,7 +106,7 @@ class Scheduler:
         i = 0
         while i < len(self.running) and budget > 0:
             seq = self.running[i]
-            high = self.is_high(seq)
+            high = self.policy.is_high(seq)
             n = min(seq.num_tokens - seq.num_computed_tokens, budget)
             if not high and n > 1:  # a prefill chunk: keep out of the reserve
                 n = min(n, low_budget)
@@ -141,7 +127,7 @@ class Scheduler:
                 budget -= n
                 low_budget -= 0 if high else n
                 i += 1
-        if kv_pressure or not self._may_admit():
+        if kv_pressure or not self.policy.may_admit(self.waiting, self.running):
             return self._close(out, timer)
         # Blocks being computed by running prefills: a request that needs one next (a
         # shared system prompt or document) waits and then reuses that KV.
@@ -150,25 +136,25 @@ class Scheduler:
         while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
             picked = cache_aware_pick(
                 self.waiting,
-                self.block_manager,
-                self.policy,
-                self.config.cache_aware_scheduling,
-                self.is_high,
-                self.last_cluster,
-                pending,
-                high_only,
+                block_manager=self.block_manager,
+                policy=self.policy.name,
+                cache_aware=self.config.cache_aware_scheduling,
+                is_high=self.policy.is_high,
+                last_cluster=self.last_cluster,
+                pending_blocks=pending,
+                high_only=high_only,
             )
             if picked is None:
                 break
             seq = picked
-            high = self.is_high(seq)
+            high = self.policy.is_high(seq)
             reserve = 0 if high or not self.running else self.reserve_blocks
             cached = self.block_manager.num_cached_tokens(seq)
             left = min(seq.num_tokens - cached, budget if high else low_budget)
             if left > 0 and timer.cap(left, cached, high) <= 0:
                 break  # the step's time is spent: admit nobody else now
             if (not high and low_budget <= 0) or not self.block_manager.allocate(seq, reserve):
-                if high or self.policy != "priority":
+                if high or self.policy.name != "priority":
                     break
                 # Work outside the reserve is full; the reserve may still take those it
                 # is for, queued behind this one (they cannot delay it: it may not use it).
@@ -176,7 +162,7 @@ class Scheduler:
                 continue
             self._pop_waiting(seq)
             seq.status = SequenceStatus.RUNNING
-            bisect.insort(self.running, seq, key=self.order_key)
+            bisect.insort(self.running, seq, key=self.policy.order_key)
             n = min(seq.num_tokens - seq.num_computed_tokens, budget if high else low_budget)
             n = timer.cap(n, seq.num_computed_tokens, high)
             out.seqs.append(seq)
@@ -194,34 +180,20 @@ class Scheduler:
         waits ("latency" mode); the high-priority prefills queued get their share first."""
         limit = self.config.max_step_ms
         mode_on = self.config.step_budget_mode == "always" or self.latency_sensitive
-        if limit is None or self.policy == "static" or not (mode_on or high_pending):
+        if limit is None or self.policy.name == "static" or not (mode_on or high_pending):
             return StepBudget(self.cost_model, None)
         queued = StepWork()
         for seq in self.waiting[:PICK_WINDOW] if high_pending else []:
-            if self.is_high(seq):
+            if self.policy.is_high(seq):
                 queued = queued.plus_chunk(seq.num_tokens - seq.num_computed_tokens, 0)
         reserved = self.cost_model.predict(queued) - self.cost_model.predict(StepWork())
         reserved *= self.cost_model.safety  # as max_chunk scales what it predicts
-        return StepBudget(self.cost_model, limit, max(limit - reserved, 0.2 * limit))
+        return StepBudget(self.cost_model, limit, max(limit - reserved, MIN_LOW_SHARE * limit))
 
     @staticmethod
     def _close(out: SchedulerOutput, timer: StepBudget) -> SchedulerOutput:
         out.work, out.predicted_ms, out.bounded = timer.work, timer.predicted_ms, timer.bounded
         return out
-
-    def _high_prefill_pending(self) -> bool:
-        return any(self.is_high(s) for s in self.waiting[:PICK_WINDOW]) or any(
-            self.is_high(s) and s.num_computed_tokens < s.num_tokens - 1 for s in self.running
-        )
-
-    def _may_admit(self) -> bool:
-        if self.policy != "static" or not self.waiting:
-            return True
-        if self.running:
-            return False  # a static batch runs to its end
-        oldest = min(seq.arrival_time for seq in self.waiting)
-        full = len(self.waiting) >= self.config.max_num_seqs
-        return full or time.monotonic() - oldest >= self.config.static_batch_timeout_s
 
     def _preempt_for_high_priority(self, out: SchedulerOutput) -> None:
         """Make room now for the high-priority requests at the head of the queue.
@@ -230,11 +202,11 @@ class Scheduler:
         token budget could start; while their KV blocks or sequence slots are missing,
         preempts the last running sequence, if it is queued after the one in need.
         """
-        bm = self.block_manager
+        bm, key = self.block_manager, self.policy.order_key
         tokens = self.config.max_num_batched_tokens
         need_blocks = 0
         for need_slots, seq in enumerate(self.waiting, start=1):
-            if tokens <= 0 or not self.is_high(seq):
+            if tokens <= 0 or not self.policy.is_high(seq):
                 return
             cached = bm.num_cached_tokens(seq)
             need_blocks += bm.blocks_needed(seq.num_tokens) - cached // bm.block_size
@@ -243,7 +215,7 @@ class Scheduler:
                 bm.num_free_blocks < need_blocks
                 or self.config.max_num_seqs - len(self.running) < need_slots
             ):
-                if not self.running or self.order_key(self.running[-1]) < self.order_key(seq):
+                if not self.running or key(self.running[-1]) < key(seq):
                     return
                 self._preempt(self.running[-1])
                 out.num_preempted += 1
@@ -270,20 +242,33 @@ class Scheduler:
             seq.append_token(token)
             self.generation_tokens += 1
             updated.append(seq)
-            params = seq.params
-            if (
-                not params.ignore_eos and token in self.eos_token_ids
-            ) or token in params.stop_token_ids:
-                self.finish(seq, "stop")
-            elif (
-                seq.num_completion_tokens >= params.max_tokens
-                or seq.num_tokens >= self.max_model_len
-            ):
-                self.finish(seq, "length")
+            reason = self._token_stop(seq, token)
+            if reason is not None:
+                self.finish(seq, reason)
         return updated
 
+    def _token_stop(self, seq: Sequence, token: int) -> str | None:
+        """Does the sequence's newest token end it? ("stop": an EOS or stop token id;
+        "length": max_tokens or the context is reached.) Stop strings are found in the
+        text by the OutputProcessor, which reports them to ``finish``."""
+        params = seq.params
+        eos = not params.ignore_eos and token in self.eos_token_ids
+        if eos or token in params.stop_token_ids:
+            return "stop"
+        if seq.num_completion_tokens >= params.max_tokens or seq.num_tokens >= self.max_model_len:
+            return "length"
+        return None
+
     def finish(self, seq: Sequence, reason: str) -> None:
-        """End a sequence (done, stopped or aborted) and free its blocks at once."""
+        """End a sequence and free its blocks at once: the one place a sequence ends.
+
+        ``reason``: "stop", "length", "abort" or "error". A sequence that has already
+        ended keeps its reason, unless the new one is "error" (its text is short).
+        """
+        if seq.is_finished:
+            if reason == "error":
+                seq.finish_reason = reason
+            return
         if seq.status == SequenceStatus.RUNNING:
             self.running.remove(seq)
             self.block_manager.deallocate(seq)

@@ -17,11 +17,12 @@ class SequenceStatus(Enum):
     FINISHED = auto()
 
 
-DEFAULT_PRIORITY_TOKENS = 128  # default priority: one level per 128 prompt tokens
+DEFAULT_PRIORITY_TOKENS = 128  # default priority: one level per this many prompt tokens
 
 
 def default_priority(num_prompt_tokens: int) -> int:
-    """The priority of a request that names none: short prompts first (0 below 128)."""
+    """The priority of a request that names none: short prompts first (0 for the
+    shortest, below DEFAULT_PRIORITY_TOKENS)."""
     return num_prompt_tokens // DEFAULT_PRIORITY_TOKENS
 
 
@@ -54,7 +55,7 @@ class Sequence:
         self.params = params
         self.priority = priority if priority is not None else default_priority(len(token_ids))
         self.cache_salt = cache_salt  # prefix-cache namespace: different salts never share
-        self.cluster_id: int | None = None  # semantic cluster (engine.clustering), if any
+        self.cluster_id: int | None = None  # semantic cluster (engine.scheduling.clustering)
         self.arrival_time = time.monotonic() if arrival_time is None else arrival_time
         self.status = SequenceStatus.WAITING
         self.block_table: list[int] = []

@@ -38,8 +38,8 @@ def create_backend(
 ) -> LLMBackend:
     """Build the configured backend (blocking: loads weights). `remote` holds the remote
     backend's options (url, api_key, timeouts, ...: see RemoteBackend); others ignore it.
-    `max_queue_delay_s` is our engine's overload refusal (engine.backpressure);
-    `clustering` its prompt clustering for KV retention (engine.clustering)."""
+    `max_queue_delay_s` is our engine's overload refusal (engine.scheduling.backpressure);
+    `clustering` its prompt clustering for KV retention (engine.scheduling.clustering)."""
     if kind == "remote":
         from app.llm.remote import RemoteBackend
 

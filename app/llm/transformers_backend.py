@@ -25,7 +25,7 @@ from app.llm.backend import (
 )
 from app.llm.chat_template import ChatTemplate, encode_prompt
 from engine import EngineError
-from engine.model_store import resolve_model
+from engine.loading.model_store import resolve_model
 
 _DONE = object()
 

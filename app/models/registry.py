@@ -14,8 +14,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from engine import EngineError, model_store
-from engine.model_store import cache_root, package_dir
+from engine import EngineError
+from engine.loading import model_store
+from engine.paths import cache_root, package_dir
 
 
 class ModelError(Exception):

@@ -2,9 +2,9 @@
 //
 // int8_linear: y = x (q * s)^T + b for int8 weights q with one scale per output
 // channel, the activation quantization fused in. It computes exactly what
-// engine.quantization.int8_linear computes through torch._int_mm (15-bit activations
+// engine.layers.quantization.int8_linear computes through torch._int_mm (15-bit activations
 // per row, x = 128 * hi + lo, integer sums, the same float ops in the same order),
-// in one call instead of ~14 dispatched ops, reading each weight byte once per tile
+// in one call instead of a dozen dispatched ops, reading each weight byte once per tile
 // of rows. The weight layout is llama.cpp's / oneDNN's VNNI blocking: [n/16][k/4][16][4],
 // so one vpdpbusd multiplies 4 input channels of 16 outputs by one broadcast
 // activation group, and no horizontal sums are needed.

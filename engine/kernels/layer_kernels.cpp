@@ -85,8 +85,8 @@ at::Tensor silu_and_mul(const at::Tensor& x) {
 }
 
 // The index of each row's largest value, as torch.argmax: the first one on ties, and
-// the first NaN if a row has one. Vectorized (torch's CPU argmax is not: ~45 us for a
-// 49k-token vocabulary row, 0.7 ms a step at 32 rows); rows in parallel.
+// the first NaN if a row has one. Vectorized (torch's CPU argmax is not, and a
+// vocabulary-wide row per sequence made it a visible part of a step); rows in parallel.
 at::Tensor argmax_rows(const at::Tensor& x) {
   TORCH_CHECK(x.dim() == 2 && x.scalar_type() == at::kFloat && x.size(1) > 0, "x: fp32 [r, n]");
   at::Tensor xc = x.contiguous();

@@ -82,7 +82,7 @@ at::Tensor rope_and_cache_impl(const at::Tensor& qkv, const at::Tensor& cos, con
 
 // ND: head_dim / 16 known at compile time, so a key and the accumulators stay in
 // registers (with a run-time count g++ kept them on the stack: every FMA went through
-// a store and a reload, 2-3x slower). ND = 0: any head_dim, the slow way.
+// a store and a reload, several times slower). ND = 0: any head_dim, the slow way.
 template <typename T, int ND>
 at::Tensor paged_decode_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
                                        const at::Tensor& v_cache, const at::Tensor& block_tables,

@@ -1,5 +1,5 @@
 // The 15-bit activation quantization shared by the int8 and int4 kernels (see
-// cpu_kernels.cpp): computed exactly as engine.quantization.int8_linear does in torch.
+// cpu_kernels.cpp): computed exactly as engine.layers.quantization.int8_linear does in torch.
 #pragma once
 #include <immintrin.h>
 

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.cpu_kernels import CpuKernels
+from engine.kernels.cpu_kernels import CpuKernels
 
 
 @dataclass
@@ -116,7 +116,7 @@ class PagedAttention(nn.Module):
             assert meta.decode_block_tables is not None and meta.decode_mask is not None
             ctx = meta.decode_mask.shape[-1]
             blocks = meta.decode_block_tables.view(-1)
-            # index_select: ~5x faster than advanced indexing for this gather on CPU.
+            # index_select: much faster than advanced indexing for this gather on CPU.
             keys = self.k_cache.index_select(0, blocks).view(nd, -1, kvh, d)[:, :ctx]
             values = self.v_cache.index_select(0, blocks).view(nd, -1, kvh, d)[:, :ctx]
             keys, values = keys.to(q.dtype), values.to(q.dtype)  # a float16 cache

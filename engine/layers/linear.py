@@ -15,9 +15,8 @@ class Linear(nn.Module):
     """y = x W^T + b with W stored [out_features, in_features], as in Hugging Face.
 
     After the weights are loaded, ``prepare`` may repack W for the device: on CPU in
-    float32 or bfloat16 into oneDNN's blocked layout (``packed``). Measured on SmolLM2
-    (2 cores), fp32 decode steps run ~1.3x (1 sequence) to ~1.5x (32) faster than with
-    the plain layout, bf16 ~1.5x and ~1.25x. The plain weight is then released.
+    float32 or bfloat16 into oneDNN's blocked layout (``packed``), with which decode
+    steps run faster than with the plain layout. The plain weight is then released.
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = False) -> None:

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.cpu_kernels import CpuKernels
+from engine.kernels.cpu_kernels import CpuKernels
 
 
 class RMSNorm(nn.Module):

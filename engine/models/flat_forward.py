@@ -1,9 +1,9 @@
 """FlatForward: a decoder's forward pass as one flat loop of kernel calls.
 
 When every part of a layer runs on our C++ CPU kernels, the module tree only routes
-tensors between them; at one token per step that routing was the cost: 30 layers x
-~12 ``forward`` frames, ``nn.Module.__getattr__`` lookups (~370 a step) and packing
-tuples, about 1.2 of the ~8 ms of a SmolLM2 decode step (cProfile, 2 cores). This
+tensors between them; at one token per step that routing was the cost: a dozen
+``forward`` frames a layer, ``nn.Module.__getattr__`` lookups and packing tuples, a
+large share of a small model's decode step (cProfile). This
 resolves it all once, when the model is prepared: each layer becomes a tuple of bound
 kernels and their weights, and a step is a ``for`` over those tuples. Same kernels, same
 order, same arguments: the results are bit-identical to the module path.
@@ -18,10 +18,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from engine.cpu_kernels import CpuKernels
+from engine.kernels.cpu_kernels import CpuKernels
 from engine.layers.attention import AttentionMetadata, PagedAttention
+from engine.layers.quantization import Int4Linear, Int8Linear
 from engine.layers.rotary import RotaryEmbedding
-from engine.quantization import Int4Linear, Int8Linear
 
 Kernel = Callable[..., torch.Tensor]
 

@@ -13,7 +13,7 @@ from transformers import AutoTokenizer
 
 from app.cli import build_parser
 from bench import prefix
-from engine.model_store import resolve_model
+from engine.loading.model_store import resolve_model
 
 
 def test_hot_documents_outgrow_the_pool_three_times_with_skewed_popularity() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.model_store import bundled_llm_dir, is_complete
+from engine.loading.model_store import bundled_llm_dir, is_complete
 from tests.engine.tiny_models import TINY_SHAPES, build_tiny
 
 

@@ -122,3 +122,29 @@ def test_free_all_resets_pool() -> None:
         assert bm.allocate(seq(list(range(n))))
     bm.free_all()
     assert bm.num_free_blocks == 8 and not bm.hash_to_block
+
+
+def test_reset_stats_zeroes_counters_and_the_peak_starts_from_now() -> None:
+    bm = BlockManager(num_blocks=8, block_size=4)
+    a = seq(list(range(12)))
+    assert bm.allocate(a)
+    compute(bm, a)
+    bm.deallocate(a)
+    b = seq(list(range(12)))
+    assert bm.allocate(b) and bm.prefix_cache_hits == 8 and bm.peak_blocks_used == 3
+    bm.deallocate(b)
+    bm.reset_stats()
+    assert (bm.prefix_cache_queries, bm.prefix_cache_hits, bm.num_retained) == (0, 0, 0)
+    assert bm.peak_blocks_used == 0 and bm.hash_to_block  # the cache itself stays
+
+
+def test_switching_the_prefix_cache_empties_the_pool_only_on_a_change() -> None:
+    bm = BlockManager(num_blocks=8, block_size=4)
+    a = seq(list(range(12)))
+    assert bm.allocate(a)
+    compute(bm, a)
+    bm.deallocate(a)
+    bm.set_prefix_caching(True)  # no change: the cache stays
+    assert bm.hash_to_block
+    bm.set_prefix_caching(False)
+    assert not bm.enable_prefix_caching and not bm.hash_to_block and bm.num_free_blocks == 8

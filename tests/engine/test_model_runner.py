@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from engine import LLM, SamplingParams
-from engine.cpu_kernels import CpuKernels
 from engine.errors import ConfigError
+from engine.kernels.cpu_kernels import CpuKernels
 from tests.engine.test_exactness import prompts
 
 needs_kernels = pytest.mark.skipif(
@@ -89,7 +89,7 @@ def test_scoring_reads_the_engines_own_cache_dtype(
     tiny_factory: Callable[..., tuple[Path, Any]],
 ) -> None:
     """Perplexity measures what serving computes: a float16 cache's rounding included."""
-    from engine.scoring import score
+    from engine.loading.scoring import score
 
     path, hf = tiny_factory("llama-gqa-tied")
     ids = prompts(hf.config.vocab_size, (60,))[0]

@@ -1,10 +1,37 @@
-"""The output processor: one request's detokenizing failing fails that request alone."""
+"""The output processor: stop strings found in the text, and one request's detokenizing
+failing fails that request alone."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from engine import LLM, SamplingParams
+from engine.output_processor import OutputProcessor
+from engine.sequence import Sequence
+
+
+class CharTokenizer:
+    """One character per token id."""
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        return "".join(map(chr, ids))
+
+
+def test_stop_strings_are_cut_and_reported_not_acted_on() -> None:
+    """The processor reports the ends it reads in the text; the scheduler ends them."""
+    op = OutputProcessor(CharTokenizer())
+    a = Sequence([ord(">")], SamplingParams(stop=["END"]))
+    b = Sequence([ord(">")], SamplingParams())
+    op.add(a)
+    op.add(b)
+    ends = []
+    for char in "hi END":
+        a.append_token(ord(char))
+        b.append_token(ord(char))
+        ends += op.process([a, b])
+        assert op.stream_text(a) == a.output_text[: max(0, len(a.output_text) - 2)]
+    assert ends == [(a, "stop")] and a.output_text == "hi " and not a.is_finished
+    assert b.output_text == "hi END"
 
 
 class Exploding:

@@ -11,10 +11,10 @@ import torch
 
 from engine import SamplingParams
 from engine.block_manager import BlockManager
-from engine.clustering import LeaderClusters
 from engine.config import EngineConfig
 from engine.llm_engine import LLMEngine
 from engine.scheduler import Scheduler
+from engine.scheduling.clustering import LeaderClusters
 from engine.sequence import Sequence, SequenceStatus
 
 # Exactness is defined on unquantized weights (a quantized kernel may round differently
@@ -216,7 +216,7 @@ class _TextTokenizer:
 
 def test_minilm_puts_same_template_prompts_in_one_cluster() -> None:
     pytest.importorskip("sentence_transformers")
-    from engine.clustering import Clusterer
+    from engine.scheduling.clustering import Clusterer
 
     tok = _TextTokenizer()
     clusterer = Clusterer(tok, threshold=0.6)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 from engine.block_manager import BlockManager
@@ -146,3 +147,32 @@ def test_shared_first_block_is_computed_once() -> None:
     batch = s.schedule()
     assert batch.seqs == [a, b]
     assert b.num_computed_tokens == 8 and batch.num_new_tokens == [1, 1]
+
+
+def test_an_ended_sequence_keeps_its_reason_unless_its_text_fails() -> None:
+    s = make(max_num_batched_tokens=64, max_num_seqs=4)
+    a = request(4, max_tokens=1)
+    s.add(a)
+    run_step(s)
+    assert a.finish_reason == "length"
+    s.finish(a, "stop")  # a stop string found in the text of the token that ended it
+    assert a.finish_reason == "length"
+    s.finish(a, "error")  # detokenizing that token failed: its text is short
+    assert a.finish_reason == "error" and s.block_manager.num_free_blocks == 64
+
+
+def test_reset_stats_and_a_new_policy_keep_what_outlives_the_counters() -> None:
+    s = make(max_num_batched_tokens=64, max_num_seqs=4)
+    s.eos_token_ids = {9}
+    a = request(6, max_tokens=3)
+    s.add(a)
+    while s.has_unfinished():
+        run_step(s)
+    assert s.generation_tokens == 3 and s.prefill_tokens == 6
+    s.set_latency_sensitive(True)
+    fcfs = s.reconfigured(dataclasses.replace(s.config, scheduling_policy="fcfs"))
+    assert fcfs.policy.name == "fcfs" and fcfs.block_manager is s.block_manager
+    assert fcfs.cost_model is s.cost_model and fcfs.latency_sensitive
+    assert fcfs.eos_token_ids == {9} and fcfs.generation_tokens == 0
+    s.reset_stats()
+    assert (s.generation_tokens, s.prefill_tokens, s.num_preemptions) == (0, 0, 0)

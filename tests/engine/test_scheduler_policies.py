@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import time
 from pathlib import Path
 
 import pytest
 
 from engine import AsyncLLM, EngineBusyError, SamplingParams
-from engine.backpressure import queue_delay_error
 from engine.block_manager import BlockManager
 from engine.config import EngineConfig
 from engine.llm_engine import LLMEngine
 from engine.scheduler import Scheduler
+from engine.scheduling.backpressure import queue_delay_error
 from engine.sequence import Sequence, SequenceStatus
 
 _starts = itertools.count(1)
@@ -270,21 +269,3 @@ def test_a_blocked_low_priority_head_does_not_block_the_reserve() -> None:
     batch = s.schedule()
     assert batch.seqs == [running_long, short] and batch.num_new_tokens == [20, 20]
     assert old_long.status == SequenceStatus.WAITING
-
-
-def test_idle_shares_tell_waiting_from_empty(tiny_llama: Path) -> None:
-    engine = LLMEngine(
-        str(tiny_llama),
-        block_size=4,
-        num_kv_blocks=24,
-        scheduling_policy="static",
-        static_batch_timeout_s=1e6,
-    )
-    time.sleep(0.02)  # nothing to do
-    engine.add_request([5] * 8, SamplingParams(max_tokens=2), "r")
-    engine.step()  # a static batch of one waits to fill: nothing scheduled
-    time.sleep(0.02)
-    stats = engine.stats()
-    assert stats.idle_empty_share > 0 and stats.idle_waiting_share > 0
-    assert stats.busy_share == 0
-    assert abs(stats.busy_share + stats.idle_waiting_share + stats.idle_empty_share - 1) < 0.05

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine.model_store import bundled_llm_dir, is_complete
+from engine.loading.model_store import bundled_llm_dir, is_complete
 
 MODEL = "smollm2-135m-instruct"
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from engine import LLM, SamplingParams
-from engine.cpu_kernels import CpuKernels
+from engine.kernels.cpu_kernels import CpuKernels
 from tests.engine.test_exactness import prompts
 
 needs_kernels = pytest.mark.skipif(

@@ -1,0 +1,298 @@
+"""Weight quantization: INT8 per-output-channel (the default) and INT4 group-wise.
+
+gpt-fast style: an offline state-dict transform (``quantize_int8`` / ``quantize_int4``,
+cached on disk by ``engine.loading.quantized_model.QuantCache``) plus small modules holding the quantized buffers
+(``Int8Linear``, ``Int4Linear``, ``Int8Embedding``). Every kernel choice is made in
+``Int8Linear.prepare`` / ``Int4Linear.prepare`` from the weight's device:
+
+INT8 (symmetric, scale per output channel, w = q * s):
+  * CPU: activations quantized per row (token) to 15 bits, x = 128 * hi + lo, integer
+    sums exact: the quality of weight-only int8 (perplexity unchanged), and a row's
+    result does not depend on the batch. Our C++ VNNI kernel (engine.kernels.cpu_kernels)
+    does it in one call, bit for bit what ``int8_linear`` computes through
+    ``torch._int_mm`` in a dozen ops (the fallback without the kernels), and faster,
+    most of all for one row (a decode). Not chosen: 8-bit activations (W8A8: perplexity
+    and greedy agreement with the float model suffer); fbgemm's dynamic linear (one
+    activation scale for all rows: one token's outliers ruin the others);
+    ``torch._weight_int8pack_mm`` (slower than fp32).
+  * CUDA: the same ``int8_linear`` when its matmul has more than ``INT_MM_MIN_ROWS``
+    rows, else weight-only: ``F.linear(x, q.to(x.dtype)) * s``.
+INT4 (asymmetric, per group of ``group_size`` input channels, w = q * s + m, q in 0..15):
+  * CPU: our C++ kernel (Q4_1-style group sums, 15-bit activations, fp16 scales: far
+    less error than bfloat16 activations, and faster); without it
+    ``aten._weight_int4pack_mm_for_cpu`` on bfloat16 activations.
+  * CUDA: ``aten._weight_int4pack_mm`` (tinygemm) on bfloat16.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.errors import ConfigError
+from engine.kernels.cpu_kernels import CpuKernels, pack_int4, pack_int8
+
+log = logging.getLogger(__name__)
+
+METHODS = ("int8", "int4", "none")
+INT_MM_MIN_ROWS = 16  # torch._int_mm (CUDA) takes matmuls of more rows than this
+INT4_GROUP_SIZES = (32, 64, 128)
+CACHE_VERSION = 2  # 2: int4 models keep an int8 embedding / tied head too
+# Counts quantize_int8/quantize_int4 calls: the tests check a cached load does none.
+QUANTIZE_CALLS = {"int8": 0, "int4": 0}
+
+
+def check_method(method: str, group_size: int) -> None:
+    """ConfigError for an unknown method or group size."""
+    if method not in METHODS:
+        raise ConfigError(f"quantization must be one of {METHODS}, got {method!r}")
+    if group_size not in INT4_GROUP_SIZES:
+        raise ConfigError(
+            f"quantization_group_size must be one of {INT4_GROUP_SIZES}, got {group_size!r}"
+        )
+
+
+# ---- the math (device independent; the tests check it) ------------------------------
+def quantize_int8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric per-row int8: (q int8 [n, k], scales fp32 [n]) with w ~= q * s[:, None]."""
+    QUANTIZE_CALLS["int8"] += 1
+    w = w.float()
+    scales = (w.abs().amax(dim=1) / 127.0).clamp(min=1e-10)
+    q = torch.clamp(torch.round(w / scales[:, None]), -127, 127).to(torch.int8)
+    return q, scales
+
+
+def dequantize_int8(q: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    return q.float() * scales.float()[:, None]
+
+
+def quantize_int4(
+    w: torch.Tensor, group_size: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Asymmetric group-wise int4: (q uint8 [n, k] in 0..15, scales [n, k/g], mins [n, k/g])
+    with w ~= q * s + m within each group of ``group_size`` input channels."""
+    QUANTIZE_CALLS["int4"] += 1
+    n, k = w.shape
+    g = w.float().reshape(n, k // group_size, group_size)
+    lo, hi = g.amin(dim=-1), g.amax(dim=-1)
+    scales = ((hi - lo) / 15.0).clamp(min=1e-10)
+    q = torch.clamp(torch.round((g - lo[..., None]) / scales[..., None]), 0, 15)
+    return q.to(torch.uint8).reshape(n, k), scales, lo
+
+
+def dequantize_int4(
+    q: torch.Tensor, scales: torch.Tensor, mins: torch.Tensor, group_size: int
+) -> torch.Tensor:
+    n, k = q.shape
+    g = q.float().reshape(n, k // group_size, group_size)
+    return (g * scales.float()[..., None] + mins.float()[..., None]).reshape(n, k)
+
+
+def pack_nibbles(q: torch.Tensor) -> torch.Tensor:
+    """[n, k] values 0..15 -> [n, k/2] uint8, even column in the high nibble (tinygemm's)."""
+    q = q.to(torch.uint8)
+    return (q[:, ::2] << 4) | q[:, 1::2]
+
+
+def unpack_nibbles(packed: torch.Tensor) -> torch.Tensor:
+    n = packed.shape[0]
+    return torch.stack([packed >> 4, packed & 15], dim=-1).reshape(n, -1)
+
+
+def int4_scales_and_zeros(scales: torch.Tensor, mins: torch.Tensor) -> torch.Tensor:
+    """The [k/g, n, 2] (scale, zero) tensor of the int4pack kernels, which compute
+    w = (q - 8) * scale + zero; ours is w = q * s + m, so zero = m + 8 s."""
+    zeros = mins.float() + 8.0 * scales.float()
+    return torch.stack([scales.float().t(), zeros.t()], dim=-1).contiguous()
+
+
+ACTIVATION_SPLIT = True  # int8_linear's activations: 15 bits in two int8 halves
+
+
+def int8_linear(
+    x: torch.Tensor, qweight_t: torch.Tensor, scales: torch.Tensor, split: bool = ACTIVATION_SPLIT
+) -> torch.Tensor:
+    """y = x W^T with W = q * s through ``torch._int_mm``; qweight_t is q^T [k, n]. x is
+    quantized per row to 8 bits (``split=False``: W8A8), or to 15 bits, 128 * hi + lo
+    (hi in [-128, 127], lo in [0, 127]), both rows of one int8 matmul."""
+    xf = x if x.dtype == torch.float32 else x.float()
+    m = xf.shape[0]
+    top = 16383.0 if split else 127.0
+    sx = xf.abs().amax(dim=-1, keepdim=True).mul_(1 / top).clamp_(min=1e-10)
+    xq = torch.div(xf, sx).round_()  # |xq| <= top by construction
+    if split:
+        hi = xq.mul(1 / 128).floor_()  # exact: xq is an integer, 128 a power of two
+        acc = torch._int_mm(torch.cat([hi, xq.sub_(hi * 128)]).to(torch.int8), qweight_t)
+        y = acc[:m].mul(128.0).add_(acc[m:]).mul_(sx).mul_(scales)
+    else:
+        y = torch._int_mm(xq.to(torch.int8), qweight_t).mul(sx).mul_(scales)
+    return y if y.dtype == x.dtype else y.to(x.dtype)
+
+
+# ---- modules -------------------------------------------------------------------------
+class Int8Linear(nn.Module):
+    """y = x (q * s)^T + b; int8 ``weight`` [out, in] and fp32 ``scales`` [out] buffers."""
+
+    weight: torch.Tensor
+    scales: torch.Tensor
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = False) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.register_buffer("weight", torch.empty(out_features, in_features, dtype=torch.int8))
+        self.register_buffer("scales", torch.empty(out_features, dtype=torch.float32))
+        self.bias = nn.Parameter(torch.empty(out_features), requires_grad=False) if bias else None
+        self.weight_t: torch.Tensor | None = None  # q^T for torch._int_mm (CUDA)
+        # our C++ kernel's layout (CPU): packed weight, row sums, scales, bias
+        self.vnni: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None] | None
+        self.vnni = None
+        self.stored_bytes = 0
+
+    @classmethod
+    def from_float(cls, w: torch.Tensor, bias: torch.Tensor | None = None) -> Int8Linear:
+        module = cls(w.shape[1], w.shape[0], bias is not None)
+        module.weight, module.scales = quantize_int8(w)
+        if bias is not None:
+            module.bias = nn.Parameter(bias.detach().clone(), requires_grad=False)
+        return module
+
+    def prepare(self, release: bool = True) -> None:
+        q = self.weight
+        self.stored_bytes = q.numel() + 4 * self.scales.numel()
+        if q.device.type == "cpu" and CpuKernels.ops() is not None:
+            # int8_linear in one call, the activation split fused in (module docstring)
+            self.vnni = pack_int8(q, self.scales, self.bias)
+            if release:
+                self.weight = torch.empty(0, dtype=torch.int8)
+        elif q.device.type in ("cpu", "cuda"):
+            self.weight_t = q.t().contiguous()
+            if release and q.device.type == "cpu":  # CUDA keeps it for weight-only
+                self.weight = torch.empty(0, dtype=torch.int8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.vnni is not None and x.dtype == torch.float32:
+            packed, rowsum, scales, bias = self.vnni
+            return CpuKernels.k.int8_linear(
+                x.contiguous(), packed, rowsum, scales, bias, self.out_features
+            )
+        rows = x.shape[0] * (2 if ACTIVATION_SPLIT else 1)
+        if self.weight_t is not None and (x.device.type == "cpu" or rows > INT_MM_MIN_ROWS):
+            y = int8_linear(x, self.weight_t, self.scales)
+        else:  # weight-only: dequantize inside the matmul's input cast
+            y = F.linear(x, self.weight.to(x.dtype)) * self.scales.to(x.dtype)
+        return y if self.bias is None else y + self.bias
+
+
+class Int4Linear(nn.Module):
+    """y = x W^T + b with W stored as int4 groups: ``weight`` uint8 [out, in/2] (two
+    values a byte), ``scales`` and ``mins`` fp32 [out, in/group_size]."""
+
+    weight: torch.Tensor
+    scales: torch.Tensor
+    mins: torch.Tensor
+
+    def __init__(
+        self, in_features: int, out_features: int, group_size: int, bias: bool = False
+    ) -> None:
+        super().__init__()
+        self.in_features, self.out_features, self.group_size = in_features, out_features, group_size
+        groups = in_features // group_size
+        self.register_buffer(
+            "weight", torch.empty(out_features, in_features // 2, dtype=torch.uint8)
+        )
+        self.register_buffer("scales", torch.empty(out_features, groups, dtype=torch.float32))
+        self.register_buffer("mins", torch.empty(out_features, groups, dtype=torch.float32))
+        self.bias = nn.Parameter(torch.empty(out_features), requires_grad=False) if bias else None
+        self.packed: torch.Tensor | None = None
+        self.scales_and_zeros: torch.Tensor | None = None
+        self.vnni: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None] | None
+        self.vnni = None  # our C++ kernel's layout (CPU): packed, scales, mins, bias
+        self.kernel = "dequantize"
+        self.stored_bytes = 0
+
+    @classmethod
+    def from_float(
+        cls, w: torch.Tensor, group_size: int, bias: torch.Tensor | None = None
+    ) -> Int4Linear:
+        module = cls(w.shape[1], w.shape[0], group_size, bias is not None)
+        q, module.scales, module.mins = quantize_int4(w, group_size)
+        module.weight = pack_nibbles(q)
+        if bias is not None:
+            module.bias = nn.Parameter(bias.detach().clone(), requires_grad=False)
+        return module
+
+    def prepare(self, release: bool = True) -> None:
+        self.stored_bytes = sum(t.numel() * t.element_size() for t in self.buffers())
+        device = self.weight.device
+        if device.type == "cpu" and CpuKernels.ops() is not None and self.in_features % 8 == 0:
+            # Our VNNI kernel before int4pack (see the module docstring).
+            q = unpack_nibbles(self.weight)
+            self.vnni = pack_int4(q, self.scales, self.mins, self.bias)
+            self.kernel = "vnni_cpu"
+            if release:
+                self.weight = torch.empty(0, dtype=torch.uint8)
+            return
+        sz = int4_scales_and_zeros(self.scales, self.mins).to(torch.bfloat16)
+        try:
+            if device.type == "cpu":
+                q = unpack_nibbles(self.weight).to(torch.int32)
+                self.packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q, 1)
+                self.kernel = "int4pack_cpu"
+            elif device.type == "cuda":
+                tiles = next(t for t in (8, 4, 2) if self.in_features % (16 * t) == 0)
+                self.packed = torch.ops.aten._convert_weight_to_int4pack(self.weight, tiles)
+                self.kernel = "int4pack_cuda"
+        except (RuntimeError, StopIteration) as exc:  # shape or build the kernel lacks
+            log.info("int4 kernel unavailable (%s): dequantizing per call", exc)
+            self.packed = None
+        if self.packed is not None:
+            self.scales_and_zeros = sz
+            if release:
+                self.weight = torch.empty(0, dtype=torch.uint8, device=device)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.vnni is not None and x.dtype == torch.float32:
+            packed, scales, mins, bias = self.vnni
+            return CpuKernels.k.int4_linear(
+                x.contiguous(), packed, scales, mins, bias, self.out_features, self.group_size
+            )
+        if self.packed is not None and self.scales_and_zeros is not None:
+            op = (
+                torch.ops.aten._weight_int4pack_mm_for_cpu
+                if self.kernel == "int4pack_cpu"
+                else torch.ops.aten._weight_int4pack_mm
+            )
+            y = op(x.to(torch.bfloat16), self.packed, self.group_size, self.scales_and_zeros)
+            y = y.to(x.dtype)
+        else:
+            w = dequantize_int4(
+                unpack_nibbles(self.weight), self.scales, self.mins, self.group_size
+            )
+            y = F.linear(x, w.to(x.dtype))
+        return y if self.bias is None else y + self.bias
+
+
+class Int8Embedding(nn.Module):
+    """An embedding table stored int8 with one scale per row (token).
+
+    A tied LM head reuses the same table: the head's output channels are its rows, so
+    the per-row scales are the per-output-channel scales ``Int8Linear`` wants.
+    ``weight`` is an empty tensor of the activation dtype, kept so code that reads
+    ``embed_tokens.weight.device/dtype`` still sees the model's device and dtype.
+    """
+
+    qweight: torch.Tensor
+    scales: torch.Tensor
+
+    def __init__(self, q: torch.Tensor, scales: torch.Tensor, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.register_buffer("qweight", q)
+        self.register_buffer("scales", scales)
+        self.weight = nn.Parameter(torch.empty(0, dtype=dtype, device=q.device), False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        rows = self.qweight[ids].to(self.weight.dtype)
+        return rows * self.scales[ids].to(self.weight.dtype)[:, None]

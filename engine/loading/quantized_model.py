@@ -1,0 +1,210 @@
+"""Quantizing a whole model: which layers, the on-disk cache, and the module swap.
+
+The kernels and the quantized modules themselves live in ``engine.layers.quantization``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import torch
+from torch import nn
+
+from engine.errors import ModelLoadError
+from engine.layers.quantization import (
+    CACHE_VERSION,
+    INT4_GROUP_SIZES,
+    Int4Linear,
+    Int8Embedding,
+    Int8Linear,
+    quantize_int8,
+)
+from engine.paths import cache_root
+
+log = logging.getLogger(__name__)
+
+
+def quantized_modules(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
+    for name, module in model.named_modules():
+        if isinstance(module, (Int8Linear, Int4Linear, Int8Embedding)):
+            yield name, module
+
+
+def weight_bytes(model: nn.Module) -> int:
+    """Bytes of the model's weights as stored: quantized buffers and float parameters,
+    each counted once (not the kernels' packed copies, nor a tied head's)."""
+    from engine.layers.linear import Linear
+
+    total = 0
+    seen: set[int] = set()
+    for name, module in model.named_modules():
+        if name.endswith("tied_head"):
+            continue
+        tensors: list[torch.Tensor] = []
+        if isinstance(module, (Int8Linear, Int4Linear)) and module.stored_bytes:
+            total += module.stored_bytes
+        elif isinstance(module, Linear) and module.packed is not None:
+            total += module.in_features * module.out_features * module.packed.element_size()
+        else:
+            tensors = list(module.parameters(recurse=False)) + list(module.buffers(recurse=False))
+        if isinstance(module, (Int8Linear, Int4Linear, Linear)):
+            tensors = [module.bias] if module.bias is not None else tensors[:0]
+        for t in tensors:
+            if t.numel() and t.data_ptr() not in seen:
+                seen.add(t.data_ptr())
+                total += t.numel() * t.element_size()
+    return total
+
+
+# ---- the model transform and its disk cache ------------------------------------------
+
+
+class QuantCache:
+    """Quantized tensors of one model + method + group size, as one safetensors file.
+
+    Next to the model (``<model>/quantized/``) when that directory is writable, else
+    under ``cache_root()/quantized``; the key hashes the source weights' names, sizes
+    and mtimes, the method, the group size and CACHE_VERSION.
+    """
+
+    def __init__(self, model_dir: Path, method: str, group_size: int) -> None:
+        sources = sorted(model_dir.glob("*.safetensors"))
+        ident = [CACHE_VERSION, method, group_size if method == "int4" else 0]
+        ident += [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sources]
+        key = hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
+        tag = method if method == "int8" else f"{method}-g{group_size}"
+        name = f"{tag}-{key}.safetensors"
+        local = model_dir / "quantized"
+        writable = os.access(model_dir, os.W_OK) and (
+            not local.exists() or os.access(local, os.W_OK)
+        )
+        if writable:
+            self.path = local / name
+        else:
+            digest = hashlib.sha256(str(model_dir.resolve()).encode()).hexdigest()[:12]
+            self.path = cache_root() / "quantized" / f"{model_dir.name}-{digest}" / name
+
+    def load(self) -> dict[str, torch.Tensor] | None:
+        if not self.path.is_file():
+            return None
+        from safetensors.torch import load_file
+
+        try:
+            return load_file(str(self.path))
+        except Exception as exc:  # corrupt or truncated: quantize again
+            log.warning("ignoring unreadable quantized cache %s: %s", self.path, exc)
+            return None
+
+    def save(self, tensors: dict[str, torch.Tensor]) -> None:
+        from safetensors.torch import save_file
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
+            save_file({k: v.contiguous().cpu() for k, v in tensors.items()}, str(tmp))
+            tmp.replace(self.path)
+        except OSError as exc:  # a read-only cache is slower, not wrong
+            log.warning("cannot write quantized cache %s: %s", self.path, exc)
+
+
+def _set_module(model: nn.Module, name: str, module: nn.Module) -> None:
+    parent_name, _, leaf = name.rpartition(".")
+    parent = model.get_submodule(parent_name) if parent_name else model
+    setattr(parent, leaf, module)
+
+
+def linear_names(model: nn.Module) -> list[str]:
+    """The projections quantized: every decoder Linear (not an untied lm_head)."""
+    from engine.layers.linear import Linear
+
+    return [
+        n for n, m in model.named_modules() if isinstance(m, Linear) and n.startswith("layers.")
+    ]
+
+
+def check_group_size(model: nn.Module, group_size: int) -> None:
+    """ModelLoadError naming the first layer whose input size ``group_size`` does not divide."""
+    sizes: dict[str, int] = {
+        n: int(cast(Any, model.get_submodule(n)).in_features) for n in linear_names(model)
+    }
+    valid = [g for g in INT4_GROUP_SIZES if all(k % g == 0 for k in sizes.values())]
+    for name, k in sizes.items():
+        if k % group_size:
+            raise ModelLoadError(
+                f"int4 quantization: layer {name} has input size {k}, not divisible by "
+                f"quantization_group_size={group_size}; valid group sizes for this model: "
+                f"{valid}"
+            )
+
+
+def quantize_model(
+    model: nn.Module,
+    method: str,
+    group_size: int,
+    cache: QuantCache | None,
+    cached: dict[str, torch.Tensor] | None,
+    quantize_embedding: bool = True,
+) -> None:
+    """Swap the loaded model's decoder Linears (and the embedding / tied head, as int8)
+    for quantized modules, from ``cached`` tensors or by quantizing and saving."""
+    if method == "int4":
+        check_group_size(model, group_size)
+    out: dict[str, torch.Tensor] = {}
+    for name in linear_names(model):
+        lin: Any = model.get_submodule(name)
+        bias = None if lin.bias is None else lin.bias.data
+        qmod: Int8Linear | Int4Linear
+        if method == "int8":
+            if cached is not None:
+                qmod = Int8Linear(lin.in_features, lin.out_features, bias is not None)
+                qmod.weight, qmod.scales = cached[f"{name}.weight"], cached[f"{name}.scales"]
+                if bias is not None:
+                    qmod.bias = nn.Parameter(bias, requires_grad=False)
+            else:
+                qmod = Int8Linear.from_float(lin.weight.data, bias)
+        else:
+            if cached is not None:
+                qmod = Int4Linear(lin.in_features, lin.out_features, group_size, bias is not None)
+                qmod.weight = cached[f"{name}.weight"]
+                qmod.scales, qmod.mins = cached[f"{name}.scales"], cached[f"{name}.mins"]
+                if bias is not None:
+                    qmod.bias = nn.Parameter(bias, requires_grad=False)
+            else:
+                qmod = Int4Linear.from_float(lin.weight.data, group_size, bias)
+        device = lin.bias.device if lin.bias is not None else lin.weight.device
+        qmod.to(device)
+        _set_module(model, name, qmod)
+        out.update({f"{name}.{k}": v for k, v in qmod.named_buffers()})
+    # int4 too: a float tied head would be most of an int4 model's bytes read per token.
+    if method in ("int8", "int4") and quantize_embedding:
+        emb: Any = model.get_submodule("embed_tokens")
+        if cached is not None:
+            q, s = cached["embed_tokens.qweight"], cached["embed_tokens.scales"]
+        else:
+            q, s = quantize_int8(emb.weight.data)
+        device, dtype = emb.weight.device, emb.weight.dtype
+        qemb = Int8Embedding(q.to(device), s.to(device), dtype)
+        model.embed_tokens = qemb  # type: ignore[assignment]
+        out["embed_tokens.qweight"], out["embed_tokens.scales"] = q, s
+    if cached is None and cache is not None:
+        cache.save(out)
+
+
+def prepare_quantized(model: nn.Module) -> None:
+    """After the float layers' ``prepare``: pick kernels; an int8 tied head shares the
+    embedding's int8 table (ignoring any packed float head ``prepare`` made)."""
+    for _, module in quantized_modules(model):
+        if isinstance(module, (Int8Linear, Int4Linear)):
+            module.prepare()
+    emb = getattr(model, "embed_tokens", None)
+    if isinstance(emb, Int8Embedding) and getattr(model, "lm_head", None) is None:
+        head = Int8Linear(emb.qweight.shape[1], emb.qweight.shape[0])
+        head.weight, head.scales = emb.qweight, emb.scales
+        head.prepare(release=False)  # the embedding still gathers rows from it
+        model.tied_head = head  # type: ignore[assignment]

@@ -1,0 +1,1 @@
+"""Scheduling policy: which waiting request runs next, and how much work fits one step."""

@@ -1,0 +1,23 @@
+"""SchedulerOutput: one step's batch, what the scheduler hands the model runner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.scheduling.step_cost_model import StepWork
+from engine.sequence import Sequence
+
+
+@dataclass
+class SchedulerOutput:
+    """One step's batch: each sequence with how many of its tokens to compute now."""
+
+    seqs: list[Sequence] = field(default_factory=list)
+    num_new_tokens: list[int] = field(default_factory=list)
+    num_preempted: int = 0
+    work: StepWork = field(default_factory=StepWork)  # what the cost model sees
+    predicted_ms: float = 0.0  # the cost model's prediction when it was scheduled
+    bounded: bool = False  # built under a step-time limit
+
+    def __bool__(self) -> bool:
+        return bool(self.seqs)

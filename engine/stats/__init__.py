@@ -1,0 +1,1 @@
+"""Accounting: where the engine's time goes and the counters it publishes."""

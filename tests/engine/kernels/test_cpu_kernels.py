@@ -1,0 +1,268 @@
+"""Our C++ CPU kernels against the torch code they replace (skipped where unavailable)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from engine.kernels.cpu_kernels import CpuKernels, pack_int4, pack_int8
+from engine.layers import quantization as Q
+from engine.layers.rotary import RotaryEmbedding
+
+ops = CpuKernels.ops()
+needs_kernels = pytest.mark.skipif(ops is None, reason=str(CpuKernels.unavailable_reason()))
+
+
+@needs_kernels
+@pytest.mark.parametrize("shape", [(960, 576), (576, 1536), (37, 70), (5, 3), (16, 4)])
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 9, 33])
+def test_int8_linear_is_bit_exact_to_the_torch_path(shape: tuple[int, int], rows: int) -> None:
+    """Same integer sums and float ops in the same order as quantization.int8_linear."""
+    n, k = shape
+    torch.manual_seed(rows * 1000 + n)
+    q, s = Q.quantize_int8(torch.randn(n, k) * 0.05)
+    bias = torch.randn(n)
+    x = torch.randn(rows, k) * torch.rand(rows, 1) * 10  # rows of different ranges
+    expected = Q.int8_linear(x, q.t().contiguous(), s) + bias
+    packed, rowsum, scales, b = pack_int8(q, s, bias)
+    assert torch.equal(ops.int8_linear(x, packed, rowsum, scales, b, n), expected)
+    no_bias = ops.int8_linear(x, packed, rowsum, scales, None, n)
+    assert torch.equal(no_bias, Q.int8_linear(x, q.t().contiguous(), s))
+
+
+@needs_kernels
+@pytest.mark.parametrize("shape", [(37, 70), (5, 3), (48, 64)])
+def test_pack_int8_in_cpp_equals_the_torch_layout(shape: tuple[int, int]) -> None:
+    n, k = shape
+    q = torch.randint(-127, 128, shape, dtype=torch.int8)
+    packed, rowsum = CpuKernels.k.pack_int8(q)
+    np_, kp = -(-n // 16) * 16, -(-k // 4) * 4
+    padded = torch.zeros(np_, kp, dtype=torch.int8)
+    padded[:n, :k] = q
+    assert torch.equal(packed, padded.view(np_ // 16, 16, kp // 4, 4).permute(0, 2, 1, 3))
+    assert torch.equal(rowsum, padded.sum(dim=1, dtype=torch.int32))
+
+
+@needs_kernels
+def test_int8_linear_module_uses_the_kernel_and_releases_weights() -> None:
+    w = torch.randn(48, 64) * 0.1
+    lin = Q.Int8Linear.from_float(w)
+    q, s = lin.weight.clone(), lin.scales.clone()
+    lin.prepare()
+    assert lin.vnni is not None and lin.weight.numel() == 0 and lin.weight_t is None
+    x = torch.randn(3, 64)
+    assert torch.equal(lin(x), Q.int8_linear(x, q.t().contiguous(), s))
+
+
+@needs_kernels
+@pytest.mark.parametrize("group_size", Q.INT4_GROUP_SIZES)
+@pytest.mark.parametrize("rows", [1, 3, 4, 9])
+def test_int4_linear_matches_the_dequantized_weights(group_size: int, rows: int) -> None:
+    """Exact integer sums per group; the errors: the 15-bit activations and the fp16
+    scales and mins (the reference uses the same fp16 values)."""
+    torch.manual_seed(group_size + rows)
+    n, k = 40, 256
+    q, s, m = Q.quantize_int4(torch.randn(n, k) * 0.05, group_size)
+    bias = torch.randn(n)
+    x = torch.randn(rows, k)
+    s, m = s.half().float(), m.half().float()
+    ref = x @ Q.dequantize_int4(q, s, m, group_size).t() + bias
+    packed, scales, mins, b = pack_int4(q, s, m, bias)
+    y = ops.int4_linear(x, packed, scales, mins, b, n, group_size)
+    assert (y - ref).norm() / ref.norm() < 2e-4
+    lin = Q.Int4Linear.from_float(torch.randn(n, k), group_size, bias)
+    lin.prepare()
+    assert lin.kernel == "vnni_cpu" and lin.weight.numel() == 0
+
+
+@needs_kernels
+def test_rms_norm_residual_and_silu_and_mul() -> None:
+    torch.manual_seed(0)
+    x, r, w = torch.randn(5, 70), torch.randn(5, 70), torch.rand(70)
+    normed, total = ops.rms_norm_residual(x, r, w, 1e-5)
+    assert torch.equal(total, x + r)
+    ref = w * ((x + r) * torch.rsqrt((x + r).pow(2).mean(-1, keepdim=True) + 1e-5))
+    torch.testing.assert_close(normed, ref, rtol=1e-6, atol=1e-6)
+    normed, total = ops.rms_norm_residual(x, None, w, 1e-5)
+    assert torch.equal(total, x)
+    gate_up = torch.randn(3, 2 * 40) * 4
+    gate, up = gate_up.chunk(2, dim=-1)
+    torch.testing.assert_close(ops.silu_and_mul(gate_up), F.silu(gate) * up, rtol=1e-6, atol=1e-6)
+
+
+@needs_kernels
+@pytest.mark.parametrize("cache_dtype", [torch.float32, torch.float16])
+def test_rope_and_cache_write_the_rotated_keys_and_values(cache_dtype: torch.dtype) -> None:
+    """A float16 cache holds the fp32 results rounded as torch rounds them (.half())."""
+    h, kvh, d = 4, 2, 32
+    rotary = RotaryEmbedding(d, 256, 10000.0, {})
+    rotary.build(torch.device("cpu"), torch.float32)
+    qkv = torch.randn(4, (h + 2 * kvh) * d) * 30  # some values need rounding in fp16
+    positions, slots = torch.tensor([3, 7, 100, 5]), torch.tensor([3, 40, 77, 159])
+    k_cache = torch.zeros(10, 16, kvh, d, dtype=cache_dtype)
+    v_cache = torch.zeros(10, 16, kvh, d, dtype=cache_dtype)
+    q = ops.rope_and_cache(
+        qkv, rotary.cos[positions], rotary.sin[positions], k_cache, v_cache, slots, h, kvh, d
+    )
+    cos, sin = rotary.lookup(positions)
+    qk = RotaryEmbedding.rotate(qkv[:, : (h + kvh) * d].view(4, -1, d), cos, sin)
+    values = qkv[:, (h + kvh) * d :].view(4, kvh, d)
+    assert torch.equal(q, qk[:, :h])
+    assert torch.equal(k_cache.view(-1, kvh, d)[slots], qk[:, h:].to(cache_dtype))
+    assert torch.equal(v_cache.view(-1, kvh, d)[slots], values.to(cache_dtype))
+    untouched = torch.ones(160, dtype=torch.bool)
+    untouched[slots] = False
+    assert not k_cache.view(160, -1)[untouched].any()
+
+
+@needs_kernels
+@pytest.mark.parametrize("cache_dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize(
+    "h, kvh, d",
+    # head_dim 32/64/128 have compiled-in sizes (128 with a leftover query head when
+    # g = 3); 16 and 48 take the generic loop
+    [(6, 2, 32), (9, 3, 64), (4, 1, 128), (6, 2, 128), (4, 2, 16), (2, 1, 48)],
+)
+def test_paged_decode_attention_matches_sdpa(
+    cache_dtype: torch.dtype, h: int, kvh: int, d: int
+) -> None:
+    """Over a float16 cache: SDPA over the same (widened) values."""
+    torch.manual_seed(3)
+    bs = 4
+    k_cache = torch.randn(12, bs, kvh, d).to(cache_dtype)
+    v_cache = torch.randn(12, bs, kvh, d).to(cache_dtype)
+    # padded with 0; the last sequence spans ten blocks
+    rows = [[5], [1, 7, 2, 9], [3, 11, 4], [10, 2, 6, 8, 1, 3, 5, 7, 9, 11]]
+    tables = torch.tensor([r + [0] * (10 - len(r)) for r in rows])
+    lens = torch.tensor([3, 16, 9, 37])
+    q = torch.randn(4, h, d)
+    out = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, d**-0.5)
+    for i in range(4):
+        keys = k_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
+        vals = v_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
+        keys, vals = keys.float(), vals.float()
+        ref = F.scaled_dot_product_attention(
+            q[i][:, None], keys.transpose(0, 1), vals.transpose(0, 1)
+        )[:, 0]
+        torch.testing.assert_close(out[i].view(h, d), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_disabled_kernels_fall_back_cleanly() -> None:
+    """R1VOICE_CPU_KERNELS=0 (as a missing compiler or CPU feature): no kernels, and
+    the engine still runs on its torch path."""
+    code = (
+        "from engine.kernels.cpu_kernels import CpuKernels; from engine.layers.quantization import Int8Linear;"
+        "import torch; assert CpuKernels.ops() is None;"
+        "lin = Int8Linear.from_float(torch.randn(8, 16)); lin.prepare();"
+        "assert lin.vnni is None and lin.weight_t is not None; print(lin(torch.randn(2, 16)).shape)"
+    )
+    env = {**os.environ, "R1VOICE_CPU_KERNELS": "0"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "torch.Size([2, 8])" in out.stdout
+
+
+@needs_kernels
+def test_build_is_cached_on_disk() -> None:
+    """A second build (a restart) finds the library and compiles nothing."""
+    path = CpuKernels.build()
+    mtime = path.stat().st_mtime_ns
+    before = CpuKernels.build_seconds
+    assert CpuKernels.build() == path and path.stat().st_mtime_ns == mtime
+    assert CpuKernels.build_seconds == before  # not set again: no compile happened
+
+
+@needs_kernels
+def test_the_cache_kernels_refuse_a_dtype_they_do_not_read() -> None:
+    q = torch.randn(1, 2, 16)
+    cache = torch.zeros(2, 4, 1, 16, dtype=torch.bfloat16)
+    tables, lens = torch.tensor([[0]]), torch.tensor([1])
+    with pytest.raises(RuntimeError, match="both float32 or both float16"):
+        ops.paged_decode_attention(q, cache, cache, tables, lens, 0.25)
+
+
+@needs_kernels
+def test_argmax_rows_is_torch_argmax() -> None:
+    """Ties go to the first index, a NaN wins (the first one), short and -inf rows."""
+    torch.manual_seed(5)
+    for n in (1, 7, 16, 17, 49152):
+        x = torch.randn(6, n)
+        x[1] = 0.0  # all tied
+        x[2] = float("-inf")
+        if n > 3:
+            x[3, n // 2] = x[3].max() + 1
+            x[3, n - 1] = x[3, n // 2]  # a tie with a later index
+            x[4, [1, n - 1]] = float("nan")
+            x[5, n - 1] = float("inf")
+        assert torch.equal(ops.argmax_rows(x), x.argmax(dim=-1)), n
+    logits = torch.randn(32, 1000)
+    assert torch.equal(ops.argmax_rows(logits[:, ::2]), logits[:, ::2].argmax(dim=-1))
+
+
+@needs_kernels
+def test_a_float16_cache_saturates_instead_of_holding_inf() -> None:
+    from engine.layers.attention import _to_cache
+
+    h, kvh, d = 1, 1, 16
+    qkv = torch.zeros(1, 3 * d)
+    qkv[0, 2 * d :] = 1e6  # v past float16's range
+    k_cache = torch.zeros(1, 4, kvh, d, dtype=torch.float16)
+    v_cache = torch.zeros(1, 4, kvh, d, dtype=torch.float16)
+    ones, zeros = torch.ones(1, d), torch.zeros(1, d)
+    ops.rope_and_cache(qkv, ones, zeros, k_cache, v_cache, torch.tensor([2]), h, kvh, d)
+    assert bool((v_cache[0, 2] == 65504.0).all())
+    assert torch.equal(_to_cache(qkv[:, 2 * d :], torch.float16), v_cache[0, 2].view(1, -1))
+
+
+@needs_kernels
+def test_the_cache_kernels_refuse_slots_and_lengths_outside_the_cache() -> None:
+    h, kvh, d = 2, 1, 16
+    cache = torch.zeros(2, 4, kvh, d)
+    qkv, ones, zeros = torch.zeros(1, (h + 2 * kvh) * d), torch.ones(1, d), torch.zeros(1, d)
+    with pytest.raises(RuntimeError, match="outside the cache"):
+        ops.rope_and_cache(qkv, ones, zeros, cache, cache.clone(), torch.tensor([8]), h, kvh, d)
+    q = torch.zeros(1, h, d)
+    with pytest.raises(RuntimeError, match="past its block table"):
+        ops.paged_decode_attention(q, cache, cache, torch.tensor([[0]]), torch.tensor([5]), 1.0)
+    with pytest.raises(RuntimeError, match="block outside the cache"):
+        ops.paged_decode_attention(q, cache, cache, torch.tensor([[7]]), torch.tensor([3]), 1.0)
+
+
+@needs_kernels
+@pytest.mark.parametrize("cache_dtype", [torch.float32, torch.float16])
+def test_long_contexts_match_sdpa_and_do_not_depend_on_the_batch(
+    cache_dtype: torch.dtype,
+) -> None:
+    """Contexts of hundreds of blocks: SDPA's result, and a sequence's output is the same
+    alone as beside others."""
+    torch.manual_seed(7)
+    h, kvh, d, bs = 9, 3, 64, 16
+    lens = torch.tensor([1100, 3, 512, 513])
+    w = -(-int(lens.max()) // bs)
+    blocks = 1 + int(sum(-(-int(n) // bs) for n in lens))
+    k_cache = torch.randn(blocks, bs, kvh, d).to(cache_dtype)
+    v_cache = torch.randn(blocks, bs, kvh, d).to(cache_dtype)
+    order = torch.randperm(blocks - 1) + 1
+    tables, used = torch.zeros(4, w, dtype=torch.long), 0
+    for i, n in enumerate(lens.tolist()):
+        need = -(-n // bs)
+        tables[i, :need] = order[used : used + need]
+        used += need
+    q = torch.randn(4, h, d)
+    out = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, d**-0.5)
+    for i in range(4):
+        keys = k_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
+        vals = v_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
+        ref = F.scaled_dot_product_attention(
+            q[i][:, None], keys.float().transpose(0, 1), vals.float().transpose(0, 1)
+        )[:, 0]
+        torch.testing.assert_close(out[i].view(h, d), ref, rtol=1e-5, atol=1e-5)
+        alone = ops.paged_decode_attention(
+            q[i : i + 1], k_cache, v_cache, tables[i : i + 1], lens[i : i + 1], d**-0.5
+        )
+        assert torch.equal(alone[0], out[i])
