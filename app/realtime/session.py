@@ -2,7 +2,8 @@
 
 The session only dispatches: input audio and turn taking live in the `TurnCoordinator`,
 answers in `Responses`, events go out through the `Outbox` (in the client's dialect).
-Dependencies run one way: session -> turns -> responses -> conversation / LLM / sink.
+Dependencies run one way: session -> turns and session -> responses (neither imports the
+other; what both speak of is in handoff.py) -> conversation / LLM / sink.
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ from app.realtime.outbox import Outbox
 from app.realtime.responses.controller import Responses
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome
 from app.realtime.session_config import SessionConfig
-from app.realtime.turns.coordinator import TurnCoordinator, TurnPolicy
+from app.realtime.turns.coordinator import TurnCoordinator
 from app.realtime.turns.echo import EchoReference
 from app.realtime.turns.input_audio import InputAudio
+from app.realtime.turns.turn import TurnPolicy
 
 log = logging.getLogger("r1voice.session")
 

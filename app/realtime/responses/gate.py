@@ -11,15 +11,9 @@ transcript differs).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
-EventSink = Callable[[dict[str, Any]], None]
-
-
-def same_utterance(early_text: str, final_text: str) -> bool:
-    """Whether an early answer answered exactly what the final transcript says."""
-    return early_text.strip() == final_text.strip()
+from app.realtime.handoff import EventSink
 
 
 class EventGate:

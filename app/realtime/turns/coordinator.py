@@ -29,8 +29,7 @@ from app.protocol import events
 from app.protocol.errors import ProtocolError
 from app.protocol.schemas import AudioFormat, TurnDetection
 from app.realtime.conversation import Conversation, Item
-from app.realtime.responses.gate import EventSink
-from app.realtime.responses.spec import TurnTiming
+from app.realtime.handoff import EventSink, TurnTiming
 from app.realtime.turns.committed import answer_committed, transcribe_committed
 from app.realtime.turns.echo import CHECK_EVERY, WINDOW, EchoReference
 from app.realtime.turns.input_audio import InputAudio

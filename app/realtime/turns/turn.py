@@ -10,7 +10,7 @@ import numpy as np
 
 from app.audio import PIPELINE_RATE, AudioBuffer
 from app.realtime.conversation import Item
-from app.realtime.responses.spec import TurnTiming
+from app.realtime.handoff import TurnTiming
 from app.realtime.turns.transcriber import TurnTranscriber
 
 

@@ -11,8 +11,9 @@ from typing import Any
 from app.llm import ChatMessage, GenerationParams, LLMBackendError, LLMDelta
 from app.protocol.schemas import AudioFormat
 from app.realtime.conversation import Conversation, Item
+from app.realtime.handoff import TurnTiming
 from app.realtime.responses.response import Response
-from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec, TurnTiming
+from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec
 from tests.fakes import ScriptedLLM, ScriptedVoices
 
 COMMON_START = [

@@ -14,7 +14,7 @@ import pytest
 from app.executor import ModelExecutor
 from app.protocol.schemas import AudioFormat, TurnDetection
 from app.realtime.conversation import Conversation
-from app.realtime.responses.spec import TurnTiming
+from app.realtime.handoff import TurnTiming
 from app.realtime.turns.coordinator import TurnCoordinator
 from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.turn import TurnPolicy
