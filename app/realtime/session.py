@@ -38,7 +38,7 @@ from app.protocol.schemas import (
 )
 from app.realtime.conversation import Conversation, ConversationLimits, Item
 from app.realtime.outbox import Outbox
-from app.realtime.responses.controller import Responses
+from app.realtime.responses.responses import Responses
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome
 from app.realtime.session_config import SessionConfig
 from app.realtime.turns.coordinator import TurnCoordinator
