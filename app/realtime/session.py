@@ -54,6 +54,7 @@ class Session:
 
     def __init__(
         self,
+        *,
         components: Components,
         dialect: str | None = None,
         on_response: Callable[[ResponseOutcome], None] = lambda _outcome: None,
@@ -80,22 +81,22 @@ class Session:
         )
         self.echo = EchoReference(threshold=settings.echo_correlation)
         deps = ResponseDeps(
-            self.outbox.emit,
-            self.conversation,
-            components.llm,
-            components.tts,
-            settings.audio_lead_ms,
-            self.echo.played,
+            sink=self.outbox.emit,
+            conversation=self.conversation,
+            llm=components.llm,
+            voices=components.tts,
+            audio_lead_ms=settings.audio_lead_ms,
+            on_audio=self.echo.played,
         )
         self.responses = Responses(self.config, deps, on_response)
         self.turns = TurnCoordinator(
-            InputAudio(components.vad, self.config.input_format, self.config.turn_detection),
-            self.asr,
-            self.conversation,
-            self.responses,
-            self.outbox.emit,
-            TurnPolicy(settings.barge_in_hold_ms, settings.turn_merge_window_ms),
-            self.config.turn_detection,
+            audio=InputAudio(components.vad, self.config.input_format, self.config.turn_detection),
+            asr=self.asr,
+            conversation=self.conversation,
+            responses=self.responses,
+            emit=self.outbox.emit,
+            policy=TurnPolicy(settings.barge_in_hold_ms, settings.turn_merge_window_ms),
+            turn_detection=self.config.turn_detection,
             scorer=components.turn,
             on_merge=on_merge,
             echo=self.echo,

@@ -56,7 +56,7 @@ class ResponseOutcome:
     reason: str | None = None  # a cancelled one's: "turn_detected" (barge-in), "client_cancelled"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ResponseDeps:
     """The narrow world a response talks to."""
 

@@ -44,7 +44,7 @@ log = logging.getLogger("r1voice.turns")
 MIN_COMMIT_MS = 100
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TurnCoordinator:
     audio: InputAudio
     asr: SpeechRecognizer
@@ -57,10 +57,10 @@ class TurnCoordinator:
     scorer: TurnScorer | None = None  # the turn model, for semantic_vad
     on_merge: Callable[[str], None] = lambda _detection: None  # a continued turn, counted
     echo: EchoReference | None = None  # what the client plays: our voice is no barge-in
-    turn: SpeechTurn | None = None
-    last: CommittedTurn | None = None
-    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
-    _closed: bool = False
+    turn: SpeechTurn | None = field(default=None, init=False)  # the turn being spoken
+    last: CommittedTurn | None = field(default=None, init=False)  # may still be continued
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+    _closed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         scorer = self.scorer

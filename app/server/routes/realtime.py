@@ -112,7 +112,11 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
     extensions = websocket.query_params.get("r1voice_events", "") in ("1", "true")
     metrics = state.metrics
     session = Session(
-        components, _dialect(websocket), metrics.record_response, extensions, metrics.record_merge
+        components=components,
+        dialect=_dialect(websocket),
+        on_response=metrics.record_response,
+        extensions=extensions,
+        on_merge=metrics.record_merge,
     )
     state.sessions[session.id] = session
 

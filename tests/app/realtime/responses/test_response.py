@@ -38,7 +38,13 @@ class Harness:
         self.conversation = Conversation()
         self.conversation.add(Item(id="user1", role="user", text="What is it?"))
         self.voices = voices or ScriptedVoices(seconds_per_clause=0.2)
-        deps = ResponseDeps(self.events.append, self.conversation, llm, self.voices, 10_000)
+        deps = ResponseDeps(
+            sink=self.events.append,
+            conversation=self.conversation,
+            llm=llm,
+            voices=self.voices,
+            audio_lead_ms=10_000,
+        )
         spec = ResponseSpec(
             audio=audio,
             instructions="be brief",
