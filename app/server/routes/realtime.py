@@ -52,7 +52,8 @@ def _dialect(websocket: WebSocket) -> str | None:
 async def _drained(session: Session, drain: Drain) -> None:
     """Returns once the server drains and this session is idle (or the drain timed out)."""
     await drain.started.wait()
-    while not (session.idle or drain.deadline.is_set()):
+    # Polled: `idle` is computed from the answer, the turn and their tasks; no event says it.
+    while not (session.idle or drain.deadline.is_set()):  # noqa: ASYNC110
         await asyncio.sleep(0.05)
 
 

@@ -55,9 +55,11 @@ class Harness:
             early_user_text=early,
         )
         self.response = Response(spec, deps, TurnTiming(0.0, 0.0), self._done)
+        self.finished = asyncio.Event()  # the response reported its end
 
     def _done(self, _response: Response, outcome: ResponseOutcome) -> None:
         self.outcomes.append(outcome)
+        self.finished.set()
 
     @property
     def types(self) -> list[str]:
@@ -66,8 +68,7 @@ class Harness:
 
 async def run_to_end(h: Harness) -> None:
     h.response.start()
-    while not h.response.done:
-        await asyncio.sleep(0.001)
+    await h.finished.wait()
 
 
 def test_text_response_events_in_order() -> None:
@@ -184,8 +185,7 @@ def test_backend_refusal_keeps_its_code() -> None:
 def test_cancel_closes_the_llm_request() -> None:
     async def main(h: Harness) -> None:
         h.response.start()
-        while not h.llm.running:
-            await asyncio.sleep(0.001)
+        await h.llm.opened.wait()
         await h.response.cancel("turn_detected")
 
     h = Harness(ScriptedLLM(hold=asyncio.Event()))
@@ -237,15 +237,13 @@ def test_cancel_does_not_swallow_the_callers_own_cancellation() -> None:
 
     async def main(h: Harness, llm: SlowCleanupLLM) -> bool:
         h.response.start()
-        while not llm.running:
-            await asyncio.sleep(0.001)
+        await llm.opened.wait()
         caller = asyncio.create_task(h.response.cancel())
         await asyncio.sleep(0.01)  # the caller now waits for the response to unwind
         caller.cancel()
         await asyncio.wait([caller])
         llm.closed.set()
-        while not h.response.done:
-            await asyncio.sleep(0.001)
+        await h.finished.wait()
         return caller.cancelled()
 
     llm = SlowCleanupLLM()
@@ -261,8 +259,7 @@ def test_early_answer_is_unseen_until_released() -> None:
             await asyncio.sleep(0.001)
         before = list(h.types)
         h.response.release(TurnTiming(0.0, 0.0), "user1")
-        while not h.response.done:
-            await asyncio.sleep(0.001)
+        await h.finished.wait()
         return before
 
     h = Harness(ScriptedLLM(["Fine."]), early="how are you")
