@@ -68,12 +68,10 @@ class SemanticEnd:
     def __init__(
         self,
         scorer: TurnScorer,
-        audio_of: Callable[[SpeechTurn, int], np.ndarray],
         end_turn: Callable[[SpeechTurn, int], Awaitable[None]],
         end_pause_after: Callable[[int, int], Awaitable[None]],
     ) -> None:
         self.scorer = scorer
-        self.audio_of = audio_of  # the turn's audio up to a stream position
         self.end_turn = end_turn  # end `turn` at a stream position
         # end the turn if the pause that began at a stream position lasts this many ms
         self.end_pause_after = end_pause_after
@@ -85,26 +83,32 @@ class SemanticEnd:
         self,
         turn: SpeechTurn,
         sample: int,
+        audio: np.ndarray,
         words: asyncio.Task[str] | None = None,
         patience: Patience = PATIENCE["auto"],
     ) -> None:
-        """The VAD heard the speech of `turn` pause at stream position `sample`; `words`
-        is the transcription of the speech up to there. The score reads the audio up to
-        exactly there (not to wherever the client's last append happened to end), so the
-        verdict does not depend on append sizes. `patience` is the eagerness's (see
-        turn_words): a doubtful pause ends the turn once it has lasted its doubt wait."""
+        """The VAD heard the speech of `turn` pause at stream position `sample`; `audio` is
+        the turn's audio up to exactly there (not to wherever the client's last append
+        happened to end, so the verdict does not depend on append sizes) and `words` its
+        transcription. `patience` is the eagerness's (see turn_words): a doubtful pause
+        ends the turn once it has lasted its doubt wait."""
         self._pause = turn
         self.scores, self.verdicts = [], []
-        await self._judge(turn, sample, words, patience)
+        await self._judge(turn, sample, audio, words, patience)
 
     def resumed(self) -> None:
         self._pause = None
 
     async def _judge(
-        self, turn: SpeechTurn, sample: int, words: asyncio.Task[str] | None, patience: Patience
+        self,
+        turn: SpeechTurn,
+        sample: int,
+        audio: np.ndarray,
+        words: asyncio.Task[str] | None,
+        patience: Patience,
     ) -> None:
         try:
-            probability = await self.scorer.score(self.audio_of(turn, sample))
+            probability = await self.scorer.score(audio)
         except Exception:  # a failed score leaves the silence window in charge
             log.exception("turn model failed")
             return

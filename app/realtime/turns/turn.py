@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from app.audio import PIPELINE_RATE, AudioBuffer
+from app.audio import PIPELINE_RATE
 from app.realtime.conversation import Item
 from app.realtime.handoff import TurnTiming
 from app.realtime.turns.transcriber import TurnTranscriber
@@ -91,13 +91,6 @@ class SpeechTurn:
         early, self.early = self.early, None
         if early is not None:
             await early.discard()
-
-    def audio_until(self, end: int, buffer: AudioBuffer, padding: int) -> np.ndarray:
-        """The turn's audio up to stream position `end` (with the turn it continues)."""
-        if self.carry is not None:
-            earlier, earlier_end = self.carry
-            return np.concatenate([earlier, buffer.view(earlier_end, end)])
-        return buffer.view(self.start - padding, end)
 
 
 @dataclass
