@@ -7,7 +7,7 @@
   turn continues it, unless its answer was already shown or played: that turn and its
   unseen answer are deleted and the whole utterance is transcribed again, so nobody
   answers half a sentence. A clear or a manual commit ends that chance.
-- Early answers: at the first ~100 ms of silence (a lull) the final transcription
+- Early answers: at the VAD's lull (see `VADConfig.lull_ms`) the final transcription
   starts; if it is ready before the turn really ends, the answer starts too, held
   unseen (see responses/gate.py) until the committed transcript confirms it.
 It talks to the outside through an event sink and a narrow `ResponseStarter`.

@@ -106,8 +106,8 @@ class CommittedTurn:
     early: Answer | None = None
     task: asyncio.Task[None] | None = None
     answer: Answer | None = None
-    # the silence heard after `audio` (the final pass hears it too: see
-    # TurnCoordinator._asr_audio); not part of the item's audio
+    # the silence heard after `audio`, up to the coordinator's ASR_TAIL (the final pass
+    # hears it too: see `heard`); not part of the item's audio
     silence_after: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
 
     @property
