@@ -8,7 +8,6 @@ other; what both speak of is in handoff.py) -> conversation / LLM / sink.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -18,7 +17,12 @@ from app.llm.tool_calls import call_text
 from app.models.components import Components
 from app.models.transcribers import ChosenTranscriber
 from app.protocol import events
-from app.protocol.dialect import GA, ga_session_patch, looks_ga, session_to_ga
+from app.protocol.dialect import (
+    GA,
+    flat_session_update,
+    ga_session_update,
+    session_to_ga,
+)
 from app.protocol.errors import ProtocolError
 from app.protocol.parsing import parse_client_event
 from app.protocol.schemas import (
@@ -157,31 +161,12 @@ class Session:
 
     def _normalize(self, raw: str | bytes) -> str | bytes:
         """GA `session.update` -> the flat shape we validate (and switch to GA)."""
-        marker = "session.update"
-        if (marker.encode() if isinstance(raw, bytes) else marker) not in raw:  # type: ignore[operator]
-            return raw  # the common case (audio appends): no JSON parsed twice
-        try:
-            data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            return raw  # parse_client_event reports it
-        if not isinstance(data, dict) or data.get("type") != "session.update":
-            return raw
-        session = data.get("session")
-        if not isinstance(session, dict) or not looks_ga(session):
+        update = ga_session_update(raw)
+        if update is None:
             return raw
         if not self._dialect_fixed:
             self.outbox.dialect = GA
-        try:
-            if session.get("type") not in (None, "realtime"):
-                raise ProtocolError(
-                    "unsupported_session_type",
-                    f"session type '{session.get('type')}' is not supported; use 'realtime'",
-                    param="session.type",
-                )
-            return json.dumps({**data, "session": ga_session_patch(session)})
-        except ProtocolError as exc:
-            exc.event_id = data.get("event_id") if isinstance(data.get("event_id"), str) else None
-            raise
+        return flat_session_update(update)
 
     async def _dispatch(self, event: Any, arrived_at: float) -> None:
         if isinstance(event, AudioAppend):

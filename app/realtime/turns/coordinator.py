@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.audio import PIPELINE_RATE
 from app.protocol import events
-from app.protocol.errors import ProtocolError
 from app.protocol.schemas import AudioFormat, TurnDetection
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink, TurnTiming
@@ -40,8 +38,6 @@ from app.realtime.turns.vad_stream import VADEvent
 # A final pass hears up to this much of the silence after the speech (as far as heard):
 # the VAD's silence start may cut a word's fading end ("France" -> "friend").
 ASR_TAIL = PIPELINE_RATE * 200 // 1000
-log = logging.getLogger("r1voice.turns")
-MIN_COMMIT_MS = 100
 
 
 @dataclass(kw_only=True)
@@ -242,13 +238,7 @@ class TurnCoordinator:
     # -- commits ------------------------------------------------------------------------
 
     async def commit_manual(self) -> None:
-        ms = self.audio.buffered_ms()
-        if ms < MIN_COMMIT_MS:
-            raise ProtocolError(
-                "input_audio_buffer_commit_empty",
-                f"buffer too small: expected at least {MIN_COMMIT_MS} ms of audio, "
-                f"but the buffer only has {ms} ms",
-            )
+        self.audio.check_committable()
         await self._drop_open_turn()
         audio, end = self.audio.take_all()
         item = Item(id=events.new_id("item"), role="user", audio=True)

@@ -21,6 +21,7 @@ from app.protocol.schemas import AudioFormat, TurnDetection
 from app.realtime.turns.vad_stream import VADConfig, VADEvent, VADStream
 
 MAX_BUFFER_S = 15 * 60  # without VAD, a client must commit at least this often
+MIN_COMMIT_MS = 100  # a manual commit of less is refused (the spec's error)
 REAL_TIME_S = 0.5  # audio this far ahead of real time, at most, comes from a microphone
 
 
@@ -143,9 +144,15 @@ class InputAudio:
         """The stream position where the audio heard so far ends."""
         return self.buffer.end
 
-    def buffered_ms(self) -> int:
-        """How much audio is buffered (a manual commit takes all of it)."""
-        return self.buffer.size * 1000 // PIPELINE_RATE
+    def check_committable(self) -> None:
+        """Refuse a manual commit of a buffer shorter than MIN_COMMIT_MS."""
+        ms = self.buffer.size * 1000 // PIPELINE_RATE
+        if ms < MIN_COMMIT_MS:
+            raise ProtocolError(
+                "input_audio_buffer_commit_empty",
+                f"buffer too small: expected at least {MIN_COMMIT_MS} ms of audio, "
+                f"but the buffer only has {ms} ms",
+            )
 
     def speaking(self) -> bool:
         """Whether the VAD hears speech now."""
