@@ -117,14 +117,15 @@ async def _overload(
     return list(await asyncio.gather(*tasks))
 
 
-async def _wait_idle(client: httpx.AsyncClient, timeout: float = 180.0) -> dict[str, Any]:
+async def _wait_idle(client: httpx.AsyncClient, give_up_s: float = 180.0) -> dict[str, Any]:
+    """The engine's state once it is idle, or as it is after `give_up_s`."""
     start = time.monotonic()
     while True:
         page = (await client.get("/metrics")).text
         running = metric(page, "vllm:num_requests_running")
         waiting = metric(page, "vllm:num_requests_waiting")
         usage = metric(page, "vllm:kv_cache_usage_perc")
-        if (running, waiting, usage) == (0, 0, 0) or time.monotonic() - start > timeout:
+        if (running, waiting, usage) == (0, 0, 0) or time.monotonic() - start > give_up_s:
             return {
                 "running": running,
                 "waiting": waiting,
@@ -142,7 +143,8 @@ async def _drain(client: httpx.AsyncClient, ws_url: str, server: Server, n: int)
     sent = time.monotonic()
     os.kill(server.proc.pid, signal.SIGTERM)
     outcomes = await asyncio.gather(*tasks)
-    while server.proc.poll() is None and time.monotonic() - sent < 120:
+    # a child process has no event to await: poll it
+    while server.proc.poll() is None and time.monotonic() - sent < 120:  # noqa: ASYNC110
         await asyncio.sleep(0.05)
     done = [o for o in outcomes if o.status in (200, "completed")]
     return {

@@ -84,7 +84,8 @@ async def _round(url: str, n: int, concurrency: int, rng: random.Random) -> Coun
     return Counter(await asyncio.gather(*(session(b) for b in plan)))
 
 
-async def _settled(client: httpx.AsyncClient, timeout: float = 60.0) -> dict[str, Any]:
+async def _settled(client: httpx.AsyncClient, give_up_s: float = 60.0) -> dict[str, Any]:
+    """The server's load once it has settled, or as it is after `give_up_s`."""
     start = time.monotonic()
     while True:
         page = (await client.get("/metrics")).text
@@ -94,7 +95,7 @@ async def _settled(client: httpx.AsyncClient, timeout: float = 60.0) -> dict[str
             "kv_cache_usage": metric(page, "vllm:kv_cache_usage_perc"),
             "open_sessions": metric(page, "r1voice_active_sessions"),
         }
-        if all(v == 0 for v in state.values()) or time.monotonic() - start > timeout:
+        if all(v == 0 for v in state.values()) or time.monotonic() - start > give_up_s:
             return {**state, "settled_after_s": round(time.monotonic() - start, 2)}
         await asyncio.sleep(0.25)
 

@@ -45,12 +45,14 @@ class ScriptedLLM(LLMBackend):
         self.fail = fail
         self.prompts: list[list[ChatMessage]] = []
         self.running: set[str] = set()  # requests whose stream is open
+        self.opened = asyncio.Event()  # set once a stream has opened
 
     async def stream_chat(
         self, messages: list[ChatMessage], params: GenerationParams, request_id: str
     ) -> AsyncGenerator[LLMDelta, None]:
         self.prompts.append(messages)
         self.running.add(request_id)
+        self.opened.set()
         try:
             if self.hold is not None:
                 await self.hold.wait()

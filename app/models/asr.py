@@ -16,7 +16,7 @@ WINDOW_S = 30  # Whisper's input window
 FRAMES_PER_S = 100  # log-mel frames (10 ms hop)
 # A clip shorter than Whisper's window is encoded over a window fitted to it (its length
 # plus WINDOW_MARGIN_S, at least MIN_WINDOW_S) instead of 30 s of mostly padding: the
-# encoder's cost follows the window (tiny.en here: 250 ms at 30 s, ~100 ms at 12 s).
+# encoder's cost follows the window.
 # Below ~10 s tiny.en starts to loop ("What is the capital of France? What is the..."),
 # which `_repeats` catches and the full window then redoes. Measured in the README.
 MIN_WINDOW_S = 12.0

@@ -2,8 +2,8 @@
 
 The server's ASR model (`R1VOICE_ASR_MODEL`) loads and warms up at start; every other
 bundled ASR model that is installed loads the first time a session asks for it (on a
-loader thread of its own: whisper-base takes ~0.7 s here, and no transcription waits
-behind it) and stays loaded for the next session. Each loaded model keeps its own
+loader thread of its own: a load takes a while, and no transcription waits behind
+it) and stays loaded for the next session. Each loaded model keeps its own
 executor, so a session on whisper-base never queues behind one on tiny.en.
 """
 

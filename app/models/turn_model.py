@@ -66,8 +66,8 @@ def log_mel(audio_16k: np.ndarray) -> np.ndarray:
 
 
 class SmartTurnModel:
-    """The loaded turn model; `complete_probability` is blocking (~13 ms on 2 threads):
-    run it on `executor`, never behind ASR."""
+    """The loaded turn model; `complete_probability` is blocking (an ONNX run): run it on
+    `executor`, never behind ASR."""
 
     def __init__(self, path: Path, threads: int = 1) -> None:
         opts = onnxruntime.SessionOptions()

@@ -8,6 +8,7 @@ realtime=v1` header, the `openai-beta.realtime-v1` subprotocol, or `?dialect=bet
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from app.protocol.errors import ProtocolError
@@ -101,6 +102,43 @@ def ga_session_patch(session: dict[str, Any]) -> dict[str, Any]:
 
 def looks_ga(session: dict[str, Any]) -> bool:
     return session.get("type") == "realtime" or "audio" in session or "output_modalities" in session
+
+
+def ga_session_update(raw: str | bytes) -> dict[str, Any] | None:
+    """The GA `session.update` in a client message, parsed; None for any other message
+    (the common case, audio appends, is not parsed twice) or one that does not parse
+    (parse_client_event reports it)."""
+    marker = "session.update"
+    if (marker.encode() if isinstance(raw, bytes) else marker) not in raw:  # type: ignore[operator]
+        return None
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("type") != "session.update":
+        return None
+    session = data.get("session")
+    if not isinstance(session, dict) or not looks_ga(session):
+        return None
+    return data
+
+
+def flat_session_update(update: dict[str, Any]) -> str:
+    """A GA `session.update` (see ga_session_update) -> the flat one we validate. An error
+    carries the update's `event_id`."""
+    session = update["session"]
+    try:
+        if session.get("type") not in (None, "realtime"):
+            raise ProtocolError(
+                "unsupported_session_type",
+                f"session type '{session.get('type')}' is not supported; use 'realtime'",
+                param="session.type",
+            )
+        return json.dumps({**update, "session": ga_session_patch(session)})
+    except ProtocolError as exc:
+        event_id = update.get("event_id")
+        exc.event_id = event_id if isinstance(event_id, str) else None
+        raise
 
 
 def session_to_ga(beta: dict[str, Any]) -> dict[str, Any]:

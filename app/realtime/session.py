@@ -2,12 +2,12 @@
 
 The session only dispatches: input audio and turn taking live in the `TurnCoordinator`,
 answers in `Responses`, events go out through the `Outbox` (in the client's dialect).
-Dependencies run one way: session -> turns -> responses -> conversation / LLM / sink.
+Dependencies run one way: session -> turns and session -> responses (neither imports the
+other; what both speak of is in handoff.py) -> conversation / LLM / sink.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -17,7 +17,12 @@ from app.llm.tool_calls import call_text
 from app.models.components import Components
 from app.models.transcribers import ChosenTranscriber
 from app.protocol import events
-from app.protocol.dialect import GA, ga_session_patch, looks_ga, session_to_ga
+from app.protocol.dialect import (
+    GA,
+    flat_session_update,
+    ga_session_update,
+    session_to_ga,
+)
 from app.protocol.errors import ProtocolError
 from app.protocol.parsing import parse_client_event
 from app.protocol.schemas import (
@@ -37,12 +42,13 @@ from app.protocol.schemas import (
 )
 from app.realtime.conversation import Conversation, ConversationLimits, Item
 from app.realtime.outbox import Outbox
-from app.realtime.responses.controller import Responses
+from app.realtime.responses.responses import Responses
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome
 from app.realtime.session_config import SessionConfig
-from app.realtime.turns.coordinator import TurnCoordinator, TurnPolicy
+from app.realtime.turns.coordinator import TurnCoordinator
 from app.realtime.turns.echo import EchoReference
 from app.realtime.turns.input_audio import InputAudio
+from app.realtime.turns.turn import TurnPolicy
 
 log = logging.getLogger("r1voice.session")
 
@@ -52,6 +58,7 @@ class Session:
 
     def __init__(
         self,
+        *,
         components: Components,
         dialect: str | None = None,
         on_response: Callable[[ResponseOutcome], None] = lambda _outcome: None,
@@ -78,22 +85,22 @@ class Session:
         )
         self.echo = EchoReference(threshold=settings.echo_correlation)
         deps = ResponseDeps(
-            self.outbox.emit,
-            self.conversation,
-            components.llm,
-            components.tts,
-            settings.audio_lead_ms,
-            self.echo.played,
+            sink=self.outbox.emit,
+            conversation=self.conversation,
+            llm=components.llm,
+            voices=components.tts,
+            audio_lead_ms=settings.audio_lead_ms,
+            on_audio=self.echo.played,
         )
         self.responses = Responses(self.config, deps, on_response)
         self.turns = TurnCoordinator(
-            InputAudio(components.vad, self.config.input_format, self.config.turn_detection),
-            self.asr,
-            self.conversation,
-            self.responses,
-            self.outbox.emit,
-            TurnPolicy(settings.barge_in_hold_ms, settings.turn_merge_window_ms),
-            self.config.turn_detection,
+            audio=InputAudio(components.vad, self.config.input_format, self.config.turn_detection),
+            asr=self.asr,
+            conversation=self.conversation,
+            responses=self.responses,
+            emit=self.outbox.emit,
+            policy=TurnPolicy(settings.barge_in_hold_ms, settings.turn_merge_window_ms),
+            turn_detection=self.config.turn_detection,
             scorer=components.turn,
             on_merge=on_merge,
             echo=self.echo,
@@ -154,31 +161,12 @@ class Session:
 
     def _normalize(self, raw: str | bytes) -> str | bytes:
         """GA `session.update` -> the flat shape we validate (and switch to GA)."""
-        marker = "session.update"
-        if (marker.encode() if isinstance(raw, bytes) else marker) not in raw:  # type: ignore[operator]
-            return raw  # the common case (audio appends): no JSON parsed twice
-        try:
-            data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            return raw  # parse_client_event reports it
-        if not isinstance(data, dict) or data.get("type") != "session.update":
-            return raw
-        session = data.get("session")
-        if not isinstance(session, dict) or not looks_ga(session):
+        update = ga_session_update(raw)
+        if update is None:
             return raw
         if not self._dialect_fixed:
             self.outbox.dialect = GA
-        try:
-            if session.get("type") not in (None, "realtime"):
-                raise ProtocolError(
-                    "unsupported_session_type",
-                    f"session type '{session.get('type')}' is not supported; use 'realtime'",
-                    param="session.type",
-                )
-            return json.dumps({**data, "session": ga_session_patch(session)})
-        except ProtocolError as exc:
-            exc.event_id = data.get("event_id") if isinstance(data.get("event_id"), str) else None
-            raise
+        return flat_session_update(update)
 
     async def _dispatch(self, event: Any, arrived_at: float) -> None:
         if isinstance(event, AudioAppend):

@@ -67,12 +67,13 @@ class DrainingServer(uvicorn.Server):
         self._drainer = asyncio.create_task(self._drain_then_exit())
 
     async def _drain_then_exit(self) -> None:
+        # Polled: sessions end in their own routes, and nothing signals "the last one ended".
         deadline = time.monotonic() + self.timeout_s
-        while self.sessions and time.monotonic() < deadline:
+        while self.sessions and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(POLL_S)
         self.drain.deadline.set()
         grace = time.monotonic() + CLOSE_GRACE_S
-        while self.sessions and time.monotonic() < grace:
+        while self.sessions and time.monotonic() < grace:  # noqa: ASYNC110
             await asyncio.sleep(POLL_S)
         # HTTP requests still running get what is left of the timeout, then uvicorn stops.
         self.config.timeout_graceful_shutdown = max(1, round(deadline - time.monotonic()))

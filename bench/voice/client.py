@@ -13,7 +13,7 @@ def _ms(t: float | None, since: float | None) -> float | None:
     return None if t is None or since is None else round((t - since) * 1000, 1)
 
 
-async def voice_turn(conn: Conn, clip: Clip, timeout: float) -> dict[str, Any]:
+async def voice_turn(conn: Conn, clip: Clip, turn_timeout: float) -> dict[str, Any]:
     """Say the clip, keep the microphone on (silence), wait for the answer and its metrics."""
     start = len(conn.log)
     turn: dict[str, Any] = {
@@ -27,13 +27,13 @@ async def voice_turn(conn: Conn, clip: Clip, timeout: float) -> dict[str, Any]:
         # The answer to the whole utterance is the first response created after its end
         # (answers to a part of it, before a pause, are created earlier and cancelled).
         i_created, _, created = await conn.wait_for(
-            lambda t, e: e["type"] == "response.created" and t > last_sent, start, timeout
+            lambda t, e: e["type"] == "response.created" and t > last_sent, start, turn_timeout
         )
         rid = created["response"]["id"]
         i_done, t_done, done = await conn.wait_for(
             lambda t, e: e["type"] == "response.done" and e["response"]["id"] == rid,
             i_created,
-            timeout,
+            turn_timeout,
         )
         turn["status"] = done["response"]["status"]
         try:
@@ -57,7 +57,7 @@ async def voice_turn(conn: Conn, clip: Clip, timeout: float) -> dict[str, Any]:
             turn["problem"] = "no r1voice.turn.metrics within 5 s after response.done"
     except TimeoutError:
         turn["status"] = "timeout"
-        turn["problem"] = f"no complete answer within {timeout:.0f} s"
+        turn["problem"] = f"no complete answer within {turn_timeout:.0f} s"
         rid, t_done = None, None
     events = conn.events(start)
     first_audio = next(
@@ -101,7 +101,7 @@ async def _pause_after(speech_end: float | None, merge_window_s: float) -> None:
 
 
 async def run_session(
-    url: str, clips: list[Clip], delay: float, timeout: float, merge_window_s: float
+    url: str, clips: list[Clip], delay: float, turn_timeout: float, merge_window_s: float
 ) -> dict[str, Any]:
     import asyncio
 
@@ -117,7 +117,7 @@ async def run_session(
     try:
         await asyncio.sleep(0.5)  # the microphone is on before anyone speaks
         for clip in clips:
-            turn = await voice_turn(conn, clip, timeout)
+            turn = await voice_turn(conn, clip, turn_timeout)
             turns.append(turn)
             await _pause_after(turn.pop("speech_end"), merge_window_s)
     except (ConnectionError, OSError, websockets.exceptions.WebSocketException) as exc:
@@ -129,7 +129,7 @@ async def run_session(
 
 
 async def barge_in_trial(
-    conn: Conn, interruption: Clip, timeout: float, merge_window_s: float
+    conn: Conn, interruption: Clip, turn_timeout: float, merge_window_s: float
 ) -> dict[str, Any]:
     """A typed request for a long answer; once its audio streams, the user talks over it."""
     start = len(conn.log)
@@ -152,23 +152,23 @@ async def barge_in_trial(
     )
     try:
         i_created, _, created = await conn.wait_for(
-            lambda t, e: e["type"] == "response.created", start, timeout
+            lambda t, e: e["type"] == "response.created", start, turn_timeout
         )
         rid = created["response"]["id"]
         await conn.wait_for(
             lambda t, e: e["type"] in AUDIO_DELTAS and e.get("response_id") == rid,
             i_created,
-            timeout,
+            turn_timeout,
         )
     except TimeoutError:
-        trial["reason"] = f"no audio of the long answer within {timeout:.0f} s"
+        trial["reason"] = f"no audio of the long answer within {turn_timeout:.0f} s"
         return trial
     first_sent, last_sent = await conn.say(interruption.pcm)
     try:
         i_done, t_done, done = await conn.wait_for(
             lambda t, e: e["type"] == "response.done" and e["response"]["id"] == rid,
             i_created,
-            timeout,
+            turn_timeout,
         )
     except TimeoutError:
         trial["reason"] = "the long answer never finished (no response.done)"
@@ -212,7 +212,7 @@ async def barge_in_trial(
     # the next trial starts on a quiet session.
     try:
         i2, _, c2 = await conn.wait_for(
-            lambda t, e: e["type"] == "response.created" and t > last_sent, i_done, timeout
+            lambda t, e: e["type"] == "response.created" and t > last_sent, i_done, turn_timeout
         )
         rid2 = c2["response"]["id"]
 
@@ -221,7 +221,7 @@ async def barge_in_trial(
 
         if not any(is_done(t, e) for t, e in conn.events(i2)):
             await conn.send({"type": "response.cancel"})
-        await conn.wait_for(is_done, i2, timeout)
+        await conn.wait_for(is_done, i2, turn_timeout)
     except TimeoutError:
         trial["note"] = "the interruption got no answer to cancel"
     await _pause_after(last_sent, merge_window_s)

@@ -150,14 +150,15 @@ class Conn:
         return await done
 
     async def wait_for(
-        self, match: Any, start: int, timeout: float
+        self, match: Any, start: int, within_s: float
     ) -> tuple[int, float, dict[str, Any]]:
         """The first logged event from index `start` with match(arrival, event) true:
-        (index, arrival time, event). TimeoutError, or ConnectionError if closed."""
+        (index, arrival time, event). TimeoutError if none arrives within `within_s`,
+        or ConnectionError if closed."""
         import asyncio
 
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = loop.time() + within_s
         i = start
         while True:
             while i < len(self.log):

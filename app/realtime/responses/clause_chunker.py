@@ -11,8 +11,8 @@ import re
 _BOUNDARY = re.compile(r"[.!?;:,\n](?=\s)|\s[-–—](?=\s)|(?<=[^\W\d_])[.!?]+$")
 # Where a first sentence with no punctuation for a while may be cut: before a word that
 # opens a phrase ("This is a classic idiom | that has been passed down..."), so the voice
-# starts on a natural phrase instead of waiting for the whole sentence (bench voice: a
-# 15-word first sentence put first audio 700 ms after the end of speech, not 300).
+# starts on a natural phrase instead of waiting for the whole sentence (a long first
+# sentence otherwise delays the first audio by the time it takes to write it).
 _PHRASE = re.compile(
     r"\s(?=(?:that|which|who|whose|where|when|while|because|although|and|but|or|so|if|"
     r"than|through|with|without|for|from|of|in|on|at|into|about|after|before|during|"

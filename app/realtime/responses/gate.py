@@ -1,8 +1,8 @@
 """The early-answer gate: an answer started before the turn really ended stays unseen.
 
-When VAD hears the first ~200 ms of silence the final transcription starts, and when it
-finishes while the silence window still runs, the answer starts too, on that early
-transcript. Until the turn really ends, the answer's events are held here and its audio
+At the VAD's lull (see turns/vad_stream.py, `VADConfig.lull_ms`) the final transcription
+starts, and when it finishes while the silence window still runs, the answer starts too,
+on that early transcript. Until the turn really ends, the answer's events are held here and its audio
 waits; then the gate is either released (the final transcript is the one answered) or
 the answer is discarded without the client ever seeing it (speech resumed, or the final
 transcript differs).
@@ -11,15 +11,9 @@ transcript differs).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
-EventSink = Callable[[dict[str, Any]], None]
-
-
-def same_utterance(early_text: str, final_text: str) -> bool:
-    """Whether an early answer answered exactly what the final transcript says."""
-    return early_text.strip() == final_text.strip()
+from app.realtime.handoff import EventSink
 
 
 class EventGate:

@@ -22,16 +22,12 @@ from app.llm.reasoning import ThinkSplitter
 from app.llm.tool_calls import ToolCallSplitter, tools_prompt
 from app.protocol import events
 from app.realtime.conversation import Item
+from app.realtime.handoff import TurnTiming
 from app.realtime.responses.clause_chunker import ClauseChunker
 from app.realtime.responses.function_calls import FunctionCalls
 from app.realtime.responses.gate import EventGate
 from app.realtime.responses.speaker import Speaker
-from app.realtime.responses.spec import (
-    ResponseDeps,
-    ResponseOutcome,
-    ResponseSpec,
-    TurnTiming,
-)
+from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec
 
 log = logging.getLogger("r1voice.response")
 

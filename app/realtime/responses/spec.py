@@ -12,32 +12,13 @@ from app.llm import GenerationParams, LLMBackend
 from app.llm.tool_calls import ToolSpec
 from app.protocol.schemas import AudioFormat
 from app.realtime.conversation import Conversation
-from app.realtime.responses.gate import EventSink
+from app.realtime.handoff import EventSink
 
 
 class Voices(Protocol):
     """What a response needs of TTS (the VoiceCatalog, or a scripted one in tests)."""
 
     async def speak(self, text: str, out_rate: int, speed: float, voice: str) -> np.ndarray: ...
-
-
-@dataclass
-class TurnTiming:
-    """When the spoken turn an answer replies to ended, and when its transcript was ready."""
-
-    speech_stopped_at: float
-    transcript_at: float | None = None
-
-    def stage_seconds(
-        self, first_token_at: float | None, first_audio_at: float | None
-    ) -> dict[str, float | None]:
-        """The latency breakdown of a voice turn: seconds from the end of speech."""
-        stages = {
-            "transcript": self.transcript_at,
-            "first_token": first_token_at,
-            "first_audio": first_audio_at,
-        }
-        return {k: None if v is None else v - self.speech_stopped_at for k, v in stages.items()}
 
 
 @dataclass(frozen=True)
@@ -75,7 +56,7 @@ class ResponseOutcome:
     reason: str | None = None  # a cancelled one's: "turn_detected" (barge-in), "client_cancelled"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ResponseDeps:
     """The narrow world a response talks to."""
 

@@ -10,10 +10,15 @@ from collections.abc import Callable
 from app.audio import PIPELINE_RATE
 from app.protocol import events
 from app.protocol.errors import ProtocolError
-from app.realtime.responses.gate import EventSink, same_utterance
+from app.realtime.handoff import EventSink
 from app.realtime.turns.turn import CommittedTurn, ResponseStarter
 
 log = logging.getLogger("r1voice.turns")
+
+
+def same_utterance(early_text: str, final_text: str) -> bool:
+    """Whether an early answer answered exactly what the final transcript says."""
+    return early_text.strip() == final_text.strip()
 
 
 async def transcribe_committed(turn: CommittedTurn, emit: EventSink | None) -> bool:

@@ -7,7 +7,7 @@
   turn continues it, unless its answer was already shown or played: that turn and its
   unseen answer are deleted and the whole utterance is transcribed again, so nobody
   answers half a sentence. A clear or a manual commit ends that chance.
-- Early answers: at the first ~100 ms of silence (a lull) the final transcription
+- Early answers: at the VAD's lull (see `VADConfig.lull_ms`) the final transcription
   starts; if it is ready before the turn really ends, the answer starts too, held
   unseen (see responses/gate.py) until the committed transcript confirms it.
 It talks to the outside through an event sink and a narrow `ResponseStarter`.
@@ -17,20 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from app.audio import PIPELINE_RATE
 from app.protocol import events
-from app.protocol.errors import ProtocolError
 from app.protocol.schemas import AudioFormat, TurnDetection
 from app.realtime.conversation import Conversation, Item
-from app.realtime.responses.gate import EventSink
-from app.realtime.responses.spec import TurnTiming
+from app.realtime.handoff import EventSink, TurnTiming
 from app.realtime.turns.committed import answer_committed, transcribe_committed
 from app.realtime.turns.echo import CHECK_EVERY, WINDOW, EchoReference
 from app.realtime.turns.input_audio import InputAudio
@@ -38,14 +33,14 @@ from app.realtime.turns.semantic_end import SemanticEnd, TurnScorer
 from app.realtime.turns.transcriber import SpeechRecognizer, TurnTranscriber, stop_task
 from app.realtime.turns.turn import CommittedTurn, ResponseStarter, SpeechTurn, TurnPolicy
 from app.realtime.turns.turn_words import PATIENCE, Patience
-from app.realtime.turns.vad_stream import FRAME, VADEvent
+from app.realtime.turns.vad_stream import VADEvent
 
+# A final pass hears up to this much of the silence after the speech (as far as heard):
+# the VAD's silence start may cut a word's fading end ("France" -> "friend").
 ASR_TAIL = PIPELINE_RATE * 200 // 1000
-log = logging.getLogger("r1voice.turns")
-MIN_COMMIT_MS = 100
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TurnCoordinator:
     audio: InputAudio
     asr: SpeechRecognizer
@@ -58,17 +53,15 @@ class TurnCoordinator:
     scorer: TurnScorer | None = None  # the turn model, for semantic_vad
     on_merge: Callable[[str], None] = lambda _detection: None  # a continued turn, counted
     echo: EchoReference | None = None  # what the client plays: our voice is no barge-in
-    turn: SpeechTurn | None = None
-    last: CommittedTurn | None = None
-    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
-    _closed: bool = False
+    turn: SpeechTurn | None = field(default=None, init=False)  # the turn being spoken
+    last: CommittedTurn | None = field(default=None, init=False)  # may still be continued
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+    _closed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         scorer = self.scorer
         self._semantic = (
-            SemanticEnd(scorer, self._turn_audio, self._end_by_model, self.audio.end_pause_after)
-            if scorer
-            else None
+            SemanticEnd(scorer, self._end_by_model, self.audio.end_pause_after) if scorer else None
         )
 
     @property
@@ -93,19 +86,17 @@ class TurnCoordinator:
         """One `input_audio_buffer.append` (that reached the server at `arrived_at`)."""
         for vad_event in await self.audio.append(audio_b64, arrived_at):
             await self._on_vad(vad_event)
-        turn, buffer = self.turn, self.audio.buffer
+        turn = self.turn
         if (
             turn
             and not turn.confirmed
-            and self.audio.vad.speaking
-            and buffer.end - turn.start >= self.policy.hold
+            and self.audio.speaking()
+            and self.audio.end() - turn.start >= self.policy.hold
             and not await self._heard_echo(turn)
         ):
             await self._confirm(turn)
-        if self.turn is None and self.audio.vad_on:  # between VAD turns keep what one can use
-            keep = self.policy.merge_window + self.audio.padding + FRAME
-            if buffer.size > 2 * keep:
-                buffer.drop_before(buffer.end - keep)
+        if self.turn is None:
+            self.audio.keep_recent(self.policy.merge_window)
 
     async def _on_vad(self, vad_event: VADEvent) -> None:
         turn = self.turn
@@ -122,8 +113,9 @@ class TurnCoordinator:
         elif vad_event.kind == "speech_paused" and turn.confirmed:
             early = self._speculate(turn, vad_event.sample)
             if judge := self.semantic:  # the words wait for a real-time client only
-                words = early if self.audio.real_time else None
-                await judge.paused(turn, vad_event.sample, words, self._patience)
+                words = early if self.audio.sends_in_real_time() else None
+                audio = self.audio.turn_audio(turn.start, vad_event.sample, turn.carry)
+                await judge.paused(turn, vad_event.sample, audio, words, self._patience)
         elif vad_event.kind == "speech_resumed":
             if self._semantic:
                 self._semantic.resumed()
@@ -144,13 +136,12 @@ class TurnCoordinator:
 
     async def _heard_echo(self, turn: SpeechTurn) -> bool:
         """Whether the speech heard now is our own audio coming back (the last check's)."""
-        echo, buffer = self.echo, self.audio.buffer
+        echo, now = self.echo, self.audio.end()
         if echo is None or not echo.audible():
             return False
-        if buffer.end - turn.echo_checked_at >= CHECK_EVERY:
-            turn.echo_checked_at = buffer.end
-            window = buffer.view(max(buffer.end - WINDOW, buffer.start), buffer.end)
-            turn.note_echo(await self.audio.vad_model.executor.run(echo.heard, window))
+        if now - turn.echo_checked_at >= CHECK_EVERY:
+            turn.echo_checked_at = now
+            turn.note_echo(await self.audio.check_recent(WINDOW, echo.heard))
         return turn.echo
 
     def _continues_last(self, turn: SpeechTurn) -> bool:
@@ -162,9 +153,8 @@ class TurnCoordinator:
         """Silence began at `sample`: start its final pass (once) and an answer on it."""
         early = turn.transcriber.speculation(sample)
         if early is None:
-            early = turn.transcriber.speculate(
-                self._turn_audio(turn, self._tail_end(sample)), sample
-            )
+            audio = self.audio.turn_audio(turn.start, sample, turn.carry, tail=ASR_TAIL)
+            early = turn.transcriber.speculate(audio, sample)
             early.add_done_callback(lambda task: self._answer_early(turn, task))
         return early
 
@@ -200,7 +190,7 @@ class TurnCoordinator:
             await self.responses.interrupt("turn_detected")
         if turn.transcriber.agreement.confirmed:  # the new item restates the inherited words
             turn.transcriber.on_delta(turn.transcriber.agreement.text)
-        turn.transcriber.start(lambda: self._turn_audio(turn, self.audio.buffer.end))
+        turn.transcriber.start(lambda: self.audio.turn_audio(turn.start, carry=turn.carry))
 
     async def _reopen(self, last: CommittedTurn) -> None:
         self.last = None
@@ -227,13 +217,11 @@ class TurnCoordinator:
             cough = self.responses.responding and sample - turn.start < self.policy.hold
             if cough or await self._heard_echo(turn):
                 await turn.transcriber.close()
-                self.audio.buffer.drop_before(sample)
+                self.audio.drop_before(sample)
                 return
             await self._confirm(turn)
         self.emit(events.speech_edge("stopped", sample, turn.item_id))
-        audio = self._turn_audio(turn, sample)
-        silence_after = self.audio.buffer.view(sample, self._tail_end(sample))
-        self.audio.buffer.drop_before(sample)
+        audio, silence_after = self.audio.take_turn(turn.start, sample, turn.carry, ASR_TAIL)
         td = self.turn_detection
         committed = CommittedTurn(
             Item(id=turn.item_id, role="user", audio=True),
@@ -247,24 +235,10 @@ class TurnCoordinator:
         )
         self._commit(committed, auto_respond=bool(td and td.create_response))
 
-    def _turn_audio(self, turn: SpeechTurn, end: int) -> np.ndarray:
-        return turn.audio_until(end, self.audio.buffer, self.audio.padding)
-
-    def _tail_end(self, silence_start: int) -> int:
-        """Where a final pass ends: up to ASR_TAIL of the silence heard after the speech
-        (the VAD's silence start may cut a word's fading end: "France" -> "friend")."""
-        return max(min(self.audio.buffer.end, silence_start + ASR_TAIL), silence_start)
-
     # -- commits ------------------------------------------------------------------------
 
     async def commit_manual(self) -> None:
-        ms = self.audio.buffer.size * 1000 // PIPELINE_RATE
-        if ms < MIN_COMMIT_MS:
-            raise ProtocolError(
-                "input_audio_buffer_commit_empty",
-                f"buffer too small: expected at least {MIN_COMMIT_MS} ms of audio, "
-                f"but the buffer only has {ms} ms",
-            )
+        self.audio.check_committable()
         await self._drop_open_turn()
         audio, end = self.audio.take_all()
         item = Item(id=events.new_id("item"), role="user", audio=True)

@@ -14,13 +14,14 @@ from collections.abc import Callable
 import numpy as np
 
 from app.audio import PIPELINE_RATE, AudioBuffer, StreamResampler, decode_audio
-from app.models.vad import SileroModel
+from app.models.vad import FRAME, SileroModel
 from app.protocol.errors import ProtocolError
 from app.protocol.parsing import decode_base64
 from app.protocol.schemas import AudioFormat, TurnDetection
 from app.realtime.turns.vad_stream import VADConfig, VADEvent, VADStream
 
 MAX_BUFFER_S = 15 * 60  # without VAD, a client must commit at least this often
+MIN_COMMIT_MS = 100  # a manual commit of less is refused (the spec's error)
 REAL_TIME_S = 0.5  # audio this far ahead of real time, at most, comes from a microphone
 
 
@@ -54,36 +55,36 @@ def vad_config(turn_detection: TurnDetection | None) -> VADConfig:
 
 
 class InputAudio:
+    """What the turn coordinator asks of the audio is said here, in methods: the audio of a
+    turn, where the audio heard ends, whether the user is speaking, a check of the latest
+    window; the buffer and the VAD stay this class's own."""
+
     def __init__(
         self, vad_model: SileroModel, fmt: AudioFormat, turn_detection: TurnDetection | None
     ) -> None:
         self.vad_model = vad_model
         self.format = fmt
         self.buffer = AudioBuffer()
-        self.vad_on = turn_detection is not None
-        self.vad = VADStream(vad_model, vad_config(turn_detection))
+        config = vad_config(turn_detection)
+        self.vad = VADStream(vad_model, config)
+        self._set_detection(config, turn_detection is not None)
         self._resampler = StreamResampler(fmt.rate, PIPELINE_RATE)
         self.pace = SendPace()
 
-    @property
-    def padding(self) -> int:
-        """Samples kept before speech starts (`prefix_padding_ms`; none with VAD off)."""
-        return self.vad.config.prefix_padding_ms * PIPELINE_RATE // 1000 if self.vad_on else 0
-
-    @property
-    def real_time(self) -> bool:
-        """Whether the client sends its audio as it is spoken (see semantic_end)."""
-        return self.pace.ahead_s <= REAL_TIME_S
+    def _set_detection(self, config: VADConfig, vad_on: bool) -> None:
+        self.vad.config = config
+        self.vad_on = vad_on
+        # samples kept before speech starts (none with VAD off)
+        self._padding = config.prefix_padding_ms * PIPELINE_RATE // 1000 if vad_on else 0
 
     def reconfigure(self, fmt: AudioFormat, turn_detection: TurnDetection | None) -> None:
         if fmt.rate != self.format.rate:
             self._resampler = StreamResampler(fmt.rate, PIPELINE_RATE)
         self.format = fmt
-        self.vad.config = vad_config(turn_detection)
         vad_on = turn_detection is not None
         if vad_on and not self.vad_on:  # the VAD saw none of the audio since it was off
             self.vad.reset(self.buffer.end)
-        self.vad_on = vad_on
+        self._set_detection(vad_config(turn_detection), vad_on)
 
     async def append(self, audio_b64: str, arrived_at: float | None = None) -> list[VADEvent]:
         """Buffer one `input_audio_buffer.append` (that reached the server at `arrived_at`,
@@ -136,3 +137,73 @@ class InputAudio:
         audio = self.buffer.view(self.buffer.start, end).copy()
         self.clear()
         return audio, end
+
+    # -- what the turns ask -------------------------------------------------------------
+
+    def end(self) -> int:
+        """The stream position where the audio heard so far ends."""
+        return self.buffer.end
+
+    def check_committable(self) -> None:
+        """Refuse a manual commit of a buffer shorter than MIN_COMMIT_MS."""
+        ms = self.buffer.size * 1000 // PIPELINE_RATE
+        if ms < MIN_COMMIT_MS:
+            raise ProtocolError(
+                "input_audio_buffer_commit_empty",
+                f"buffer too small: expected at least {MIN_COMMIT_MS} ms of audio, "
+                f"but the buffer only has {ms} ms",
+            )
+
+    def speaking(self) -> bool:
+        """Whether the VAD hears speech now."""
+        return self.vad.speaking
+
+    def sends_in_real_time(self) -> bool:
+        """Whether the client sends its audio as it is spoken (see semantic_end)."""
+        return self.pace.ahead_s <= REAL_TIME_S
+
+    def turn_audio(
+        self,
+        start: int,
+        end: int | None = None,
+        carry: tuple[np.ndarray, int] | None = None,
+        tail: int = 0,
+    ) -> np.ndarray:
+        """The audio of a turn whose speech started at `start`, with the prefix padding
+        before it, up to stream position `end` (None: all heard so far) and up to `tail`
+        samples past it, as far as heard; a turn that continues an earlier one (`carry`:
+        its audio and where it ended) begins with that audio."""
+        until = self.buffer.end if end is None else max(min(self.buffer.end, end + tail), end)
+        if carry is not None:
+            earlier, earlier_end = carry
+            return np.concatenate([earlier, self.buffer.view(earlier_end, until)])
+        return self.buffer.view(start - self._padding, until)
+
+    def take_turn(
+        self, start: int, end: int, carry: tuple[np.ndarray, int] | None, tail: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """A turn ended at stream position `end`: its audio (see turn_audio) and up to
+        `tail` samples of what was heard after it; what is buffered before `end` goes."""
+        audio = self.turn_audio(start, end, carry)
+        after = self.buffer.view(end, max(min(self.buffer.end, end + tail), end))
+        self.buffer.drop_before(end)
+        return audio, after
+
+    def drop_before(self, position: int) -> None:
+        """Forget the audio before stream `position` (a turn took it, or it was no turn)."""
+        self.buffer.drop_before(position)
+
+    def keep_recent(self, reach_back: int) -> None:
+        """Between VAD turns, forget what the next turn cannot use: one that continues the
+        last reaches `reach_back` samples back, a new one its prefix padding."""
+        if not self.vad_on:  # without VAD the client commits all it sent
+            return
+        keep = reach_back + self._padding + FRAME
+        if self.buffer.size > 2 * keep:
+            self.buffer.drop_before(self.buffer.end - keep)
+
+    async def check_recent(self, samples: int, check: Callable[[np.ndarray], bool]) -> bool:
+        """`check` of the last `samples` heard (the echo check), run on the VAD's thread."""
+        buffer = self.buffer
+        window = buffer.view(max(buffer.end - samples, buffer.start), buffer.end)
+        return await self.vad_model.executor.run(check, window)

@@ -1,12 +1,12 @@
 """`semantic_vad`: a pause ends the turn as soon as the turn model hears it complete.
 
-Silero VAD still finds speech and pauses. At each pause (the VAD's early pause event,
-~200 ms of silence) the turn model scores the utterance up to where the speech stopped;
-complete -> the turn ends at the pause, and the early transcription and answer that
-started there are released at once; incomplete -> keep listening: the VAD's own silence
-window (the eagerness's maximum wait) ends a turn that never sounds complete, and speech
-that resumes is scored again at its next pause. Pipecat's Smart Turn analyzer works the
-same way (an idea taken from it, not its code).
+Silero VAD still finds speech and pauses. At each pause (the VAD's pause event, after
+`VADConfig.early_ms` of silence) the turn model scores the utterance up to where the
+speech stopped; complete -> the turn ends at the pause, and the early transcription and
+answer that started there are released at once; incomplete -> keep listening: the VAD's
+own silence window (the eagerness's maximum wait) ends a turn that never sounds
+complete, and speech that resumes is scored again at its next pause. Pipecat's Smart
+Turn analyzer works the same way (an idea taken from it, not its code).
 
 Why the model hears no silence and is not re-scored as the pause grows: Smart Turn v3.2
 takes trailing silence as a sign of a finished turn. Measured on 8 phrases cut before
@@ -16,25 +16,25 @@ and 7/8 with 400 ms; re-scoring every 400 ms of a pause therefore ended almost e
 mid-sentence pause after 0.4-0.8 s, whatever the eagerness. Complete questions scored
 >= 0.7 with no silence (one long sentence of eight scored low with any).
 
-The words have a say too: the verdict waits for the early transcript (already running
-from the same pause, so this costs the answer nothing: it needs those words to start),
-and the model's score and the words together give END, DOUBT or GO_ON (the table is in
-turn_words.verdict): words trailing off ("...", a dash, "a table for") keep the turn
-open whatever the model hears (whisper-tiny.en wrote "..." after 7 of 12 of `bench
-turns`' cut phrases); a question ends it (the model's score of a finished question
-swings with 20 ms more or less audio: Piper's "How many legs does a spider have?" scored
-0.83, then 0.24 without its last 20 ms); where model and words disagree, the VAD is told
-to end the turn once the pause lasts the eagerness's doubt wait (auto 1.5 s) instead of
-its maximum (auto 4 s).
-The final pass starts at the VAD's lull (~64 ms of silence), as with server_vad, so the
-words are ready soon after the pause's verdict: `bench turns` (semantic auto, seeds 0-2)
-split 5, 5 and 5 of 13 utterances so, against 3, 4 and 5 with the pass started at the
-pause; `bench voice` (1 session) P50 729 ms against 948 ms.
+The words have a say too: the verdict waits for the early transcript (the final pass,
+started at the VAD's lull before the pause as with server_vad, so this costs the answer
+nothing: it needs those words to start), and the model's score and the words together
+give END, DOUBT or GO_ON (the table is in turn_words.verdict): words trailing off
+("...", a dash, "a table for") keep the turn open whatever the model hears
+(whisper-tiny.en often ends a phrase cut short with "..."); a question ends it (the
+model's score of a finished question swings with 20 ms more or less audio: Piper's "How
+many legs does a spider have?" scored 0.83, then 0.24 without its last 20 ms); where
+model and words disagree, the VAD is told to end the turn once the pause lasts the
+eagerness's doubt wait (`Patience.doubt_wait_ms`) instead of its maximum
+(`SEMANTIC_MAX_WAIT_MS`). Starting the pass at the lull has the words ready soon after
+the verdict, for a quicker answer; a few more utterances then end at a mid-sentence
+pause than with the pass started at the pause.
 Only for a client sending in real time: one sending faster (a file, a test) has already
 sent what follows the pause, and a wait in wall-clock time would let the answer be shown
 before that audio is heard (a resumed sentence then interrupts the answer instead of
-continuing the turn), so there the model decides alone, in stream order, as before. The idea of judging the text is LiveKit's turn
-detector's (which asks a small language model); this is a cheap rule, English only.
+continuing the turn), so there the model decides alone, in stream order, as before.
+The idea of judging the text is LiveKit's turn detector's (which asks a small language
+model); this is a cheap rule, English only.
 """
 
 from __future__ import annotations
@@ -63,17 +63,15 @@ class TurnScorer(Protocol):
 class SemanticEnd:
     """Scores each pause inline, in stream order: the verdict for a pause is reached before
     any later audio is looked at, so the same audio always gives the same turns however
-    fast the client sends it (a score is ~10-50 ms on the turn model's own executor)."""
+    fast the client sends it (a score is one short ONNX run on the turn model's executor)."""
 
     def __init__(
         self,
         scorer: TurnScorer,
-        audio_of: Callable[[SpeechTurn, int], np.ndarray],
         end_turn: Callable[[SpeechTurn, int], Awaitable[None]],
         end_pause_after: Callable[[int, int], Awaitable[None]],
     ) -> None:
         self.scorer = scorer
-        self.audio_of = audio_of  # the turn's audio up to a stream position
         self.end_turn = end_turn  # end `turn` at a stream position
         # end the turn if the pause that began at a stream position lasts this many ms
         self.end_pause_after = end_pause_after
@@ -85,26 +83,32 @@ class SemanticEnd:
         self,
         turn: SpeechTurn,
         sample: int,
+        audio: np.ndarray,
         words: asyncio.Task[str] | None = None,
         patience: Patience = PATIENCE["auto"],
     ) -> None:
-        """The VAD heard the speech of `turn` pause at stream position `sample`; `words`
-        is the transcription of the speech up to there. The score reads the audio up to
-        exactly there (not to wherever the client's last append happened to end), so the
-        verdict does not depend on append sizes. `patience` is the eagerness's (see
-        turn_words): a doubtful pause ends the turn once it has lasted its doubt wait."""
+        """The VAD heard the speech of `turn` pause at stream position `sample`; `audio` is
+        the turn's audio up to exactly there (not to wherever the client's last append
+        happened to end, so the verdict does not depend on append sizes) and `words` its
+        transcription. `patience` is the eagerness's (see turn_words): a doubtful pause
+        ends the turn once it has lasted its doubt wait."""
         self._pause = turn
         self.scores, self.verdicts = [], []
-        await self._judge(turn, sample, words, patience)
+        await self._judge(turn, sample, audio, words, patience)
 
     def resumed(self) -> None:
         self._pause = None
 
     async def _judge(
-        self, turn: SpeechTurn, sample: int, words: asyncio.Task[str] | None, patience: Patience
+        self,
+        turn: SpeechTurn,
+        sample: int,
+        audio: np.ndarray,
+        words: asyncio.Task[str] | None,
+        patience: Patience,
     ) -> None:
         try:
-            probability = await self.scorer.score(self.audio_of(turn, sample))
+            probability = await self.scorer.score(audio)
         except Exception:  # a failed score leaves the silence window in charge
             log.exception("turn model failed")
             return

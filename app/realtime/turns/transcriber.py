@@ -9,7 +9,7 @@
   faster-whisper applies a prefix only to the first 30 s window: long turns came out
   with repeated sentences). Partial passes use the agreed words as a prefix, for
   stable display.
-- Start early: when VAD hears the first ~200 ms of silence the final pass starts on the
+- Start early: at the VAD's lull (see `VADConfig.lull_ms`) the final pass starts on the
   audio so far; if the user goes on speaking it is cancelled (and stops at its next
   segment on the ASR thread).
 """
@@ -29,6 +29,7 @@ from app.realtime.turns.agreement import LocalAgreement
 
 log = logging.getLogger("r1voice.asr")
 PARTIAL_INTERVAL_S = 1.0
+PARTIAL_POLL_S = 0.2  # how often the partial loop looks for new audio
 MIN_PARTIAL_AUDIO_S = 1.0
 MAX_PARTIAL_AUDIO_S = 30.0  # Whisper's window: longer audio is only transcribed at the end
 
@@ -67,7 +68,7 @@ class TurnTranscriber:
     async def _partial_loop(self, get_audio: Callable[[], np.ndarray]) -> None:
         done_at = 0
         while True:
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(PARTIAL_POLL_S)
             audio = get_audio()
             if (
                 self.paused

@@ -8,9 +8,9 @@ from typing import Protocol
 
 import numpy as np
 
-from app.audio import PIPELINE_RATE, AudioBuffer
+from app.audio import PIPELINE_RATE
 from app.realtime.conversation import Item
-from app.realtime.responses.spec import TurnTiming
+from app.realtime.handoff import TurnTiming
 from app.realtime.turns.transcriber import TurnTranscriber
 
 
@@ -92,13 +92,6 @@ class SpeechTurn:
         if early is not None:
             await early.discard()
 
-    def audio_until(self, end: int, buffer: AudioBuffer, padding: int) -> np.ndarray:
-        """The turn's audio up to stream position `end` (with the turn it continues)."""
-        if self.carry is not None:
-            earlier, earlier_end = self.carry
-            return np.concatenate([earlier, buffer.view(earlier_end, end)])
-        return buffer.view(self.start - padding, end)
-
 
 @dataclass
 class CommittedTurn:
@@ -113,8 +106,8 @@ class CommittedTurn:
     early: Answer | None = None
     task: asyncio.Task[None] | None = None
     answer: Answer | None = None
-    # the silence heard after `audio` (the final pass hears it too: see
-    # TurnCoordinator._asr_audio); not part of the item's audio
+    # the silence heard after `audio`, up to the coordinator's ASR_TAIL (the final pass
+    # hears it too: see `heard`); not part of the item's audio
     silence_after: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
 
     @property

@@ -8,11 +8,9 @@ at once nor waits the eagerness's whole maximum: it ends after a *doubt* wait un
 speech resumes. The idea of a wait that follows the end-of-turn confidence is LiveKit's
 turn detector's (min/max endpointing delay); the rules are ours, English only.
 
-Measured with `r1voice bench turns` (semantic auto, the words' early pass at the lull):
-the mid-sentence pauses that split turns were read "and so my fellow americans" (model
-0.89), "Please remind me to call my sister." (0.93) and "The best way to learn
-languages." (0.55, misheard); the sentences' real ends mostly scored < 0.3 ("...tomorrow
-evening." 0.05), so "incomplete" waited the whole 4 s after finished statements.
+Why both: in `r1voice bench turns` the model alone ended turns at mid-sentence pauses
+it heard finished ("and so my fellow americans"), and heard most finished statements'
+real ends unfinished, so "incomplete" waited the eagerness's whole maximum after them.
 """
 
 from __future__ import annotations
@@ -29,14 +27,14 @@ class Patience:
     """How an eagerness judges a pause: the model's probability at or above which the
     speech sounds finished, and how long a doubtful pause lasts before the turn ends:
     past the longest natural mid-sentence pause (the issue's 0.6-1.5 s; JFK's rhetorical
-    pauses are ~1 s) at medium, well short of the maximum wait (8/4/2 s)."""
+    pauses are ~1 s) at medium, well short of the maximum wait (SEMANTIC_MAX_WAIT_MS)."""
 
     complete: float
     doubt_wait_ms: int
 
 
-# `low` lets people take their time: only a sure "complete" (Smart Turn scored complete
-# sentences cut mid-utterance 0.85-0.96 in `bench turns`) ends a turn at once.
+# `low` lets people take their time: only a sure "complete" ends a turn at once (Smart
+# Turn scores complete sentences that were cut mid-utterance high too).
 PATIENCE = {
     "low": Patience(0.9, 2500),
     "medium": Patience(COMPLETE, 1500),

@@ -14,17 +14,24 @@ import numpy as np
 
 from app.models.vad import CONTEXT, FRAME, RATE, SileroModel
 
+# A frame is silence below `threshold - HYSTERESIS` (as Silero's own VADIterator: a soft
+# syllable just under the threshold does not start a pause), and below SILENCE_FLOOR
+# whatever the threshold (a threshold under HYSTERESIS still hears silence).
+HYSTERESIS = 0.15
+SILENCE_FLOOR = 0.01
+
 
 @dataclass(frozen=True)
 class VADEvent:
     """`kind`: "speech_started" | "speech_lull" | "speech_paused" | "speech_resumed" |
     "speech_stopped".
 
-    A lull is `lull_ms` of silence inside speech: the final transcription may start (its
-    words are then ready sooner). A pause is `early_ms` of silence: the turn may be
-    ending, so the turn model judges it. "speech_resumed" follows either. `sample` is the position in the session's 16 kHz input stream (for a
-    pause or a stop: where the silence began); `heard_at` is where the VAD had heard
-    enough to say so (the end of the frame that decided it).
+    A lull is `VADConfig.lull_ms` of silence inside speech: the final transcription may
+    start. A pause is `VADConfig.early_ms` of silence: the turn may be ending, so the turn
+    model judges it. "speech_resumed" follows either. `sample` is the position in the
+    session's 16 kHz input stream (for a pause or a stop: where the silence began);
+    `heard_at` is where the VAD had heard enough to say so (the end of the frame that
+    decided it).
     """
 
     kind: str
@@ -38,12 +45,10 @@ class VADConfig:
     prefix_padding_ms: int = 300
     silence_duration_ms: int = 500
     early_ms: int = 200
-    # `bench voice`, 1 session: server_vad's final pass started at a 96 ms lull instead of
-    # the 200 ms pause took voice-to-voice P50/P95 from 1008/1188 to 788/851 ms; 64 ms
-    # saves another frame (semantic_vad P50 635 -> 611 ms in one pair of runs) and adds
-    # 2 lulls to the 32 of `bench turns`' 13 utterances. Moving the pause itself to 120 ms
-    # (the turn model judging there too) split 5 of 13 `bench turns` utterances instead
-    # of 2-3, so only the transcription moves.
+    # The final transcription starts at a lull, sooner than the pause: its words are ready
+    # sooner, so the answer is too (a lull that was only a breath costs a cancelled pass).
+    # Two VAD frames (FRAME). The pause itself stays at `early_ms`: the turn model
+    # judging that early split more utterances, so only the transcription moves.
     lull_ms: int = 64
 
     def __post_init__(self) -> None:
@@ -59,9 +64,8 @@ class VADStream:
     """Feed 16 kHz samples, get speech start/pause/resume/stop events with positions.
 
     Speech starts on the first frame above `threshold`; it stops after
-    `silence_duration_ms` of frames below `threshold - 0.15` (hysteresis, as Silero's
-    own VADIterator does, so a soft syllable does not end the turn). `process` is
-    blocking (one ONNX call per 32 ms frame): run it on the VAD model's executor.
+    `silence_duration_ms` of frames below `threshold - HYSTERESIS`. `process` is
+    blocking (one ONNX call per FRAME): run it on the VAD model's executor.
     """
 
     def __init__(self, model: SileroModel, config: VADConfig, position: int = 0) -> None:
@@ -138,7 +142,7 @@ class VADStream:
                 self._silence_samples = 0
                 return [VADEvent("speech_started", frame_start)]
             return []
-        if prob < max(cfg.threshold - 0.15, 0.01):
+        if prob < max(cfg.threshold - HYSTERESIS, SILENCE_FLOOR):
             self._silence_samples += FRAME
             silence_start = frame_start + FRAME - self._silence_samples
             limit = cfg.silence_duration_ms * RATE // 1000

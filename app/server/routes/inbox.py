@@ -1,7 +1,7 @@
 """A WebSocket's incoming messages, stamped when they arrive, handled one at a time.
 
 The session handles one message at a time, and some take a while (judging a pause
-waits for the early transcript, up to 2 s). Reading and handling used to be one loop,
+waits for the early transcript, up to semantic_end's TRANSCRIPT_WAIT_S). Reading and handling used to be one loop,
 so a microphone's appends waited unread during such a wait and then came in a rush:
 the session measured the client's pace where it handled the messages, read the rush as
 a client streaming faster than real time, and from then on judged every pause without

@@ -52,7 +52,8 @@ def _dialect(websocket: WebSocket) -> str | None:
 async def _drained(session: Session, drain: Drain) -> None:
     """Returns once the server drains and this session is idle (or the drain timed out)."""
     await drain.started.wait()
-    while not (session.idle or drain.deadline.is_set()):
+    # Polled: `idle` is computed from the answer, the turn and their tasks; no event says it.
+    while not (session.idle or drain.deadline.is_set()):  # noqa: ASYNC110
         await asyncio.sleep(0.05)
 
 
@@ -112,7 +113,11 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
     extensions = websocket.query_params.get("r1voice_events", "") in ("1", "true")
     metrics = state.metrics
     session = Session(
-        components, _dialect(websocket), metrics.record_response, extensions, metrics.record_merge
+        components=components,
+        dialect=_dialect(websocket),
+        on_response=metrics.record_response,
+        extensions=extensions,
+        on_merge=metrics.record_merge,
     )
     state.sessions[session.id] = session
 

@@ -79,7 +79,7 @@ def client_frames(draw: st.DrawFn) -> tuple[str | bytes, str | None]:
 
 async def play(components: Any, frames: list[tuple[str | bytes, str | None]]) -> list[Any]:
     """Each frame, then a valid text turn; returns (frame's event_id, events it caused)."""
-    session = Session(components)
+    session = Session(components=components)
     seen: list[dict[str, Any]] = []
 
     async def drain() -> None:

@@ -140,7 +140,7 @@ async def _run_session(
     components: Any, chunks: dict[str, dict[str, Any]], script: list[Action]
 ) -> list[dict[str, Any]]:
     """Play `script` on a fresh session, close it; returns every event it sent."""
-    session = Session(components, BETA)  # the event names checked below
+    session = Session(components=components, dialect=BETA)  # the event names checked below
     seen: list[dict[str, Any]] = []
 
     async def drain() -> None:

@@ -11,8 +11,9 @@ from typing import Any
 from app.llm import ChatMessage, GenerationParams, LLMBackendError, LLMDelta
 from app.protocol.schemas import AudioFormat
 from app.realtime.conversation import Conversation, Item
+from app.realtime.handoff import TurnTiming
 from app.realtime.responses.response import Response
-from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec, TurnTiming
+from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec
 from tests.fakes import ScriptedLLM, ScriptedVoices
 
 COMMON_START = [
@@ -37,7 +38,13 @@ class Harness:
         self.conversation = Conversation()
         self.conversation.add(Item(id="user1", role="user", text="What is it?"))
         self.voices = voices or ScriptedVoices(seconds_per_clause=0.2)
-        deps = ResponseDeps(self.events.append, self.conversation, llm, self.voices, 10_000)
+        deps = ResponseDeps(
+            sink=self.events.append,
+            conversation=self.conversation,
+            llm=llm,
+            voices=self.voices,
+            audio_lead_ms=10_000,
+        )
         spec = ResponseSpec(
             audio=audio,
             instructions="be brief",
@@ -48,9 +55,11 @@ class Harness:
             early_user_text=early,
         )
         self.response = Response(spec, deps, TurnTiming(0.0, 0.0), self._done)
+        self.finished = asyncio.Event()  # the response reported its end
 
     def _done(self, _response: Response, outcome: ResponseOutcome) -> None:
         self.outcomes.append(outcome)
+        self.finished.set()
 
     @property
     def types(self) -> list[str]:
@@ -59,8 +68,7 @@ class Harness:
 
 async def run_to_end(h: Harness) -> None:
     h.response.start()
-    while not h.response.done:
-        await asyncio.sleep(0.001)
+    await h.finished.wait()
 
 
 def test_text_response_events_in_order() -> None:
@@ -177,8 +185,7 @@ def test_backend_refusal_keeps_its_code() -> None:
 def test_cancel_closes_the_llm_request() -> None:
     async def main(h: Harness) -> None:
         h.response.start()
-        while not h.llm.running:
-            await asyncio.sleep(0.001)
+        await h.llm.opened.wait()
         await h.response.cancel("turn_detected")
 
     h = Harness(ScriptedLLM(hold=asyncio.Event()))
@@ -230,15 +237,13 @@ def test_cancel_does_not_swallow_the_callers_own_cancellation() -> None:
 
     async def main(h: Harness, llm: SlowCleanupLLM) -> bool:
         h.response.start()
-        while not llm.running:
-            await asyncio.sleep(0.001)
+        await llm.opened.wait()
         caller = asyncio.create_task(h.response.cancel())
         await asyncio.sleep(0.01)  # the caller now waits for the response to unwind
         caller.cancel()
         await asyncio.wait([caller])
         llm.closed.set()
-        while not h.response.done:
-            await asyncio.sleep(0.001)
+        await h.finished.wait()
         return caller.cancelled()
 
     llm = SlowCleanupLLM()
@@ -254,8 +259,7 @@ def test_early_answer_is_unseen_until_released() -> None:
             await asyncio.sleep(0.001)
         before = list(h.types)
         h.response.release(TurnTiming(0.0, 0.0), "user1")
-        while not h.response.done:
-            await asyncio.sleep(0.001)
+        await h.finished.wait()
         return before
 
     h = Harness(ScriptedLLM(["Fine."]), early="how are you")

@@ -14,7 +14,7 @@ import pytest
 from app.executor import ModelExecutor
 from app.protocol.schemas import AudioFormat, TurnDetection
 from app.realtime.conversation import Conversation
-from app.realtime.responses.spec import TurnTiming
+from app.realtime.handoff import TurnTiming
 from app.realtime.turns.coordinator import TurnCoordinator
 from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.turn import TurnPolicy
@@ -84,13 +84,13 @@ class Harness:
         self.responses = FakeResponses()
         self.merges: list[str] = []
         self.coordinator = TurnCoordinator(
-            self.audio,
-            self.asr,
-            self.conversation,
-            self.responses,
-            self.events.append,
-            TurnPolicy(barge_in_hold_ms=300, merge_window_ms=1500),
-            TurnDetection(),
+            audio=self.audio,
+            asr=self.asr,
+            conversation=self.conversation,
+            responses=self.responses,
+            emit=self.events.append,
+            policy=TurnPolicy(barge_in_hold_ms=300, merge_window_ms=1500),
+            turn_detection=TurnDetection(),
             on_merge=self.merges.append,
         )
 
@@ -320,13 +320,13 @@ def semantic_harness(
     h = Harness(["Tell me the time."])
     scorer = ScriptedScorer(probabilities)
     h.coordinator = TurnCoordinator(
-        h.audio,
-        h.asr,
-        h.conversation,
-        h.responses,
-        h.events.append,
-        TurnPolicy(),
-        TurnDetection(type="semantic_vad", eagerness=eagerness),
+        audio=h.audio,
+        asr=h.asr,
+        conversation=h.conversation,
+        responses=h.responses,
+        emit=h.events.append,
+        policy=TurnPolicy(),
+        turn_detection=TurnDetection(type="semantic_vad", eagerness=eagerness),
         scorer=scorer,
     )
     h.audio.end_speech = lambda: asyncio.sleep(0)  # type: ignore[method-assign]

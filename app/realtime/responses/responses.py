@@ -14,8 +14,9 @@ from app.llm import GenerationParams
 from app.llm.tool_calls import ToolSpec
 from app.protocol.errors import ProtocolError
 from app.protocol.schemas import ResponseOptions
+from app.realtime.handoff import TurnTiming
 from app.realtime.responses.response import Response
-from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec, TurnTiming
+from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec
 from app.realtime.session_config import SessionConfig
 
 RECENT_RESPONSES = 64  # answers that can still be truncated

@@ -1,0 +1,32 @@
+"""What turns and responses both speak of: where server events go, and when a turn ended.
+
+The turn coordinator hands a finished turn to an answer; both sides import these from
+here, so neither package imports the other (session -> turns, session -> responses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+EventSink = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class TurnTiming:
+    """When the spoken turn an answer replies to ended, and when its transcript was ready."""
+
+    speech_stopped_at: float
+    transcript_at: float | None = None
+
+    def stage_seconds(
+        self, first_token_at: float | None, first_audio_at: float | None
+    ) -> dict[str, float | None]:
+        """The latency breakdown of a voice turn: seconds from the end of speech."""
+        stages = {
+            "transcript": self.transcript_at,
+            "first_token": first_token_at,
+            "first_audio": first_audio_at,
+        }
+        return {k: None if v is None else v - self.speech_stopped_at for k, v in stages.items()}
