@@ -18,6 +18,7 @@ from engine.model_runner import ModelRunner
 from engine.output_processor import OutputProcessor
 from engine.outputs import RequestOutput
 from engine.prompt_check import Prompt, check_priority, check_prompt, tokenize
+from engine.reasoning_budget import ReasoningBudget, ThinkTokens
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler, SchedulerOutput
 from engine.scheduling.backpressure import capacity_error, queue_delay_error
@@ -40,12 +41,10 @@ class LLMEngine:
         if config.num_threads:
             torch.set_num_threads(config.num_threads)
         loaded = load(config)
-        self.model_path, self.model, self.tokenizer = (
-            loaded.model_path,
-            loaded.model,
-            loaded.tokenizer,
-        )
+        self.model_path, self.model = loaded.model_path, loaded.model
+        self.tokenizer = loaded.tokenizer
         self.model_config = self.model.config
+        self.think_tokens = ThinkTokens.of(self.tokenizer)  # None: the model does not think
         self.max_model_len = loaded.max_model_len
         self.model_runner = ModelRunner(config, self.model, self.max_model_len)
         self.block_manager = BlockManager(
@@ -53,9 +52,8 @@ class LLMEngine:
         )
         # A sequence can never outgrow the whole pool: it ends there ("length") rather
         # than being preempted and waiting forever for room that cannot exist.
-        self.max_model_len = min(
-            self.max_model_len, self.model_runner.num_blocks * config.block_size
-        )
+        pool_tokens = self.model_runner.num_blocks * config.block_size
+        self.max_model_len = min(self.max_model_len, pool_tokens)
         self.scheduler = Scheduler(
             config, self.block_manager, self.max_model_len, loaded.eos_token_ids
         )
@@ -104,6 +102,8 @@ class LLMEngine:
         if backpressure:
             self.check_capacity(len(token_ids))
         seq = Sequence(token_ids, params, request_id, priority, cache_salt=cache_salt)
+        budget = params.max_reasoning_tokens
+        seq.reasoning = ReasoningBudget.of(self.think_tokens, budget, token_ids)
         if params.seed is not None:
             seq.generator = torch.Generator().manual_seed(params.seed)
         self.scheduler.add(seq)  # first: nothing else holds the request if this refuses it

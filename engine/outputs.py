@@ -21,6 +21,7 @@ class RequestOutput:
     finished: bool
     finish_reason: str | None = None  # "stop", "length", "abort" or "error"
     num_cached_tokens: int = 0  # prompt tokens served from the prefix cache
+    reasoning_cut: bool = False  # thinking was ended by the engine at its budget
 
     @classmethod
     def of(cls, seq: Sequence) -> RequestOutput:
@@ -33,6 +34,7 @@ class RequestOutput:
             finished=seq.is_finished,
             finish_reason=seq.finish_reason,
             num_cached_tokens=seq.num_cached_tokens,
+            reasoning_cut=seq.reasoning_cut,
         )
 
 
@@ -51,6 +53,7 @@ class StreamDelta:
     finish_reason: str | None = None
     num_prompt_tokens: int = 0
     num_cached_tokens: int = 0
+    reasoning_cut: bool = False  # thinking was ended by the engine at its budget
 
     def __str__(self) -> str:
         return self.text

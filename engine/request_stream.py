@@ -33,6 +33,7 @@ class RequestStream:
             finish_reason=seq.finish_reason,
             num_prompt_tokens=seq.num_prompt_tokens,
             num_cached_tokens=seq.num_cached_tokens,
+            reasoning_cut=seq.reasoning_cut,
         )
         self.text_sent, self.tokens_sent = len(text), num_tokens
         return delta if delta.text or delta.token_ids or delta.finished else None

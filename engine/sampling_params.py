@@ -11,6 +11,8 @@ from engine.errors import InvalidRequestError
 GREEDY_BELOW = 1e-5
 MAX_TEMPERATURE = 100.0
 SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.Generator.manual_seed takes
+# A thinking budget above this is a mistake (no model's context holds it), not a choice.
+MAX_REASONING_TOKENS = 1 << 20
 
 
 @dataclass
@@ -21,6 +23,8 @@ class SamplingParams:
     those filters. ``stop`` strings end generation and are not part of the text;
     ``stop_token_ids`` add to the model's EOS ids (ignored with ``ignore_eos``).
     ``seed`` makes sampling reproducible whatever else is in the batch.
+    ``max_reasoning_tokens`` bounds an R1 model's thinking (engine.reasoning_budget);
+    None: unbounded.
     """
 
     max_tokens: int = 128
@@ -32,6 +36,7 @@ class SamplingParams:
     ignore_eos: bool = False
     seed: int | None = None
     skip_special_tokens: bool = True
+    max_reasoning_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
@@ -47,6 +52,11 @@ class SamplingParams:
             raise InvalidRequestError(f"top_p must be in (0, 1], got {self.top_p}")
         if any(t < 0 for t in self.stop_token_ids):
             raise InvalidRequestError("stop_token_ids must be >= 0")
+        budget = self.max_reasoning_tokens
+        if budget is not None and not 0 <= budget <= MAX_REASONING_TOKENS:
+            raise InvalidRequestError(
+                f"max_reasoning_tokens must be in [0, {MAX_REASONING_TOKENS}] or None, got {budget}"
+            )
         if self.seed is not None and not SEED_RANGE[0] <= self.seed <= SEED_RANGE[1]:
             raise InvalidRequestError(f"seed must be a 64-bit integer, got {self.seed}")
 

@@ -239,6 +239,7 @@ class Scheduler:
             self.block_manager.cache_computed_blocks(seq)
             if token is None:  # a prefill chunk that is not the last one
                 continue
+            token = seq.steer(token)
             seq.append_token(token)
             self.generation_tokens += 1
             updated.append(seq)

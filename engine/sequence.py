@@ -8,6 +8,7 @@ from enum import Enum, auto
 
 import torch
 
+from engine.reasoning_budget import ReasoningBudget
 from engine.sampling_params import SamplingParams
 
 
@@ -67,6 +68,7 @@ class Sequence:
         self.finish_reason: str | None = None
         self.output_text = ""
         self.generator: torch.Generator | None = None  # set by the engine for seeded sampling
+        self.reasoning: ReasoningBudget | None = None  # set by the engine for a thinking budget
 
     def __len__(self) -> int:
         return len(self.token_ids)
@@ -90,6 +92,15 @@ class Sequence:
     @property
     def is_finished(self) -> bool:
         return self.status == SequenceStatus.FINISHED
+
+    def steer(self, sampled: int) -> int:
+        """The token to append for a sampled one (a thinking budget may replace it)."""
+        return sampled if self.reasoning is None else self.reasoning.steer(sampled)
+
+    @property
+    def reasoning_cut(self) -> bool:
+        """Whether the engine ended this sequence's thinking at its budget."""
+        return self.reasoning is not None and self.reasoning.cut
 
     def append_token(self, token_id: int) -> None:
         self.token_ids.append(token_id)

@@ -79,3 +79,29 @@ def hf_greedy(model: Any, prompt: list[int], max_new_tokens: int) -> list[int]:
             pad_token_id=0,
         )
     return out[0, len(prompt) :].tolist()
+
+
+THINK_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}"
+)
+
+
+def save_think_tokenizer(out: Path) -> Any:
+    """A byte-level tokenizer with R1's single-token ``<think>``/``</think>`` and a chat
+    template that opens thinking in the generation prompt (as R1-Distill's does); its
+    vocabulary (260 ids) fits a tiny model with ``vocab_size`` >= 260."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    byte_chars = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {c: i for i, c in enumerate(sorted(byte_chars))}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", chat_template=THINK_TEMPLATE
+    )
+    fast.add_special_tokens({"additional_special_tokens": ["<|im_start|>"]})
+    fast.add_tokens(["<think>", "</think>"])  # as R1's: whole tokens, kept in the text
+    fast.save_pretrained(out)
+    return fast
