@@ -175,6 +175,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             gguf = None
     if gguf is not None:
         baselines["llama_cpp"] = _llama_cpp(gguf, batch[:2], decode_tokens)
+        from bench.gguf_grid import measure
+
+        grid = measure(gguf)  # Q4_K sub-blocks on our int4 g32 grid (none in SmolLM2's Q4_1)
+        if grid["q4_k_tensors"]:
+            baselines["gguf_q4_k_on_int4_g32"] = {k: v for k, v in grid.items() if k != "tensors"}
     else:
         baselines["llama_cpp"] = {"skipped": "no bundled GGUF for this model"}
 
