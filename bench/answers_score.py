@@ -4,7 +4,7 @@ accepted alternatives the question set lists (bench/answers_set.py).
 Normalisation (the same for the answer and each alternative): NFKC (full-width letters,
 digits and punctuation become their ASCII forms), case folded, thousands separators
 dropped ("1,000" -> "1000"), every other punctuation mark or symbol a space (a "."
-between digits is kept: "2.5"), English number words as digits ("twenty-four" -> "24",
+between digits is kept: "2.5", less its trailing zeros: "100.0" -> "100"), English number words as digits ("twenty-four" -> "24",
 "one hundred and five" -> "105") and Chinese numerals as digits ("二十四" -> "24",
 "一千" -> "1000", "二〇二四" -> "2024").
 
@@ -143,7 +143,9 @@ def normalize(text: str) -> str:
             chars.append(" ")
         else:
             chars.append(c)
-    tokens = _english_numbers("".join(chars).split())
+    text = re.sub(r"(?<=\d)\.0+(?!\d)", "", "".join(chars))  # 100.0 -> 100
+    text = re.sub(r"(?<=\.)(\d*?[1-9])0+(?!\d)", r"\1", text)  # 2.50 -> 2.5
+    tokens = _english_numbers(text.split())
     # a CJK character next to a digit needs no space: "7 天" and "7天" read the same
     return re.sub(r"(?<=\S) (?=\S)", _space, " ".join(tokens))
 

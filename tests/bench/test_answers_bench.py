@@ -23,6 +23,9 @@ VERDICTS = [
     ("2 + 2 = 4", ("four",), False, True),
     ("The answer is 14.", ("4",), False, False),  # "4" inside "14"
     ("About 4.5 of them.", ("4",), False, False),  # nor inside a decimal
+    ("It boils at about 100.0 degrees.", ("100",), False, True),  # the same number
+    ("It weighs 2.50 kg.", ("2.5",), False, True),
+    ("It boils at 100.5 degrees.", ("100",), False, False),
     ("Seven times eight is fifty-six.", ("56",), False, True),
     ("fifty six", ("fifty-six",), False, True),
     ("It is five hundred and sixty.", ("56",), False, False),
@@ -73,6 +76,7 @@ def test_verdicts(answer: str, accepted: tuple[str, ...], keywords: bool, expect
         ("one two three", "1 2 3"),
         ("It is 1,000 grams.", "it is 1000 grams"),
         ("3.5 kg.", "3.5 kg"),
+        ("100.0 and 2.50 and 10.05", "100 and 2.5 and 10.05"),
         ("二〇二四年", "2024年"),
         ("三万五千", "35000"),
         ("两千零五", "2005"),
