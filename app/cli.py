@@ -23,6 +23,7 @@ BENCHMARKS = {
     "soak": "bench.soak",
     "turns": "bench.turns",
     "asr": "bench.asr",
+    "answers": "bench.answers",
 }
 
 
@@ -109,7 +110,12 @@ def _bench(args: argparse.Namespace) -> int:
     module = importlib.import_module(BENCHMARKS[args.what])
     result = module.run(args)
     text = json.dumps(result, indent=2)
-    print(text)
+    # a bench with a table prints it; the JSON then goes to --json alone, if one is named
+    table = getattr(module, "format_table", None)
+    if table is not None:
+        print(table(result))
+    if table is None or not args.json:
+        print(text)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(text + "\n")
