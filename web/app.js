@@ -6,12 +6,18 @@
 // metrics, responses (with the voice they used), the session as the server confirmed it.
 import { KEY_ITEM, KeyRequired, authHeaders, keyWanted, realtimeProtocols } from "./lib/auth.js";
 import { Backoff } from "./lib/backoff.js";
-import { turnSegments } from "./lib/chart.js";
+import { metricsLine, turnSegments } from "./lib/chart.js";
+import { Choices } from "./lib/choices.js";
 import { currentKey, fieldsFor, palettes as toPalettes } from "./lib/components.js";
-import { closeInfo, errorMessage, looksLikeAudio, micErrorMessage, parseEvent, sessionUpdate, sessionView, slotOfParam } from "./lib/events.js";
-import { decodeAudio, encodeAudio, meterValue } from "./lib/pcm.js";
+import { micOptions } from "./lib/devices.js";
+import { closeInfo, errorMessage, looksLikeAudio, micErrorMessage, parseEvent, retryView, sessionUpdate, sessionView } from "./lib/events.js";
+import { keptText, userMessage } from "./lib/items.js";
+import { Pacer } from "./lib/pacing.js";
+import { concat, decodeAudio, encodeAudio, meterValue } from "./lib/pcm.js";
 import { PlaybackSchedule } from "./lib/playback.js";
-import { IDLE, nextStages } from "./lib/stages.js";
+import { answerFailure, answerItems, answerOutcome, responseVoice, Responses } from "./lib/responses.js";
+import { formFields, formValues } from "./lib/settings.js";
+import { StageTracker } from "./lib/stages.js";
 import { AudioEngine, RATE } from "./ui/audio.js";
 import { Conversation } from "./ui/conversation.js";
 import { $, h } from "./ui/dom.js";
@@ -42,13 +48,9 @@ let view = {}; // sessionView of the server's confirmed session
 let rawSession = null;
 let paletteData = null;
 let connecting = false; // minting a client secret before the socket opens
-let stages = { ...IDLE };
-const desired = {}; // fields the user chose: re-applied after a reconnect
-const pending = {}; // slot -> {key, eventId}
+const choices = new Choices();
 const backgroundIds = new Set(); // client events whose errors only go to the log
-const responses = new Map(); // response id -> {itemId, voice, status}
-const stopped = new Set(); // responses whose audio is no longer wanted (barge-in)
-let activeResponse = null;
+const responses = new Responses();
 let eventCounter = 0;
 let handsFreeTurn = "server_vad"; // the server's default turn detection (session.created)
 let streaming = false; // mic frames go to the server
@@ -63,6 +65,7 @@ const schedule = new PlaybackSchedule(RATE);
 const conversation = new Conversation($("log"));
 const eventLog = new EventLog({ list: $("devlog-list"), filter: $("devlog-filter"), clear: $("devlog-clear"), count: $("devlog-count") });
 const pipeline = new PipelineView({ onChoose: choose });
+const stages = new StageTracker((state) => pipeline.setStages(state));
 const audio = new AudioEngine({
   onFrame: (samples) => {
     if (streaming && !fileJob) {
@@ -77,7 +80,7 @@ const audio = new AudioEngine({
     schedule.setPlayed(played);
     debug.played = schedule.played;
     const playing = schedule.isPlaying() && !idle;
-    if (playing !== stages.speaking) setStage({ type: "playing", on: playing });
+    if (playing !== stages.state.speaking) stages.update({ type: "playing", on: playing });
   },
 });
 
@@ -92,11 +95,6 @@ function send(ev, { background = false } = {}) {
   ws.send(JSON.stringify(ev));
   eventLog.add("out", ev);
   return true;
-}
-
-function setStage(input) {
-  stages = nextStages(stages, input);
-  pipeline.setStages(stages);
 }
 
 function announce(text) {
@@ -195,9 +193,8 @@ function onDisconnected(code, reason) {
   stopStreaming({ commit: false });
   audio.flush();
   schedule.flush();
-  activeResponse = null;
-  stages = nextStages({ ...IDLE, mic: false }, { type: "reset" });
-  pipeline.setStages(stages);
+  responses.clearActive();
+  stages.reset();
   updateTalk();
   if (code === 4001) return askForKey("This server needs an API key.");
   const info = closeInfo(code, reason);
@@ -207,12 +204,10 @@ function onDisconnected(code, reason) {
     return;
   }
   const delay = backoff.next();
-  const seconds = Math.max(1, Math.round(delay / 1000));
-  setStatus(info.kind === "not_ready" ? "not-ready" : "reconnecting", `${info.kind === "not_ready" ? "server starting" : "disconnected"}; retrying in ${seconds} s…`);
-  const text = `${info.message} Reconnecting in ${seconds} s${everConnected ? "; the conversation stays on screen" : ""}.`;
-  notice(info.kind === "not_ready" ? "not-ready" : "connection", text, [{ label: "Reconnect now", run: () => connect() }]);
-  if (info.kind === "not_ready") clearNotice("connection");
-  else clearNotice("not-ready");
+  const retry = retryView(info, delay, everConnected);
+  setStatus(retry.state, retry.status);
+  notice(retry.notice, retry.message, [{ label: "Reconnect now", run: () => connect() }]);
+  clearNotice(retry.replaces);
   reconnectTimer = setTimeout(connect, delay);
 }
 
@@ -228,7 +223,8 @@ function onSessionCreated(ev) {
   // Hands-free mode returns to the turn detection the server starts sessions with.
   onSession(ev.session);
   if (view.turnDetection) handsFreeTurn = view.turnDetection.type;
-  if (Object.keys(desired).length) send(sessionUpdate(desired)); // keep the user's choices
+  const wanted = choices.wanted();
+  if (wanted) send(sessionUpdate(wanted)); // keep the user's choices
   if (!paletteData) loadComponents();
   updateTalk();
 }
@@ -240,17 +236,11 @@ function onSession(session) {
   debug.session = view;
   for (const slot of ["turn", "asr", "tts", "llm"]) {
     const key = currentKey(slot, view, paletteData ? paletteData.llm : []);
-    const wanted = pending[slot];
-    if (wanted) {
-      if (wanted.key === key) {
-        Object.assign(desired, wanted.fields); // kept across reconnects
-        announce(`${pipeline.labelOf(slot, key)} is now in use.`);
-        pipeline.setRefusal(slot, null);
-      } else if (!wanted.eventIdErrored) {
-        pipeline.setRefusal(slot, `The server kept ${pipeline.labelOf(slot, key)}.`);
-      }
-      delete pending[slot];
-    }
+    const outcome = choices.settle(slot, key);
+    if (outcome === "used") {
+      announce(`${pipeline.labelOf(slot, key)} is now in use.`);
+      pipeline.setRefusal(slot, null);
+    } else if (outcome === "kept") pipeline.setRefusal(slot, `The server kept ${pipeline.labelOf(slot, key)}.`);
     pipeline.setCurrent(slot, key);
   }
   for (const input of document.querySelectorAll("input[name=mode]")) {
@@ -260,7 +250,7 @@ function onSession(session) {
   updateTalk();
 }
 
-function choose(slot, key, how) {
+function choose(slot, key) {
   const rows = (paletteData && paletteData[slot]) || [];
   const row = rows.find((r) => r.key === key);
   if (row && !row.available) {
@@ -277,11 +267,11 @@ function choose(slot, key, how) {
   }
   if (!ws || ws.readyState !== WebSocket.OPEN) {
     pipeline.setRefusal(slot, "Not connected: the choice will be tried when the page reconnects.");
-    Object.assign(desired, fields);
+    choices.remember(fields);
     return;
   }
   const eventId = nextId("evt_choose");
-  pending[slot] = { key, eventId, how, fields };
+  choices.propose(slot, key, eventId, fields);
   pipeline.setPending(slot, key);
   send(sessionUpdate(fields, eventId));
 }
@@ -306,7 +296,7 @@ function onEvent(ev) {
   debug.events[ev.type] = (debug.events[ev.type] || 0) + 1;
   if (ev.wireType) debug.events[ev.wireType] = (debug.events[ev.wireType] || 0) + 1;
   eventLog.add("in", ev);
-  setStage(ev);
+  stages.update(ev);
   switch (ev.type) {
     case "session.created":
       onSessionCreated(ev);
@@ -332,7 +322,7 @@ function onEvent(ev) {
       break;
     case "conversation.item.added":
     case "conversation.item.done":
-      onItem(ev.item);
+      conversation.userItem(userMessage(ev.item));
       break;
     case "conversation.item.deleted":
       conversation.remove(ev.item_id);
@@ -341,14 +331,12 @@ function onEvent(ev) {
       if (conversation.has(ev.item_id)) send({ type: "conversation.item.retrieve", item_id: ev.item_id }, { background: true });
       break;
     case "conversation.item.retrieved": {
-      const part = ((ev.item && ev.item.content) || [])[0] || {};
-      const kept = part.transcript ?? part.text;
-      if (ev.item && ev.item.role === "assistant" && typeof kept === "string") conversation.setHeard(ev.item.id, kept);
+      const kept = keptText(ev.item);
+      if (kept !== null) conversation.setHeard(ev.item.id, kept);
       break;
     }
     case "response.created":
-      activeResponse = ev.response.id;
-      responses.set(ev.response.id, { id: ev.response.id, voice: responseVoice(ev.response), status: "in_progress", itemId: null });
+      responses.start(ev.response.id, responseVoice(ev.response, view.voice));
       clearNotice("server-busy");
       break;
     case "response.output_item.added":
@@ -366,7 +354,7 @@ function onEvent(ev) {
       const samples = decodeAudio(ev.delta);
       debug.audioDeltas += 1;
       debug.audioSamples += samples.length;
-      if (stopped.has(ev.response_id)) break; // late audio of an interrupted answer
+      if (responses.isStopped(ev.response_id)) break; // late audio of an interrupted answer
       schedule.enqueue(ev.item_id, audio.play(samples));
       debug.scheduled = schedule.scheduled;
       break;
@@ -388,56 +376,28 @@ function onEvent(ev) {
   }
 }
 
-function responseVoice(response) {
-  const out = response && response.audio && response.audio.output;
-  return (out && out.voice) || (response && response.voice) || view.voice || null;
-}
-
-function onItem(item) {
-  if (!item || item.type !== "message" || item.role !== "user") return;
-  const part = (item.content || [])[0] || {};
-  if (part.type === "input_text") conversation.userText(item.id, part.text || "");
-  else if (part.type === "input_audio" && !conversation.has(item.id)) {
-    conversation.userPartial(item.id);
-    if (part.transcript) conversation.userFinal(item.id, part.transcript);
-  }
-}
-
 function onAnswerItem(responseId, item) {
   if (!item || !item.id || conversation.has(item.id)) return;
-  const r = responses.get(responseId);
-  if (r) r.itemId = item.id;
+  const r = responses.setItem(responseId, item.id);
   conversation.assistantStart(item.id, r && r.voice ? `voice ${r.voice}` : "");
 }
 
 function onResponseDone(response) {
-  const r = responses.get(response.id) || { id: response.id };
-  const voice = responseVoice(response) || r.voice;
-  Object.assign(r, { status: response.status, voice });
-  responses.set(response.id, r);
-  debug.responses.push({ id: response.id, status: response.status, voice, reason: response.status_details && response.status_details.reason });
-  if (activeResponse === response.id) activeResponse = null;
-  const reason = response.status_details && response.status_details.reason;
-  for (const item of response.output || []) {
-    if (item.type && item.type !== "message") continue;
-    const part = (item.content || [])[0] || {};
-    const heard = part.transcript ?? part.text;
-    const interrupted = response.status === "cancelled" || item.status === "incomplete";
-    const playedMs = schedule.playedMs(item.id);
-    const meta = [voice ? `voice ${voice}` : null, interrupted ? `heard ${(playedMs / 1000).toFixed(1)} s` : null].filter(Boolean).join(" · ");
-    conversation.assistantDone(item.id, { status: interrupted ? "cancelled" : response.status, heard, meta, reason });
-    if (interrupted) {
+  const r = responses.finish(response, view.voice);
+  debug.responses.push({ id: response.id, status: response.status, voice: r.voice, reason: response.status_details && response.status_details.reason });
+  for (const item of answerItems(response)) {
+    const outcome = answerOutcome(response, item, r.voice, schedule.playedMs(item.id));
+    conversation.assistantDone(item.id, outcome);
+    if (outcome.interrupted) {
       flushPlayback("cancelled");
       if (r.truncateAt !== undefined) {
         send({ type: "conversation.item.truncate", item_id: item.id, content_index: 0, audio_end_ms: r.truncateAt }, { background: true });
       }
     }
   }
-  if (response.status === "failed") {
-    const err = (response.status_details && response.status_details.error) || {};
-    if (err.code === "server_busy") showBusy();
-    else if (err.code !== "tts_failed") conversation.note(`The answer failed: ${errorMessage(err)}`, "error");
-  }
+  const failure = answerFailure(response);
+  if (failure === "busy") showBusy();
+  else if (failure) conversation.note(failure.note, "error");
 }
 
 function onMetrics(ev) {
@@ -445,8 +405,7 @@ function onMetrics(ev) {
   const seg = turnSegments(ev);
   pipeline.setLatency(seg);
   pipeline.setTurns(debug.turns);
-  const ms = (v) => (v === null || v === undefined ? "–" : Math.round(v));
-  $("metrics").textContent = `end of speech → transcript ${ms(ev.speech_stopped_to_transcript_ms)} ms · first token ${ms(ev.speech_stopped_to_first_token_ms)} ms · first audio ${ms(ev.speech_stopped_to_first_audio_ms)} ms`;
+  $("metrics").textContent = metricsLine(ev);
 }
 
 function showBusy() {
@@ -467,18 +426,11 @@ function onError(ev) {
   const eventId = err.event_id || null;
   if (eventId && backgroundIds.has(eventId)) return; // e.g. a truncate the server did itself
   // a refused drop: name it on its card, and the card shows the kept value again
-  let slot = null;
-  for (const [s, p] of Object.entries(pending)) if (p.eventId === eventId) slot = s;
-  if (!slot) {
-    const bySlot = slotOfParam(err.param);
-    if (bySlot && pending[bySlot]) slot = bySlot;
-  }
-  if (slot) {
-    pending[slot].eventIdErrored = true;
-    const label = pipeline.labelOf(slot, pending[slot].key);
-    pipeline.setRefusal(slot, `${label} was refused: ${errorMessage(err)}`);
+  const refused = choices.refuse(eventId, err.param);
+  if (refused) {
+    const label = pipeline.labelOf(refused.slot, refused.key);
+    pipeline.setRefusal(refused.slot, `${label} was refused: ${errorMessage(err)}`);
     announce(`${label} was refused: ${err.message || err.code}`);
-    delete pending[slot];
     if (rawSession) onSession(rawSession); // the card, the mode switch: back to what is used
     return;
   }
@@ -493,7 +445,7 @@ function flushPlayback(reason) {
   const dropped = schedule.flush();
   audio.flush();
   debug.flushes.push({ reason, audioDeltas: debug.audioDeltas, played: debug.played, dropped });
-  if (stages.speaking) setStage({ type: "playing", on: false });
+  if (stages.state.speaking) stages.update({ type: "playing", on: false });
 }
 
 /** Stop what is playing now: the server detected speech (it cancels the answer itself),
@@ -501,7 +453,7 @@ function flushPlayback(reason) {
 function bargeIn(reason) {
   const playingItem = schedule.currentItem();
   const wasPlaying = schedule.isPlaying();
-  if (activeResponse) stopped.add(activeResponse);
+  responses.interrupt();
   flushPlayback(reason);
   if (reason !== "push_to_talk") {
     // the server stopped the answer; tell it how much was really heard (what clients do)
@@ -510,9 +462,9 @@ function bargeIn(reason) {
     }
     return;
   }
-  if (activeResponse) {
-    const r = responses.get(activeResponse);
-    if (r && r.itemId) r.truncateAt = schedule.playedMs(r.itemId);
+  if (responses.active) {
+    const r = responses.get(responses.active);
+    if (r && r.itemId) responses.cutAt(r.id, schedule.playedMs(r.itemId));
     send({ type: "response.cancel" }, { background: true });
   } else if (wasPlaying && playingItem) {
     send({ type: "conversation.item.truncate", item_id: playingItem, content_index: 0, audio_end_ms: schedule.playedMs(playingItem) }, { background: true });
@@ -529,7 +481,7 @@ async function openMic() {
   try {
     await audio.openMic($("mic").value || undefined);
     for (const k of ["denied", "missing", "busy", "insecure", "other"]) clearNotice(`mic-${k}`);
-    setStage({ type: "mic", on: true });
+    stages.update({ type: "mic", on: true });
     listMics();
     return true;
   } catch (err) {
@@ -541,14 +493,14 @@ async function openMic() {
 function stopStreaming({ commit }) {
   const tail = audio.closeMic();
   if (streaming && tail.length && ws) send({ type: "input_audio_buffer.append", audio: encodeAudio(tail) });
-  if (streaming && !commit && stages.asr === "hearing" && view.turnDetection) {
+  if (streaming && !commit && stages.state.asr === "hearing" && view.turnDetection) {
     // stopped mid-sentence, hands-free: a silence lets server VAD end (and answer) the turn
     const ms = (view.turnDetection.silence_duration_ms || 500) + 300;
     send({ type: "input_audio_buffer.append", audio: encodeAudio(new Float32Array(Math.round((RATE * ms) / 1000))) });
   }
   const wasStreaming = streaming;
   streaming = false;
-  setStage({ type: "mic", on: false });
+  stages.update({ type: "mic", on: false });
   if (wasStreaming && commit) {
     if (sentSamples < RATE / 10) {
       send({ type: "input_audio_buffer.clear" });
@@ -617,7 +569,7 @@ async function listMics() {
     const mics = await audio.listMics();
     const select = $("mic");
     const chosen = select.value;
-    select.replaceChildren(h("option", { value: "" }, "default"), ...mics.filter((m) => m.deviceId && m.deviceId !== "default").map((m, i) => h("option", { value: m.deviceId }, m.label || `microphone ${i + 1}`)));
+    select.replaceChildren(h("option", { value: "" }, "default"), ...micOptions(mics).map((m) => h("option", { value: m.value }, m.label)));
     select.value = [...select.options].some((o) => o.value === chosen) ? chosen : "";
   } catch {
     /* no device list: the default microphone still works */
@@ -656,18 +608,14 @@ async function sendFile(file) {
   box.querySelector(".name").textContent = `Sending “${file.name}” (${(samples.length / RATE).toFixed(1)} s)`;
   const bar = box.querySelector("progress");
   box.querySelector(".stop").onclick = () => (job.cancelled = true);
-  const step = RATE / 50; // 20 ms
-  const lead = RATE / 5; // stay at most 200 ms ahead of real time
+  const pacer = new Pacer(total.length, RATE);
   const start = performance.now();
-  let sent = 0;
   try {
-    while (sent < total.length && !job.cancelled) {
-      const due = ((performance.now() - start) / 1000) * RATE + lead;
-      while (sent < Math.min(due, total.length)) {
-        if (!send({ type: "input_audio_buffer.append", audio: encodeAudio(total.subarray(sent, sent + step)) })) throw new Error("disconnected");
-        sent += step;
+    while (!pacer.done && !job.cancelled) {
+      for (const [from, to] of pacer.due(performance.now() - start)) {
+        if (!send({ type: "input_audio_buffer.append", audio: encodeAudio(total.subarray(from, to)) })) throw new Error("disconnected");
       }
-      bar.value = Math.min(1, sent / total.length);
+      bar.value = pacer.progress;
       await sleep(20);
     }
     if (ptt && !job.cancelled) {
@@ -682,26 +630,19 @@ async function sendFile(file) {
   }
 }
 
-function concat(a, b) {
-  const out = new Float32Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
-}
-
 // ---- settings, copy config --------------------------------------------------------------
 function fillSettings() {
   if ($("settings").dataset.dirty === "true") return;
-  $("s-instructions").value = view.instructions ?? "";
-  $("s-speed").value = view.speed ?? 1;
-  $("s-speed-out").textContent = String(view.speed ?? 1);
-  $("s-turn").value = view.turnDetection ? view.turnDetection.type : "none";
-  if (view.turnDetection && view.turnDetection.silence_duration_ms) $("s-silence").value = view.turnDetection.silence_duration_ms;
-  if (view.turnDetection && view.turnDetection.eagerness) $("s-eagerness").value = view.turnDetection.eagerness;
+  const values = formValues(view, paletteData);
+  $("s-instructions").value = values.instructions;
+  $("s-speed").value = values.speed;
+  $("s-speed-out").textContent = String(values.speed);
+  $("s-turn").value = values.turn;
+  if (values.silence !== undefined) $("s-silence").value = values.silence;
+  if (values.eagerness !== undefined) $("s-eagerness").value = values.eagerness;
   showTurnKnobs();
-  if (typeof view.temperature === "number") $("s-temperature").value = view.temperature;
-  const semantic = paletteData && paletteData.turn.find((r) => r.key === "semantic_vad");
-  $("s-turn").querySelector("option[value=semantic_vad]").disabled = !(semantic && semantic.available);
+  if (values.temperature !== undefined) $("s-temperature").value = values.temperature;
+  $("s-turn").querySelector("option[value=semantic_vad]").disabled = !values.semanticAvailable;
 }
 
 function showTurnKnobs() {
@@ -710,20 +651,9 @@ function showTurnKnobs() {
 
 function applySettings(e) {
   e.preventDefault();
-  const turn = $("s-turn").value;
-  let turnDetection = null;
-  if (turn === "server_vad") {
-    const kept = view.turnDetection && view.turnDetection.type === "server_vad" ? view.turnDetection : {};
-    turnDetection = { ...kept, type: turn, silence_duration_ms: Number($("s-silence").value) };
-    delete turnDetection.eagerness;
-  } else if (turn === "semantic_vad") turnDetection = { type: turn, eagerness: $("s-eagerness").value };
-  const fields = {
-    instructions: $("s-instructions").value,
-    speed: Number($("s-speed").value),
-    turnDetection,
-    temperature: Number($("s-temperature").value),
-  };
-  Object.assign(desired, fields);
+  const values = { turn: $("s-turn").value, silence: $("s-silence").value, eagerness: $("s-eagerness").value, instructions: $("s-instructions").value, speed: $("s-speed").value, temperature: $("s-temperature").value };
+  const fields = formFields(values, view);
+  choices.remember(fields);
   $("settings").dataset.dirty = "false";
   const ok = send(sessionUpdate(fields));
   $("settings-result").textContent = ok ? "Sent; the cards show what the server confirms." : "Not connected: applied when the page reconnects.";
@@ -856,7 +786,7 @@ $("settings-form").addEventListener("input", (e) => {
 $("settings").addEventListener("keydown", (e) => e.key === "Escape" && toggleSettings(false));
 $("copy-config").addEventListener("click", copyConfig);
 
-pipeline.setStages(stages);
+pipeline.setStages(stages.state);
 pipeline.setTurns([]);
 pipeline.setPalettesLoading("loading components…");
 loadComponents();
