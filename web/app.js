@@ -4,24 +4,24 @@
 // `window.r1voice` holds debug state for tests and the console: counts of server events by
 // type, answer audio received / scheduled / played (24 kHz samples), flushes, turn
 // metrics, responses (with the voice they used), the session as the server confirmed it.
-import { KEY_ITEM, KeyRequired, authHeaders, keyWanted, realtimeProtocols } from "./lib/auth.js";
-import { Backoff } from "./lib/backoff.js";
+import { authHeaders } from "./lib/auth.js";
 import { metricsLine, turnSegments } from "./lib/chart.js";
 import { Choices } from "./lib/choices.js";
 import { currentKey, fieldsFor, palettes as toPalettes } from "./lib/components.js";
 import { micOptions } from "./lib/devices.js";
-import { closeInfo, errorMessage, looksLikeAudio, micErrorMessage, parseEvent, retryView, sessionUpdate, sessionView } from "./lib/events.js";
+import { errorMessage, looksLikeAudio, micErrorMessage, sessionUpdate, sessionView } from "./lib/events.js";
 import { keptText, userMessage } from "./lib/items.js";
 import { Pacer } from "./lib/pacing.js";
-import { concat, decodeAudio, encodeAudio, meterValue } from "./lib/pcm.js";
-import { PlaybackSchedule } from "./lib/playback.js";
-import { answerFailure, answerItems, answerOutcome, responseVoice, Responses } from "./lib/responses.js";
+import { concat, encodeAudio, meterValue } from "./lib/pcm.js";
 import { formFields, formValues } from "./lib/settings.js";
 import { StageTracker } from "./lib/stages.js";
+import { Answers } from "./ui/answers.js";
 import { AudioEngine, RATE } from "./ui/audio.js";
+import { RealtimeClient } from "./ui/client.js";
 import { Conversation } from "./ui/conversation.js";
-import { $, h } from "./ui/dom.js";
+import { $, announce, h } from "./ui/dom.js";
 import { EventLog } from "./ui/eventlog.js";
+import { Notices } from "./ui/notices.js";
 import { PipelineView } from "./ui/pipeline.js";
 
 const debug = (window.r1voice = {
@@ -41,27 +41,18 @@ const debug = (window.r1voice = {
 });
 
 // ---- state --------------------------------------------------------------------------
-let ws = null;
-let everConnected = false;
-let sessionCount = 0;
 let view = {}; // sessionView of the server's confirmed session
 let rawSession = null;
 let paletteData = null;
-let connecting = false; // minting a client secret before the socket opens
 const choices = new Choices();
-const backgroundIds = new Set(); // client events whose errors only go to the log
-const responses = new Responses();
-let eventCounter = 0;
 let handsFreeTurn = "server_vad"; // the server's default turn detection (session.created)
 let streaming = false; // mic frames go to the server
 let sentSamples = 0; // since the current push-to-talk press
 let pttHeld = false;
 let lastPress = null; // what to retry after a mic error
 let fileJob = null;
-const backoff = new Backoff();
-let reconnectTimer = null;
-const schedule = new PlaybackSchedule(RATE);
 
+const notices = new Notices($("notices"), { onShow: (kind, message) => debug.notices.push({ kind, message }) });
 const conversation = new Conversation($("log"));
 const eventLog = new EventLog({ list: $("devlog-list"), filter: $("devlog-filter"), clear: $("devlog-clear"), count: $("devlog-count") });
 const pipeline = new PipelineView({ onChoose: choose });
@@ -69,162 +60,38 @@ const stages = new StageTracker((state) => pipeline.setStages(state));
 const audio = new AudioEngine({
   onFrame: (samples) => {
     if (streaming && !fileJob) {
-      send({ type: "input_audio_buffer.append", audio: encodeAudio(samples) });
+      client.send({ type: "input_audio_buffer.append", audio: encodeAudio(samples) });
       sentSamples += samples.length;
     }
   },
   onLevel: ({ peak }) => {
     $("level").value = meterValue(peak);
   },
-  onPlayed: (played, idle) => {
-    schedule.setPlayed(played);
-    debug.played = schedule.played;
-    const playing = schedule.isPlaying() && !idle;
-    if (playing !== stages.state.speaking) stages.update({ type: "playing", on: playing });
-  },
+  onPlayed: (played, idle) => answers.played(played, idle),
 });
+const client = new RealtimeClient(notices, {
+  onEvent,
+  onSend: (ev) => eventLog.add("out", ev),
+  onClosed: () => {
+    stopStreaming({ commit: false });
+    answers.reset();
+    stages.reset();
+    updateTalk();
+  },
+  onKey: () => (paletteData = null),
+});
+const answers = new Answers({ audio, client, conversation, notices, stages, debug, sessionVoice: () => view.voice });
 
 const isPtt = () => view.turnDetection === null;
-const nextId = (prefix = "evt_page") => `${prefix}_${Date.now().toString(36)}_${++eventCounter}`;
-
-// ---- sending ------------------------------------------------------------------------
-function send(ev, { background = false } = {}) {
-  if (!ws || ws.readyState !== WebSocket.OPEN) return false;
-  if (!ev.event_id) ev.event_id = nextId();
-  if (background) backgroundIds.add(ev.event_id);
-  ws.send(JSON.stringify(ev));
-  eventLog.add("out", ev);
-  return true;
-}
-
-function announce(text) {
-  $("announce").textContent = text;
-}
-
-// ---- notices (errors with a way out) ----------------------------------------------------
-function notice(kind, message, actions = []) {
-  clearNotice(kind);
-  const el = h(
-    "div",
-    { class: "notice", role: "alert", dataset: { kind } },
-    h("span", { class: "text" }, message),
-    ...actions.map((a) => h("button", { type: "button", class: "action", onclick: a.run }, a.label)),
-    h("button", { type: "button", class: "dismiss", "aria-label": "Dismiss", onclick: () => clearNotice(kind) }, "×"),
-  );
-  $("notices").append(el);
-  debug.notices.push({ kind, message });
-  return el;
-}
-
-/** The server wants an API key: ask for it (kept for this tab only), then connect. */
-function askForKey(message) {
-  setStatus("closed", "API key needed");
-  const input = h("input", { type: "password", id: "api-key", autocomplete: "off", "aria-label": "API key" });
-  const submit = () => {
-    if (!input.value) return;
-    sessionStorage.setItem(KEY_ITEM, input.value);
-    clearNotice("api-key");
-    paletteData = null;
-    connect();
-  };
-  input.addEventListener("keydown", (e) => e.key === "Enter" && submit());
-  const el = notice("api-key", `${message} Enter it to connect (it is kept for this tab only).`, [{ label: "Connect", run: submit }]);
-  el.querySelector(".text").after(input);
-  input.focus();
-}
-
-function clearNotice(kind) {
-  for (const el of $("notices").querySelectorAll(`.notice[data-kind="${kind}"]`)) el.remove();
-}
-
-function setStatus(state, text) {
-  $("status").dataset.state = state;
-  $("status").textContent = text;
-}
-
-// ---- the connection ---------------------------------------------------------------------
-async function connect() {
-  clearTimeout(reconnectTimer);
-  reconnectTimer = null;
-  if (ws && ws.readyState <= WebSocket.OPEN) return;
-  setStatus("connecting", "connecting…");
-  if (connecting) return;
-  connecting = true;
-  let protocols;
-  try {
-    protocols = await realtimeProtocols(fetch, sessionStorage);
-  } catch (err) {
-    if (err instanceof KeyRequired) return askForKey(err.message);
-    return onDisconnected(4000, "");
-  } finally {
-    connecting = false;
-  }
-  const proto = location.protocol === "https:" ? "wss" : "ws";
-  const socket = new WebSocket(`${proto}://${location.host}/v1/realtime?dialect=ga&r1voice_events=1`, protocols);
-  ws = socket;
-  socket.onmessage = (m) => {
-    const ev = parseEvent(m.data);
-    if (ev) onEvent(ev);
-  };
-  socket.onopen = () => (socket.opened = true);
-  socket.onclose = async (e) => {
-    if (ws !== socket) return;
-    ws = null;
-    let code = e.code;
-    if (!socket.opened && code !== 1013) code = await probeReadiness(code);
-    onDisconnected(code, e.reason);
-  };
-}
-
-/** A handshake the server refused: browsers see only 1006, so ask readiness why. */
-async function probeReadiness(code) {
-  try {
-    const res = await fetch("/v2/health/ready", { cache: "no-store" });
-    if (res.status === 503) return 1013;
-    if (await keyWanted(fetch, sessionStorage)) return 4001;
-  } catch {
-    return 4000; // the server cannot be reached at all
-  }
-  return code;
-}
-
-function onDisconnected(code, reason) {
-  ws = null;
-  stopStreaming({ commit: false });
-  audio.flush();
-  schedule.flush();
-  responses.clearActive();
-  stages.reset();
-  updateTalk();
-  if (code === 4001) return askForKey("This server needs an API key.");
-  const info = closeInfo(code, reason);
-  if (!info.retry) {
-    setStatus("closed", "disconnected");
-    notice("connection", info.message, [{ label: "Reconnect", run: () => connect() }]);
-    return;
-  }
-  const delay = backoff.next();
-  const retry = retryView(info, delay, everConnected);
-  setStatus(retry.state, retry.status);
-  notice(retry.notice, retry.message, [{ label: "Reconnect now", run: () => connect() }]);
-  clearNotice(retry.replaces);
-  reconnectTimer = setTimeout(connect, delay);
-}
 
 function onSessionCreated(ev) {
-  sessionCount += 1;
-  debug.sessions = sessionCount;
-  backoff.reset();
-  clearNotice("connection");
-  clearNotice("not-ready");
-  setStatus("connected", "connected");
-  if (everConnected) conversation.divider("Reconnected: a new session (the server starts a fresh conversation)");
-  everConnected = true;
+  if (client.sessionStarted()) conversation.divider("Reconnected: a new session (the server starts a fresh conversation)");
+  debug.sessions = client.sessions;
   // Hands-free mode returns to the turn detection the server starts sessions with.
   onSession(ev.session);
   if (view.turnDetection) handsFreeTurn = view.turnDetection.type;
   const wanted = choices.wanted();
-  if (wanted) send(sessionUpdate(wanted)); // keep the user's choices
+  if (wanted) client.send(sessionUpdate(wanted)); // keep the user's choices
   if (!paletteData) loadComponents();
   updateTalk();
 }
@@ -265,15 +132,15 @@ function choose(slot, key) {
     pipeline.setRefusal(slot, row && row.active ? `Already in use. ${msg}` : msg);
     return;
   }
-  if (!ws || ws.readyState !== WebSocket.OPEN) {
+  if (!client.isOpen) {
     pipeline.setRefusal(slot, "Not connected: the choice will be tried when the page reconnects.");
     choices.remember(fields);
     return;
   }
-  const eventId = nextId("evt_choose");
+  const eventId = client.nextId("evt_choose");
   choices.propose(slot, key, eventId, fields);
   pipeline.setPending(slot, key);
-  send(sessionUpdate(fields, eventId));
+  client.send(sessionUpdate(fields, eventId));
 }
 
 async function loadComponents(attempt = 0) {
@@ -305,7 +172,7 @@ function onEvent(ev) {
       onSession(ev.session);
       break;
     case "input_audio_buffer.speech_started":
-      bargeIn("speech_started");
+      answers.bargeIn("speech_started");
       conversation.userPartial(ev.item_id);
       break;
     case "input_audio_buffer.committed":
@@ -328,7 +195,7 @@ function onEvent(ev) {
       conversation.remove(ev.item_id);
       break;
     case "conversation.item.truncated": // ask what the server now keeps, to show it
-      if (conversation.has(ev.item_id)) send({ type: "conversation.item.retrieve", item_id: ev.item_id }, { background: true });
+      if (conversation.has(ev.item_id)) client.send({ type: "conversation.item.retrieve", item_id: ev.item_id }, { background: true });
       break;
     case "conversation.item.retrieved": {
       const kept = keptText(ev.item);
@@ -336,34 +203,26 @@ function onEvent(ev) {
       break;
     }
     case "response.created":
-      responses.start(ev.response.id, responseVoice(ev.response, view.voice));
-      clearNotice("server-busy");
+      answers.created(ev.response);
       break;
     case "response.output_item.added":
-      onAnswerItem(ev.response_id, ev.item);
+      answers.itemStarted(ev.response_id, ev.item);
       break;
     case "response.output_audio_transcript.delta":
     case "response.output_text.delta":
-      onAnswerItem(ev.response_id, { id: ev.item_id });
-      conversation.assistantDelta(ev.item_id, ev.delta || "");
+      answers.textDelta(ev);
       break;
     case "r1voice.reasoning.delta":
       conversation.reasoningDelta(ev.item_id, ev.delta || "");
       break;
-    case "response.output_audio.delta": {
-      const samples = decodeAudio(ev.delta);
-      debug.audioDeltas += 1;
-      debug.audioSamples += samples.length;
-      if (responses.isStopped(ev.response_id)) break; // late audio of an interrupted answer
-      schedule.enqueue(ev.item_id, audio.play(samples));
-      debug.scheduled = schedule.scheduled;
+    case "response.output_audio.delta":
+      answers.audioDelta(ev);
       break;
-    }
     case "response.output_audio.done":
-      audio.endOfAudio();
+      answers.audioDone();
       break;
     case "response.done":
-      onResponseDone(ev.response);
+      answers.done(ev.response);
       break;
     case "r1voice.turn.metrics":
       onMetrics(ev);
@@ -376,30 +235,6 @@ function onEvent(ev) {
   }
 }
 
-function onAnswerItem(responseId, item) {
-  if (!item || !item.id || conversation.has(item.id)) return;
-  const r = responses.setItem(responseId, item.id);
-  conversation.assistantStart(item.id, r && r.voice ? `voice ${r.voice}` : "");
-}
-
-function onResponseDone(response) {
-  const r = responses.finish(response, view.voice);
-  debug.responses.push({ id: response.id, status: response.status, voice: r.voice, reason: response.status_details && response.status_details.reason });
-  for (const item of answerItems(response)) {
-    const outcome = answerOutcome(response, item, r.voice, schedule.playedMs(item.id));
-    conversation.assistantDone(item.id, outcome);
-    if (outcome.interrupted) {
-      flushPlayback("cancelled");
-      if (r.truncateAt !== undefined) {
-        send({ type: "conversation.item.truncate", item_id: item.id, content_index: 0, audio_end_ms: r.truncateAt }, { background: true });
-      }
-    }
-  }
-  const failure = answerFailure(response);
-  if (failure === "busy") showBusy();
-  else if (failure) conversation.note(failure.note, "error");
-}
-
 function onMetrics(ev) {
   debug.turns.push(ev);
   const seg = turnSegments(ev);
@@ -408,23 +243,10 @@ function onMetrics(ev) {
   $("metrics").textContent = metricsLine(ev);
 }
 
-function showBusy() {
-  if ($("notices").querySelector('.notice[data-kind="server-busy"]')) return;
-  notice("server-busy", errorMessage({ code: "server_busy" }), [
-    {
-      label: "Retry",
-      run: () => {
-        clearNotice("server-busy");
-        send({ type: "response.create" });
-      },
-    },
-  ]);
-}
-
 function onError(ev) {
   const err = ev.error || {};
   const eventId = err.event_id || null;
-  if (eventId && backgroundIds.has(eventId)) return; // e.g. a truncate the server did itself
+  if (client.isBackground(eventId)) return; // e.g. a truncate the server did itself
   // a refused drop: name it on its card, and the card shows the kept value again
   const refused = choices.refuse(eventId, err.param);
   if (refused) {
@@ -434,53 +256,23 @@ function onError(ev) {
     if (rawSession) onSession(rawSession); // the card, the mode switch: back to what is used
     return;
   }
-  if (err.code === "server_busy") return showBusy();
-  if (err.code === "input_audio_buffer_commit_empty") return notice("too-short", errorMessage(err));
+  if (err.code === "server_busy") return answers.busy();
+  if (err.code === "input_audio_buffer_commit_empty") return notices.show("too-short", errorMessage(err));
   if (err.code === "response_cancel_not_active") return;
   conversation.note(`${err.code || "error"}: ${errorMessage(err)}`, "error");
 }
 
 // ---- talking ----------------------------------------------------------------------------
-function flushPlayback(reason) {
-  const dropped = schedule.flush();
-  audio.flush();
-  debug.flushes.push({ reason, audioDeltas: debug.audioDeltas, played: debug.played, dropped });
-  if (stages.state.speaking) stages.update({ type: "playing", on: false });
-}
-
-/** Stop what is playing now: the server detected speech (it cancels the answer itself),
- *  or the user pressed push-to-talk (the page cancels it and truncates what was not heard). */
-function bargeIn(reason) {
-  const playingItem = schedule.currentItem();
-  const wasPlaying = schedule.isPlaying();
-  responses.interrupt();
-  flushPlayback(reason);
-  if (reason !== "push_to_talk") {
-    // the server stopped the answer; tell it how much was really heard (what clients do)
-    if (wasPlaying && playingItem) {
-      send({ type: "conversation.item.truncate", item_id: playingItem, content_index: 0, audio_end_ms: schedule.playedMs(playingItem) }, { background: true });
-    }
-    return;
-  }
-  if (responses.active) {
-    const r = responses.get(responses.active);
-    if (r && r.itemId) responses.cutAt(r.id, schedule.playedMs(r.itemId));
-    send({ type: "response.cancel" }, { background: true });
-  } else if (wasPlaying && playingItem) {
-    send({ type: "conversation.item.truncate", item_id: playingItem, content_index: 0, audio_end_ms: schedule.playedMs(playingItem) }, { background: true });
-  }
-}
-
 function micFailed(err, retry) {
   const info = micErrorMessage(err);
-  notice(`mic-${info.kind}`, info.message, [{ label: "Retry", run: () => { clearNotice(`mic-${info.kind}`); retry(); } }]);
+  notices.show(`mic-${info.kind}`, info.message, [{ label: "Retry", run: () => { notices.clear(`mic-${info.kind}`); retry(); } }]);
   announce(info.message);
 }
 
 async function openMic() {
   try {
     await audio.openMic($("mic").value || undefined);
-    for (const k of ["denied", "missing", "busy", "insecure", "other"]) clearNotice(`mic-${k}`);
+    for (const k of ["denied", "missing", "busy", "insecure", "other"]) notices.clear(`mic-${k}`);
     stages.update({ type: "mic", on: true });
     listMics();
     return true;
@@ -492,22 +284,22 @@ async function openMic() {
 
 function stopStreaming({ commit }) {
   const tail = audio.closeMic();
-  if (streaming && tail.length && ws) send({ type: "input_audio_buffer.append", audio: encodeAudio(tail) });
+  if (streaming && tail.length) client.send({ type: "input_audio_buffer.append", audio: encodeAudio(tail) });
   if (streaming && !commit && stages.state.asr === "hearing" && view.turnDetection) {
     // stopped mid-sentence, hands-free: a silence lets server VAD end (and answer) the turn
     const ms = (view.turnDetection.silence_duration_ms || 500) + 300;
-    send({ type: "input_audio_buffer.append", audio: encodeAudio(new Float32Array(Math.round((RATE * ms) / 1000))) });
+    client.send({ type: "input_audio_buffer.append", audio: encodeAudio(new Float32Array(Math.round((RATE * ms) / 1000))) });
   }
   const wasStreaming = streaming;
   streaming = false;
   stages.update({ type: "mic", on: false });
   if (wasStreaming && commit) {
     if (sentSamples < RATE / 10) {
-      send({ type: "input_audio_buffer.clear" });
-      notice("too-short", errorMessage({ code: "input_audio_buffer_commit_empty" }));
+      client.send({ type: "input_audio_buffer.clear" });
+      notices.show("too-short", errorMessage({ code: "input_audio_buffer_commit_empty" }));
     } else {
-      send({ type: "input_audio_buffer.commit" });
-      send({ type: "response.create" });
+      client.send({ type: "input_audio_buffer.commit" });
+      client.send({ type: "response.create" });
     }
   }
   updateTalk();
@@ -528,8 +320,8 @@ async function pressToTalk() {
   pttHeld = true;
   lastPress = pressToTalk;
   await audio.ensure();
-  bargeIn("push_to_talk");
-  clearNotice("too-short");
+  answers.bargeIn("push_to_talk");
+  notices.clear("too-short");
   sentSamples = 0;
   updateTalk();
   if (!(await openMic())) {
@@ -551,8 +343,7 @@ function releaseToTalk() {
 
 function updateTalk() {
   const btn = $("talk");
-  const connected = Boolean(ws && ws.readyState === WebSocket.OPEN && sessionCount);
-  btn.disabled = !connected;
+  btn.disabled = !client.connected;
   if (isPtt()) {
     btn.textContent = pttHeld ? "Release to send" : "Hold to talk";
     btn.setAttribute("aria-pressed", String(pttHeld));
@@ -581,26 +372,26 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function sendFile(file) {
   if (!file) return;
-  clearNotice("file");
+  notices.clear("file");
   if (!looksLikeAudio(file)) {
-    notice("file", `“${file.name}” is not an audio file. Drop a wav, mp3, ogg, webm or flac file.`);
+    notices.show("file", `“${file.name}” is not an audio file. Drop a wav, mp3, ogg, webm or flac file.`);
     return;
   }
-  if (!ws || ws.readyState !== WebSocket.OPEN) {
-    notice("file", "Not connected to the server: the file was not sent. Try again once connected.");
+  if (!client.isOpen) {
+    notices.show("file", "Not connected to the server: the file was not sent. Try again once connected.");
     return;
   }
   let samples;
   try {
     samples = await audio.decodeFile(file);
   } catch (err) {
-    notice("file", `This browser could not decode “${file.name}” (${(err && err.message) || err}). Try a wav, mp3, ogg, webm or flac file.`);
+    notices.show("file", `This browser could not decode “${file.name}” (${(err && err.message) || err}). Try a wav, mp3, ogg, webm or flac file.`);
     return;
   }
   if (fileJob) fileJob.cancelled = true;
   const job = (fileJob = { cancelled: false });
   const ptt = isPtt();
-  if (ptt) bargeIn("push_to_talk");
+  if (ptt) answers.bargeIn("push_to_talk");
   // hands-free: a second of silence after it ends the turn
   const total = ptt ? samples : concat(samples, new Float32Array(RATE * 1.2));
   const box = $("file-progress");
@@ -613,17 +404,17 @@ async function sendFile(file) {
   try {
     while (!pacer.done && !job.cancelled) {
       for (const [from, to] of pacer.due(performance.now() - start)) {
-        if (!send({ type: "input_audio_buffer.append", audio: encodeAudio(total.subarray(from, to)) })) throw new Error("disconnected");
+        if (!client.send({ type: "input_audio_buffer.append", audio: encodeAudio(total.subarray(from, to)) })) throw new Error("disconnected");
       }
       bar.value = pacer.progress;
       await sleep(20);
     }
     if (ptt && !job.cancelled) {
-      send({ type: "input_audio_buffer.commit" });
-      send({ type: "response.create" });
+      client.send({ type: "input_audio_buffer.commit" });
+      client.send({ type: "response.create" });
     }
   } catch {
-    notice("file", `The connection closed while sending “${file.name}”.`);
+    notices.show("file", `The connection closed while sending “${file.name}”.`);
   } finally {
     if (fileJob === job) fileJob = null;
     box.hidden = true;
@@ -655,7 +446,7 @@ function applySettings(e) {
   const fields = formFields(values, view);
   choices.remember(fields);
   $("settings").dataset.dirty = "false";
-  const ok = send(sessionUpdate(fields));
+  const ok = client.send(sessionUpdate(fields));
   $("settings-result").textContent = ok ? "Sent; the cards show what the server confirms." : "Not connected: applied when the page reconnects.";
 }
 
@@ -764,15 +555,15 @@ $("text-form").addEventListener("submit", (e) => {
   e.preventDefault();
   const text = $("text").value.trim();
   if (!text) return;
-  if (!ws || ws.readyState !== WebSocket.OPEN) {
-    notice("connection", "Not connected: the message was not sent. It stays in the box; send it again once connected.");
+  if (!client.isOpen) {
+    notices.show("connection", "Not connected: the message was not sent. It stays in the box; send it again once connected.");
     return;
   }
   $("text").value = "";
   audio.ensure(); // a user gesture: lets the answer play
-  bargeIn("push_to_talk");
-  send({ type: "conversation.item.create", item: { type: "message", role: "user", content: [{ type: "input_text", text }] } });
-  send({ type: "response.create" });
+  answers.bargeIn("push_to_talk");
+  client.send({ type: "conversation.item.create", item: { type: "message", role: "user", content: [{ type: "input_text", text }] } });
+  client.send({ type: "response.create" });
 });
 
 $("settings-toggle").addEventListener("click", () => toggleSettings());
@@ -791,4 +582,4 @@ pipeline.setTurns([]);
 pipeline.setPalettesLoading("loading components…");
 loadComponents();
 listMics();
-connect();
+client.connect();
