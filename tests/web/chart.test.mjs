@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { chartModel, chartSvg, niceMax, turnSegments } from "../../web/lib/chart.js";
+import { chartModel, chartSvg, metricsLine, niceMax, turnSegments } from "../../web/lib/chart.js";
 
 const turn = (t, k, a) => ({ speech_stopped_to_transcript_ms: t, speech_stopped_to_first_token_ms: k, speech_stopped_to_first_audio_ms: a });
 
@@ -62,4 +62,9 @@ test("the SVG: one group per turn, a title per bar, an accessible label", () => 
   assert.match(svg, /<title>Turn 1: ASR 400 ms, LLM 300 ms, TTS 200 ms; total 900 ms<\/title>/);
   assert.match(svg, /TTS –; total 500 ms/);
   assert.match(chartSvg([]), /No voice turns yet/);
+});
+
+test("the last turn's latencies in one line, a dash where a stage did not run", () => {
+  assert.equal(metricsLine(turn(412.4, 803.6, 1190)), "end of speech → transcript 412 ms · first token 804 ms · first audio 1190 ms");
+  assert.equal(metricsLine(turn(0, null, undefined)), "end of speech → transcript 0 ms · first token – ms · first audio – ms");
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { closeInfo, shorten, elide, errorMessage, isAudioEvent, looksLikeAudio, micErrorMessage, parseEvent, sessionPatch, sessionUpdate, sessionView, slotOfParam } from "../../web/lib/events.js";
+import { closeInfo, shorten, elide, errorMessage, isAudioEvent, looksLikeAudio, micErrorMessage, parseEvent, retryView, sessionPatch, sessionUpdate, sessionView, slotOfParam } from "../../web/lib/events.js";
 
 test("GA events pass as they are; beta names map to GA", () => {
   assert.equal(parseEvent('{"type":"response.output_audio.delta","delta":"AA=="}').type, "response.output_audio.delta");
@@ -120,4 +120,21 @@ test("dropped files: audio by type or name", () => {
   assert.ok(looksLikeAudio({ name: "clip", type: "video/webm" }));
   assert.ok(!looksLikeAudio({ name: "notes.txt", type: "text/plain" }));
   assert.ok(!looksLikeAudio({ name: "photo.png", type: "image/png" }));
+});
+
+test("waiting to reconnect: the status line and the notice", () => {
+  assert.deepEqual(retryView(closeInfo(1013), 2600, false), {
+    state: "not-ready",
+    status: "server starting; retrying in 3 s…",
+    notice: "not-ready",
+    replaces: "connection",
+    message: "The server is starting up (loading and warming up its models). Reconnecting in 3 s.",
+  });
+  assert.deepEqual(retryView(closeInfo(1006), 300, true), {
+    state: "reconnecting",
+    status: "disconnected; retrying in 1 s…",
+    notice: "connection",
+    replaces: "not-ready",
+    message: "Lost the connection to the server (code 1006). Reconnecting in 1 s; the conversation stays on screen.",
+  });
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { base64Size, base64ToBytes, bytesToBase64, bytesToPcm16, decodeAudio, encodeAudio, floatToPcm16, level, meterValue, pcm16ToBytes, pcm16ToFloat } from "../../web/lib/pcm.js";
+import { base64Size, concat, base64ToBytes, bytesToBase64, bytesToPcm16, decodeAudio, encodeAudio, floatToPcm16, level, meterValue, pcm16ToBytes, pcm16ToFloat } from "../../web/lib/pcm.js";
 
 test("float -> PCM16 clips and rounds", () => {
   const out = floatToPcm16(Float32Array.from([0, 1, -1, 2, -2, 0.5, -0.5]));
@@ -52,4 +52,9 @@ test("level and meter", () => {
   assert.equal(meterValue(1), 1);
   assert.equal(meterValue(0.001), 0);
   assert.ok(Math.abs(meterValue(0.1) - 2 / 3) < 1e-9);
+});
+
+test("concat puts one run after the other", () => {
+  assert.deepEqual([...concat(Float32Array.from([1, 2]), Float32Array.from([3]))], [1, 2, 3]);
+  assert.deepEqual([...concat(new Float32Array(0), new Float32Array(2))], [0, 0]);
 });

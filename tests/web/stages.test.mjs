@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { IDLE, nextStages } from "../../web/lib/stages.js";
+import { IDLE, nextStages, StageTracker } from "../../web/lib/stages.js";
 
 const run = (inputs, from = IDLE) => inputs.reduce((s, i) => nextStages(s, typeof i === "string" ? { type: i } : i), from);
 
@@ -45,4 +45,18 @@ test("reasoning is thinking; unknown events change nothing", () => {
 test("reset keeps the microphone", () => {
   const s = run([{ type: "mic", on: true }, "response.created", { type: "reset" }]);
   assert.deepEqual([s.asr, s.llm, s.tts, s.mic], ["listening", "idle", "idle", true]);
+});
+
+test("the tracker keeps the stages and reports each change", () => {
+  const seen = [];
+  const t = new StageTracker((s) => seen.push(s));
+  assert.deepEqual(t.state, IDLE);
+  t.update({ type: "mic", on: true });
+  t.update({ type: "input_audio_buffer.speech_started" });
+  assert.deepEqual(seen.map((s) => s.asr), ["listening", "hearing"]);
+  assert.equal(t.state.mic, true);
+  t.reset();
+  assert.deepEqual(t.state, IDLE);
+  assert.equal(seen.length, 3);
+  assert.deepEqual(seen[2], IDLE);
 });

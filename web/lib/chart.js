@@ -57,6 +57,12 @@ export function chartModel(turns, { width = 600, height = 160, maxTurns = 20, pa
   return { width, height, max, bars, plotTop: pad / 2, plotBottom: pad / 2 + plotH, pad };
 }
 
+/** The last turn's latencies as one line of text (a dash for a stage that did not run). */
+export function metricsLine(metrics) {
+  const ms = (v) => (v === null || v === undefined ? "–" : Math.round(v));
+  return `end of speech → transcript ${ms(metrics.speech_stopped_to_transcript_ms)} ms · first token ${ms(metrics.speech_stopped_to_first_token_ms)} ms · first audio ${ms(metrics.speech_stopped_to_first_audio_ms)} ms`;
+}
+
 const fmt = (ms) => (ms === null || ms === undefined ? "–" : `${Math.round(ms)} ms`);
 
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);

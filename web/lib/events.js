@@ -137,6 +137,20 @@ export function closeInfo(code, reason) {
   return { kind: "lost", message: `Lost the connection to the server${reason ? ` (${reason})` : code ? ` (code ${code})` : ""}.`, retry: true };
 }
 
+/** What the page shows while it waits `delayMs` to reconnect after a close (closeInfo's
+ *  `info`): the status line, and the notice of this kind that replaces the other kind. */
+export function retryView(info, delayMs, everConnected) {
+  const seconds = Math.max(1, Math.round(delayMs / 1000));
+  const starting = info.kind === "not_ready";
+  return {
+    state: starting ? "not-ready" : "reconnecting",
+    status: `${starting ? "server starting" : "disconnected"}; retrying in ${seconds} s…`,
+    notice: starting ? "not-ready" : "connection",
+    replaces: starting ? "connection" : "not-ready",
+    message: `${info.message} Reconnecting in ${seconds} s${everConnected ? "; the conversation stays on screen" : ""}.`,
+  };
+}
+
 /** What an audio-device error means for a person. */
 export function micErrorMessage(err) {
   const name = err && err.name;

@@ -86,3 +86,11 @@ export function meterValue(amplitude, floorDb = -60) {
   const db = 20 * Math.log10(amplitude);
   return Math.max(0, Math.min(1, (db - floorDb) / -floorDb));
 }
+
+/** Two runs of samples, one after the other. */
+export function concat(a, b) {
+  const out = new Float32Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}

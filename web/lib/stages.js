@@ -60,6 +60,25 @@ export function nextStages(state, input) {
   return s;
 }
 
+/** The stages now, kept as inputs arrive; `onChange(state)` after each. */
+export class StageTracker {
+  constructor(onChange) {
+    this.state = { ...IDLE };
+    this.onChange = onChange;
+  }
+
+  update(input) {
+    this.state = nextStages(this.state, input);
+    this.onChange(this.state);
+  }
+
+  /** The connection closed: every stage idle, the microphone closed. */
+  reset() {
+    this.state = { ...IDLE };
+    this.onChange(this.state);
+  }
+}
+
 export const STATE_LABELS = {
   idle: "idle",
   listening: "listening",

@@ -58,6 +58,17 @@ export class Conversation {
     item.el.classList.add("typed");
   }
 
+  /** A user message the server added (items.userMessage): typed text is shown as sent;
+   *  a spoken one only if its bubble is not on screen yet (a live turn already has one). */
+  userItem(message) {
+    if (!message) return;
+    if (message.typed) this.userText(message.id, message.text);
+    else if (!this.has(message.id)) {
+      this.userPartial(message.id);
+      if (message.transcript) this.userFinal(message.id, message.transcript);
+    }
+  }
+
   _assistant(id) {
     let item = this.items.get(id);
     if (!item) {

@@ -14,3 +14,8 @@ export function h(tag, attrs = {}, ...children) {
 }
 
 export const $ = (id) => document.getElementById(id);
+
+/** Say something to screen readers (the page's polite live region). */
+export function announce(text) {
+  $("announce").textContent = text;
+}

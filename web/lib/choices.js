@@ -1,0 +1,53 @@
+// The pipeline choices the user makes (a drop, a palette click, the mode switch) as the
+// server answers them: one `session.update` pending per slot until the session confirms
+// or an error refuses it, and every accepted choice remembered, to be sent again on the
+// next session (a reconnect starts from the server's defaults).
+import { slotOfParam } from "./events.js";
+
+export class Choices {
+  constructor() {
+    this.pending = {}; // slot -> {key, eventId, fields}
+    this.desired = {}; // sessionPatch fields
+  }
+
+  /** Fields to send again on every new session (later ones win). */
+  remember(fields) {
+    Object.assign(this.desired, fields);
+  }
+
+  /** What to send on a new session, or null when the user chose nothing. */
+  wanted() {
+    return Object.keys(this.desired).length ? { ...this.desired } : null;
+  }
+
+  /** A choice sent as `session.update` `eventId`; the server has not answered yet. */
+  propose(slot, key, eventId, fields) {
+    this.pending[slot] = { key, eventId, fields };
+  }
+
+  /** The session now uses `key` in `slot`: "used" when that was the pending choice (it is
+   *  remembered), "kept" when the server kept another, null when nothing was pending. */
+  settle(slot, key) {
+    const wanted = this.pending[slot];
+    if (!wanted) return null;
+    delete this.pending[slot];
+    if (wanted.key !== key) return "kept";
+    this.remember(wanted.fields);
+    return "used";
+  }
+
+  /** An error refused a pending choice, by the event it answers or else by the field it
+   *  names: {slot, key} of that choice (no longer pending), or null when none was. */
+  refuse(eventId, param) {
+    let slot = null;
+    for (const [s, p] of Object.entries(this.pending)) if (p.eventId === eventId) slot = s;
+    if (!slot) {
+      const bySlot = slotOfParam(param);
+      if (bySlot && this.pending[bySlot]) slot = bySlot;
+    }
+    if (!slot) return null;
+    const { key } = this.pending[slot];
+    delete this.pending[slot];
+    return { slot, key };
+  }
+}

@@ -1,0 +1,148 @@
+// The Realtime connection: the WebSocket (GA dialect, with r1voice's own events), the API
+// key asked for when the server wants one, reconnects with backoff, and the status line
+// and notices that say what the connection is doing.
+import { KEY_ITEM, KeyRequired, keyWanted, realtimeProtocols } from "../lib/auth.js";
+import { Backoff } from "../lib/backoff.js";
+import { closeInfo, parseEvent, retryView } from "../lib/events.js";
+import { $, h } from "./dom.js";
+
+export class RealtimeClient {
+  /** hooks: onEvent(ev) for each server event, onSend(ev) for each sent one, onClosed()
+   *  when the socket closes (before the page says why), onKey() when a key was entered. */
+  constructor(notices, hooks) {
+    this.notices = notices;
+    this.hooks = hooks;
+    this.ws = null;
+    this.connecting = false; // minting a client secret before the socket opens
+    this.reconnectTimer = null;
+    this.backoff = new Backoff();
+    this.sessions = 0; // sessions started since the page loaded
+    this.background = new Set(); // client events whose errors only go to the log
+    this.counter = 0;
+  }
+
+  get isOpen() {
+    return Boolean(this.ws && this.ws.readyState === WebSocket.OPEN);
+  }
+
+  /** Open, with a session started: the page can talk. */
+  get connected() {
+    return this.isOpen && this.sessions > 0;
+  }
+
+  nextId(prefix = "evt_page") {
+    return `${prefix}_${Date.now().toString(36)}_${++this.counter}`;
+  }
+
+  /** Send a client event (false when not connected). A background event's errors are the
+   *  page's own business, not the user's (see isBackground). */
+  send(ev, { background = false } = {}) {
+    if (!this.isOpen) return false;
+    if (!ev.event_id) ev.event_id = this.nextId();
+    if (background) this.background.add(ev.event_id);
+    this.ws.send(JSON.stringify(ev));
+    this.hooks.onSend(ev);
+    return true;
+  }
+
+  isBackground(eventId) {
+    return Boolean(eventId) && this.background.has(eventId);
+  }
+
+  setStatus(state, text) {
+    $("status").dataset.state = state;
+    $("status").textContent = text;
+  }
+
+  async connect() {
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = null;
+    if (this.ws && this.ws.readyState <= WebSocket.OPEN) return;
+    this.setStatus("connecting", "connecting…");
+    if (this.connecting) return;
+    this.connecting = true;
+    let protocols;
+    try {
+      protocols = await realtimeProtocols(fetch, sessionStorage);
+    } catch (err) {
+      if (err instanceof KeyRequired) return this._askForKey(err.message);
+      return this._closed(4000, "");
+    } finally {
+      this.connecting = false;
+    }
+    const proto = location.protocol === "https:" ? "wss" : "ws";
+    const socket = new WebSocket(`${proto}://${location.host}/v1/realtime?dialect=ga&r1voice_events=1`, protocols);
+    this.ws = socket;
+    let opened = false;
+    socket.onmessage = (m) => {
+      const ev = parseEvent(m.data);
+      if (ev) this.hooks.onEvent(ev);
+    };
+    socket.onopen = () => (opened = true);
+    socket.onclose = async (e) => {
+      if (this.ws !== socket) return;
+      this.ws = null;
+      let code = e.code;
+      if (!opened && code !== 1013) code = await this._probeReadiness(code);
+      this._closed(code, e.reason);
+    };
+  }
+
+  /** `session.created`: the connection works. Returns whether it is a reconnect (the
+   *  server starts a fresh conversation then). */
+  sessionStarted() {
+    this.sessions += 1;
+    this.backoff.reset();
+    this.notices.clear("connection");
+    this.notices.clear("not-ready");
+    this.setStatus("connected", "connected");
+    return this.sessions > 1;
+  }
+
+  /** A handshake the server refused: browsers see only 1006, so ask readiness why. */
+  async _probeReadiness(code) {
+    try {
+      const res = await fetch("/v2/health/ready", { cache: "no-store" });
+      if (res.status === 503) return 1013;
+      if (await keyWanted(fetch, sessionStorage)) return 4001;
+    } catch {
+      return 4000; // the server cannot be reached at all
+    }
+    return code;
+  }
+
+  _closed(code, reason) {
+    this.ws = null;
+    this.hooks.onClosed();
+    if (code === 4001) return this._askForKey("This server needs an API key.");
+    const info = closeInfo(code, reason);
+    if (!info.retry) {
+      this.setStatus("closed", "disconnected");
+      this.notices.show("connection", info.message, [{ label: "Reconnect", run: () => this.connect() }]);
+      return;
+    }
+    const delay = this.backoff.next();
+    const retry = retryView(info, delay, this.sessions > 0);
+    this.setStatus(retry.state, retry.status);
+    this.notices.show(retry.notice, retry.message, [{ label: "Reconnect now", run: () => this.connect() }]);
+    this.notices.clear(retry.replaces);
+    this.reconnectTimer = setTimeout(() => this.connect(), delay);
+  }
+
+  /** The server wants an API key: ask for it (kept for this tab only), then connect. */
+  _askForKey(message) {
+    this.setStatus("closed", "API key needed");
+    const input = h("input", { type: "password", id: "api-key", autocomplete: "off", "aria-label": "API key" });
+    const submit = () => {
+      if (!input.value) return;
+      sessionStorage.setItem(KEY_ITEM, input.value);
+      this.notices.clear("api-key");
+      this.hooks.onKey();
+      this.connect();
+    };
+    input.addEventListener("keydown", (e) => e.key === "Enter" && submit());
+    const el = this.notices.show("api-key", `${message} Enter it to connect (it is kept for this tab only).`, [{ label: "Connect", run: submit }]);
+    el.querySelector(".text").after(input);
+    input.focus();
+  }
+}
