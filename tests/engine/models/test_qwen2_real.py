@@ -13,7 +13,6 @@ import transformers
 
 from engine import LLM, SamplingParams
 from engine.loading.model_store import bundled_llm_dir, is_complete
-from tests.engine.tiny_models import hf_greedy
 
 MODEL = "qwen2.5-coder-0.5b-instruct"
 # A 0.5B model in fp32, twice (transformers and ours): minutes on 2 shared cores.
@@ -53,6 +52,30 @@ HISTORY = [
 ]
 
 
+EOS = {151643, 151645}  # <|endoftext|>, <|im_end|>
+
+
+def until_eos(tokens: list[int]) -> list[int]:
+    """The tokens up to and including the first end of text (both sides stop there)."""
+    for i, token in enumerate(tokens):
+        if token in EOS:
+            return tokens[: i + 1]
+    return tokens
+
+
+def hf_greedy(model: Any, prompt: list[int]) -> list[int]:
+    """transformers' greedy decoding, stopping at the model's end of text."""
+    with torch.no_grad():
+        out = model.generate(
+            torch.tensor([prompt]),
+            attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+            max_new_tokens=MAX_NEW,
+            do_sample=False,
+            pad_token_id=151643,
+        )
+    return until_eos(out[0, len(prompt) :].tolist())
+
+
 def chat(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
     ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
     return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
@@ -76,7 +99,7 @@ def cases(qwen_dir: Path) -> tuple[list[list[int]], list[list[int]]]:
     ]
     prompts.append(chat(tokenizer, [*HISTORY, {"role": "user", "content": "我叫什么名字？"}]))
     hf = transformers.AutoModelForCausalLM.from_pretrained(str(qwen_dir), dtype=torch.float32)
-    expected = [hf_greedy(hf, p, MAX_NEW) for p in prompts]
+    expected = [hf_greedy(hf, p) for p in prompts]
     return prompts, expected
 
 
@@ -93,8 +116,8 @@ def test_batch_of_16_and_each_alone(cases: tuple[list[list[int]], list[list[int]
     assert len(prompts) == 16 and max(map(len, prompts)) > 250
     llm = LLM(MODEL, dtype="float32", quantization="none", enable_prefix_caching=False)
     batch = llm.generate(prompts, PARAMS)
-    assert [o.token_ids for o in batch] == expected
-    alone = [llm.generate([p], PARAMS)[0].token_ids for p in prompts]
+    assert [until_eos(o.token_ids) for o in batch] == expected
+    alone = [until_eos(llm.generate([p], PARAMS)[0].token_ids) for p in prompts]
     assert alone == expected
     assert _free(llm)
 
@@ -106,9 +129,9 @@ def test_chunked_prefill_and_prefix_cache_hits(
     # Prefill in chunks of 64 tokens beside running decodes; blocks of 16 cached by prefix.
     llm = LLM(MODEL, dtype="float32", quantization="none", max_num_batched_tokens=64)
     first = llm.generate(prompts, PARAMS)
-    assert [o.token_ids for o in first] == expected
+    assert [until_eos(o.token_ids) for o in first] == expected
     again = llm.generate(prompts[::-1], PARAMS)[::-1]  # every prompt's full blocks cached now
-    assert [o.token_ids for o in again] == expected
+    assert [until_eos(o.token_ids) for o in again] == expected
     long_prompt = again[-1]
     assert long_prompt.num_cached_tokens >= len(prompts[-1]) // 16 * 16 - 16
     assert _free(llm)
