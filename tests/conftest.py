@@ -182,3 +182,15 @@ def post_json(client: Any, url: str, body: dict[str, Any]) -> Any:
     """POST `body` as JSON with non-ASCII escaped, as most clients send it (so a lone
     surrogate travels as the escape "\\ud800", which httpx's own encoder refuses)."""
     return client.post(url, content=json.dumps(body), headers={"content-type": "application/json"})
+
+
+@pytest.fixture(scope="session")
+def thinking_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random-weight Qwen2 whose tokenizer has R1's `<think>`/`</think>` and whose
+    chat template opens thinking in the generation prompt (as R1-Distill's does)."""
+    from tests.engine.tiny_models import build_tiny, save_think_tokenizer
+
+    out = tmp_path_factory.mktemp("qwen2-think")
+    build_tiny(out, model_type="qwen2", vocab_size=272, eos_token_id=256, num_key_value_heads=1)
+    save_think_tokenizer(out)
+    return out
