@@ -8,7 +8,7 @@ import { KEY_ITEM, KeyRequired, authHeaders, keyWanted, realtimeProtocols } from
 import { Backoff } from "./lib/backoff.js";
 import { turnSegments } from "./lib/chart.js";
 import { currentKey, fieldsFor, palettes as toPalettes } from "./lib/components.js";
-import { closeInfo, errorMessage, looksLikeAudio, micErrorMessage, parseEvent, sessionUpdate, sessionView, slotOfParam } from "./lib/events.js";
+import { closeInfo, errorMessage, looksLikeAudio, micErrorMessage, parseEvent, sessionUpdate, sessionView, slotOfParam, thinkingSummary } from "./lib/events.js";
 import { decodeAudio, encodeAudio, meterValue } from "./lib/pcm.js";
 import { PlaybackSchedule } from "./lib/playback.js";
 import { IDLE, nextStages } from "./lib/stages.js";
@@ -361,6 +361,9 @@ function onEvent(ev) {
       break;
     case "r1voice.reasoning.delta":
       conversation.reasoningDelta(ev.item_id, ev.delta || "");
+      break;
+    case "r1voice.reasoning.done":
+      conversation.reasoningDone(ev.item_id, thinkingSummary(ev), ev.cut === true);
       break;
     case "response.output_audio.delta": {
       const samples = decodeAudio(ev.delta);
