@@ -30,10 +30,9 @@ def make_settings(**overrides: Any) -> Settings:
     return Settings(llm_backend=backend, **overrides)
 
 
-@pytest.fixture(scope="session")
-def app_client() -> Iterator[TestClient]:
-    """One warmed-up server for the whole test session (loading models takes seconds)."""
-    app = create_app(make_settings())
+def serve(settings: Settings) -> Iterator[TestClient]:
+    """A client of a server with `settings`, once its models are loaded (and warm)."""
+    app = create_app(settings)
     with TestClient(app) as client:
         deadline = time.monotonic() + 300
         while client.get("/v2/health/ready").status_code != 200:
@@ -42,6 +41,12 @@ def app_client() -> Iterator[TestClient]:
             assert time.monotonic() < deadline, "server did not become ready"
             time.sleep(0.1)
         yield client
+
+
+@pytest.fixture(scope="session")
+def app_client() -> Iterator[TestClient]:
+    """One warmed-up server for the whole test session (loading models takes seconds)."""
+    yield from serve(make_settings())
 
 
 def load_clip(name: str, rate: int = REALTIME_RATE) -> np.ndarray:
@@ -182,3 +187,23 @@ def post_json(client: Any, url: str, body: dict[str, Any]) -> Any:
     """POST `body` as JSON with non-ASCII escaped, as most clients send it (so a lone
     surrogate travels as the escape "\\ud800", which httpx's own encoder refuses)."""
     return client.post(url, content=json.dumps(body), headers={"content-type": "application/json"})
+
+
+@pytest.fixture(scope="session")
+def thinking_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random-weight Qwen2 whose tokenizer has R1's `<think>`/`</think>` and whose
+    chat template opens thinking in the generation prompt (as R1-Distill's does)."""
+    from tests.engine.tiny_models import build_tiny, save_think_tokenizer
+
+    out = tmp_path_factory.mktemp("qwen2-think")
+    build_tiny(out, model_type="qwen2", vocab_size=272, eos_token_id=256, num_key_value_heads=1)
+    save_think_tokenizer(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def thinking_client(thinking_model: Path) -> Iterator[TestClient]:
+    """A server whose LLM is the tiny thinking model (R1VOICE_LLM_MODEL=<its directory>)."""
+    yield from serve(
+        make_settings(llm_model=str(thinking_model), quantization="none", warmup=False)
+    )

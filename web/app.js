@@ -7,7 +7,7 @@
 // type, answer audio received / scheduled / played (24 kHz samples), flushes, turn
 // metrics, responses (with the voice they used), the session as the server confirmed it.
 import { metricsLine, turnSegments } from "./lib/chart.js";
-import { errorMessage } from "./lib/events.js";
+import { errorMessage, thinkingSummary } from "./lib/events.js";
 import { keptText, userMessage } from "./lib/items.js";
 import { StageTracker } from "./lib/stages.js";
 import { Answers } from "./ui/answers.js";
@@ -138,6 +138,9 @@ function onEvent(ev) {
       break;
     case "r1voice.reasoning.delta":
       conversation.reasoningDelta(ev.item_id, ev.delta || "");
+      break;
+    case "r1voice.reasoning.done":
+      conversation.reasoningDone(ev.item_id, thinkingSummary(ev), ev.cut === true);
       break;
     case "response.output_audio.delta":
       answers.audioDelta(ev);

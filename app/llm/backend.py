@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 FinishReason = Literal["stop", "length", "abort"]
+# The largest thinking budget a request may set (the engine's own bound; larger is a typo).
+MAX_REASONING_TOKENS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,10 @@ class GenerationParams:
     priority: int | None = None  # lower runs first; None: the backend's default
     top_k: int = 0
     stop: tuple[str, ...] = ()
+    # An R1 model's thinking budget (tokens inside <think>); None: unbounded. The
+    # embedded engine closes thinking itself at the budget; the transformers backend
+    # ignores it; the remote backend forwards it (a server that does not know it ignores it).
+    max_reasoning_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -41,7 +47,8 @@ class LLMDelta:
     string, "length": `max_tokens` reached, "abort": the backend stopped the request)
     and the request's token counts. `completion_tokens` counts every generated token,
     the end-of-text token included; `cached_tokens` is the part of the prompt served
-    from a prefix cache, None when the backend does not know.
+    from a prefix cache, None when the backend does not know. `reasoning_cut` is set on
+    every delta once the backend ended the model's thinking at `max_reasoning_tokens`.
     """
 
     text: str = ""
@@ -49,6 +56,7 @@ class LLMDelta:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int | None = None
+    reasoning_cut: bool = False
 
     @property
     def finished(self) -> bool:

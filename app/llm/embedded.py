@@ -71,6 +71,7 @@ class EmbeddedBackend(LLMBackend):
                 top_k=params.top_k,
                 stop=list(params.stop) or None,
                 seed=params.seed,
+                max_reasoning_tokens=params.max_reasoning_tokens,
             )
             stream = self.llm.stream(
                 prompt,
@@ -86,13 +87,14 @@ class EmbeddedBackend(LLMBackend):
                     completion_tokens += len(delta.token_ids)
                     if delta.text:
                         self._counters["text_deltas"] += 1
-                        yield LLMDelta(delta.text)
+                        yield LLMDelta(delta.text, reasoning_cut=delta.reasoning_cut)
                     if delta.finished:
                         yield LLMDelta(
                             finish_reason=_finish_reason(delta.finish_reason),
                             prompt_tokens=delta.num_prompt_tokens,
                             completion_tokens=completion_tokens,
                             cached_tokens=delta.num_cached_tokens,
+                            reasoning_cut=delta.reasoning_cut,
                         )
         except EngineBusyError as exc:
             raise LLMBusyError(str(exc), exc.retry_after_s) from exc

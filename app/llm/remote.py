@@ -168,6 +168,8 @@ class RemoteBackend(LLMBackend):
             body["top_k"] = params.top_k
         if self.send_priority and params.priority is not None:
             body["priority"] = params.priority
+        if params.max_reasoning_tokens is not None:  # an extra field: servers ignore unknown ones
+            body["max_reasoning_tokens"] = params.max_reasoning_tokens
         return body
 
     async def _stream(

@@ -3,6 +3,8 @@
 The baseline the embedded engine is measured against. One generation at a time (HF
 generate has no continuous batching; others wait in the generation executor's bounded
 queue); a stopping criterion checked every token makes closing a stream prompt.
+`max_reasoning_tokens` is ignored: HF generate has no hook to end thinking, and this
+backend is the unmodified baseline.
 """
 
 from __future__ import annotations

@@ -157,6 +157,7 @@ def session_to_ga(beta: dict[str, Any]) -> dict[str, Any]:
         "max_output_tokens": beta["max_response_output_tokens"],
         "tools": beta["tools"],
         "tool_choice": beta["tool_choice"],
+        "r1voice": beta["r1voice"],
         "audio": {
             "input": {
                 "format": fmt(beta["input_audio_format"]),

@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from app.llm.backend import MAX_REASONING_TOKENS
 from app.protocol.errors import ProtocolError
 
 
@@ -81,6 +82,13 @@ class InputTranscription(_Lenient):
     language: str | None = None
 
 
+class R1VoiceOptions(_Lenient):
+    """`session.r1voice`: our own session fields, apart from OpenAI's (SDKs pass it through)."""
+
+    # R1's thinking budget in tokens, for every answer; null: unbounded
+    max_reasoning_tokens: int | None = Field(default=None, ge=0, le=MAX_REASONING_TOKENS)
+
+
 class SessionPatch(_Lenient):
     """The fields of `session.update` we honour (beta flat names)."""
 
@@ -99,6 +107,7 @@ class SessionPatch(_Lenient):
     tool_choice: ToolChoice | None = None
     # r1voice extension: scheduling priority of this session's answers (lower runs first).
     priority: int | None = Field(default=None, ge=-100, le=1000)
+    r1voice: R1VoiceOptions | None = None
 
 
 class SessionUpdate(_ClientEvent):

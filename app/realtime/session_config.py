@@ -53,6 +53,9 @@ class SessionConfig:
     priority: int = -1  # voice answers go ahead of bulk HTTP text (engine default >= 0)
     tools: list[Tool] = field(default_factory=list)
     tool_choice: str | NamedToolChoice = "auto"
+    # R1's thinking is silence in a voice turn: bounded unless the client says otherwise
+    # (`session.r1voice.max_reasoning_tokens`, null: unbounded)
+    max_reasoning_tokens: int | None = 256
 
     @classmethod
     def default(cls, settings: Settings) -> SessionConfig:
@@ -128,6 +131,8 @@ class SessionConfig:
             self.tools = list(patch.tools)
         if patch.tool_choice is not None:
             self.tool_choice = patch.tool_choice
+        if patch.r1voice is not None and "max_reasoning_tokens" in patch.r1voice.model_fields_set:
+            self.max_reasoning_tokens = patch.r1voice.max_reasoning_tokens
         return refused
 
     def to_wire(self, session_id: str) -> dict[str, Any]:
@@ -152,4 +157,5 @@ class SessionConfig:
             "tool_choice": self.tool_choice
             if isinstance(self.tool_choice, str)
             else self.tool_choice.model_dump(),
+            "r1voice": {"max_reasoning_tokens": self.max_reasoning_tokens},
         }

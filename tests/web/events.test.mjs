@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { closeInfo, shorten, elide, errorMessage, isAudioEvent, looksLikeAudio, micErrorMessage, parseEvent, retryView, sessionPatch, sessionUpdate, sessionView, slotOfParam } from "../../web/lib/events.js";
+import { closeInfo, shorten, elide, errorMessage, isAudioEvent, looksLikeAudio, micErrorMessage, parseEvent, retryView, sessionPatch, sessionUpdate, sessionView, slotOfParam, thinkingSummary } from "../../web/lib/events.js";
 
 test("GA events pass as they are; beta names map to GA", () => {
   assert.equal(parseEvent('{"type":"response.output_audio.delta","delta":"AA=="}').type, "response.output_audio.delta");
@@ -137,4 +137,11 @@ test("waiting to reconnect: the status line and the notice", () => {
     replaces: "not-ready",
     message: "Lost the connection to the server (code 1006). Reconnecting in 1 s; the conversation stays on screen.",
   });
+});
+
+test("the thinking panel says when the budget cut the thinking", () => {
+  assert.equal(thinkingSummary({ type: "r1voice.reasoning.done", item_id: "item_1", cut: true }), "thinking (cut at the budget)");
+  assert.equal(thinkingSummary({ type: "r1voice.reasoning.done", item_id: "item_1", cut: false }), "thinking");
+  assert.equal(thinkingSummary({ type: "r1voice.reasoning.done", item_id: "item_1" }), "thinking");
+  assert.equal(thinkingSummary(undefined), "thinking");
 });

@@ -176,3 +176,9 @@ const AUDIO_EXTENSIONS = /\.(wav|wave|mp3|ogg|oga|opus|webm|flac|m4a|aac)$/i;
 export function looksLikeAudio(file) {
   return AUDIO_TYPES.test(file.type || "") || AUDIO_EXTENSIONS.test(file.name || "");
 }
+
+/** The thinking panel's summary once `r1voice.reasoning.done` says how thinking ended:
+ *  cut by the session's budget (the model was stopped), or finished by the model. */
+export function thinkingSummary(done) {
+  return done && done.cut === true ? "thinking (cut at the budget)" : "thinking";
+}

@@ -102,6 +102,13 @@ export class Conversation {
     item.parts.thinking.querySelector(".reasoning-text").textContent = item.reasoning;
   }
 
+  /** Thinking ended (`r1voice.reasoning.done`): the summary says whether it was cut. */
+  reasoningDone(id, summary, cut) {
+    const item = this._assistant(id);
+    item.parts.thinking.querySelector("summary").textContent = summary;
+    item.parts.thinking.classList.toggle("cut", cut);
+  }
+
   /** The answer ended: status completed / cancelled / failed; `heard` is what the
    *  server kept of an interrupted answer; `meta` a line under it. */
   assistantDone(id, { status, heard, meta, reason } = {}) {

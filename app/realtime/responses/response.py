@@ -2,7 +2,8 @@
 
 The LLM producer and the TTS consumer run concurrently (a queue of clauses between
 them), so the first clause is spoken while the model still writes the rest. R1
-reasoning (`<think>`) goes out as `r1voice.reasoning.delta` and is never spoken.
+reasoning (`<think>`) goes out as `r1voice.reasoning.delta` (then `.done`, thinking.py)
+and is never spoken.
 Cancelling aborts the LLM request (closing its stream) and stops TTS at once; after a
 barge-in only what was played stays in the conversation. Whatever goes wrong ends as
 `response.done` with status `failed` and an `error` event; the session goes on.
@@ -18,7 +19,6 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from app.llm import LLMBackendError
-from app.llm.reasoning import ThinkSplitter
 from app.llm.tool_calls import ToolCallSplitter, tools_prompt
 from app.protocol import events
 from app.realtime.conversation import Item
@@ -28,6 +28,7 @@ from app.realtime.responses.function_calls import FunctionCalls
 from app.realtime.responses.gate import EventGate
 from app.realtime.responses.speaker import Speaker
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec
+from app.realtime.responses.thinking import Thinking
 
 log = logging.getLogger("r1voice.response")
 
@@ -205,7 +206,8 @@ class Response:
             self.deps.sink(events.item_deleted(item.id))
         left = llm.context_length - history.tokens - spec.params.max_tokens  # reserved
         self.gate.emit(events.rate_limits(llm.context_length, max(0, left)))
-        splitter = ThinkSplitter(starts_in_reasoning=llm.prompt_opens_reasoning(history.messages))
+        opens = llm.prompt_opens_reasoning(history.messages)
+        thinking = Thinking(opens, lambda kind, **f: self._emit(kind, item_id=self.item_id, **f))
         chunker, calls = ClauseChunker(), ToolCallSplitter()
         stream = llm.stream_chat(history.messages, spec.params, self.id)
         async with contextlib.aclosing(stream):  # abort the LLM request even if cancelled here
@@ -214,26 +216,22 @@ class Response:
                     continue
                 if self.first_token_at is None:
                     self.first_token_at = time.monotonic()
-                for kind, text in splitter.push(delta.text):
-                    self._route(kind, text, chunker, calls, clauses)
-        for kind, text in [*splitter.flush(), *calls.flush()]:
-            self._route(kind, text, chunker, None, clauses)
+                for text in thinking.push(delta):
+                    self._route(text, chunker, calls, clauses)
+        for text in [*thinking.flush(), *(text for _, text in calls.flush())]:
+            self._route(text, chunker, None, clauses)
         for clause in chunker.flush():
             clauses.put_nowait(clause)
         clauses.put_nowait(None)
 
     def _route(
         self,
-        kind: str,
         text: str,
         chunker: ClauseChunker,
         calls: ToolCallSplitter | None,
         clauses: asyncio.Queue[str | None],
     ) -> None:
-        """Reasoning is shown, tool calls become items, the rest is the spoken answer."""
-        if kind == "reasoning":
-            self._emit("r1voice.reasoning.delta", item_id=self.item_id, delta=text)
-            return
+        """Tool calls become items, the rest is the spoken answer."""
         if calls is not None and self.spec.tools:
             for part, piece in calls.push(text):
                 kept = self.calls.add(piece) if part == "call" else piece

@@ -103,6 +103,7 @@ class Responses:
                 max_tokens=limit if isinstance(limit, int) else cfg.max_output_tokens,
                 temperature=cfg.temperature if opts.temperature is None else opts.temperature,
                 priority=cfg.priority,
+                max_reasoning_tokens=cfg.max_reasoning_tokens,
             ),
             voice=cfg.voice,
             speed=cfg.speed,

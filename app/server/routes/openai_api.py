@@ -3,7 +3,8 @@
 Errors use OpenAI's shape `{"error": {"message", "type", "param", "code"}}`: 400 for a bad
 request, 404 for an unknown model, 429 with `Retry-After` when the engine's queue is
 full, 503 while warming up. R1 reasoning is returned as `reasoning_content`, as vLLM
-does; `priority` (lower runs first) is accepted as vLLM's extension.
+does; `priority` (lower runs first) is accepted as vLLM's extension, and R1's thinking
+is bounded by `max_reasoning_tokens` or OpenAI's `reasoning_effort` (openai_schemas.py).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def _params(request: ChatRequest, components: Components) -> GenerationParams:
         seed=request.seed,
         priority=request.priority,
         stop=stop,
+        max_reasoning_tokens=request.reasoning_budget(),
     )
 
 

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.llm.backend import MAX_REASONING_TOKENS
 from app.llm.tool_calls import ToolSpec, call_text
 
 # Every integer a caller sends is bounded here: a huge one (priority 10**400, seed 2**64)
@@ -14,6 +15,17 @@ INT32 = (-(2**31), 2**31 - 1)
 Seed = Annotated[int | None, Field(default=None, ge=-(2**63), le=2**63 - 1)]
 TopK = Annotated[int, Field(default=0, ge=-1, le=INT32[1])]  # <= 0: no top-k filter
 Priority = Annotated[int | None, Field(default=None, ge=INT32[0], le=INT32[1])]
+ReasoningTokens = Annotated[int | None, Field(default=None, ge=0, le=MAX_REASONING_TOKENS)]
+
+# OpenAI's `reasoning_effort` as an R1 thinking budget in tokens (None: unbounded).
+REASONING_EFFORT_TOKENS: dict[str, int | None] = {
+    "none": 0,
+    "minimal": 0,
+    "low": 256,
+    "medium": 1024,
+    "high": None,
+}
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high"]
 
 
 class ContentPart(BaseModel):
@@ -100,6 +112,14 @@ class ChatRequest(SamplingRequest):
     max_completion_tokens: int | None = Field(default=None, ge=1)
     tools: list[ToolDef] | None = None
     tool_choice: Literal["auto", "none", "required"] | NamedChoice | None = None
+    max_reasoning_tokens: ReasoningTokens = None  # r1voice extension
+    reasoning_effort: ReasoningEffort | None = None
+
+    def reasoning_budget(self) -> int | None:
+        """The thinking budget: `max_reasoning_tokens` if given, else the effort's."""
+        if self.max_reasoning_tokens is not None:
+            return self.max_reasoning_tokens
+        return REASONING_EFFORT_TOKENS[self.reasoning_effort] if self.reasoning_effort else None
 
     def tool_specs(self) -> list[ToolSpec]:
         return [

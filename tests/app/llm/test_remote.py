@@ -295,3 +295,11 @@ def test_a_silent_remote_hits_the_read_timeout(shared_components: Any) -> None:
         with pytest.raises(LLMBackendError, match=r"sent nothing for 0\.2 s") as failed:
             asyncio.run(first())
         assert failed.value.code == "llm_unavailable"
+
+
+@pytest.mark.parametrize("budget", [None, 0, 64])
+def test_the_thinking_budget_is_forwarded_only_when_set(budget: int | None) -> None:
+    body = RemoteBackend("r1", "http://unused/v1")._body(
+        GenerationParams(max_reasoning_tokens=budget)
+    )
+    assert body.get("max_reasoning_tokens", "absent") == ("absent" if budget is None else budget)
