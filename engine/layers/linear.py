@@ -32,7 +32,7 @@ class Linear(nn.Module):
         w = self.weight.data
         if w.device.type != "cpu" or w.dtype not in (torch.float32, torch.bfloat16):
             return  # CUDA (and fp16) kernels take the row-major layout as it is
-        if _onednn_available():
+        if _onednn_available(w.dtype):
             self.packed = torch.ops.mkldnn._reorder_linear_weight(w, None)
             if release:
                 self.weight.data = torch.empty(0, dtype=w.dtype)
@@ -51,19 +51,21 @@ def make_linear(in_features: int, out_features: int, bias: bool = False) -> Line
     return Linear(in_features, out_features, bias)
 
 
-_ONEDNN: bool | None = None
+_ONEDNN: dict[torch.dtype, bool] = {}
 
 
-def _onednn_available() -> bool:
-    """Whether oneDNN's packed linear works here (checked once, on a tiny matrix)."""
-    global _ONEDNN
-    if _ONEDNN is None:
+def _onednn_available(dtype: torch.dtype) -> bool:
+    """Whether oneDNN's packed linear works here in ``dtype`` (checked once per dtype,
+    on a tiny matrix). bfloat16 needs AVX-512 BW/VL/DQ or AVX-NE-CONVERT: on an
+    AVX2-only CPU oneDNN refuses to pack it, and the plain matmul serves instead."""
+    if dtype not in _ONEDNN:
         try:
-            w, x = torch.randn(8, 4), torch.randn(2, 4)
+            w, x = torch.randn(8, 4, dtype=dtype), torch.randn(2, 4, dtype=dtype)
             packed = torch.ops.mkldnn._reorder_linear_weight(w, None)
             y = torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
-            _ONEDNN = bool(torch.allclose(y, x @ w.t(), atol=1e-5))
-        except Exception:  # not built with oneDNN, or the private op changed
-            log.info("oneDNN packed linear unavailable: using plain CPU matmuls")
-            _ONEDNN = False
-    return _ONEDNN
+            tol = 1e-5 if dtype == torch.float32 else 5e-2
+            _ONEDNN[dtype] = bool(torch.allclose(y.float(), (x @ w.t()).float(), atol=tol))
+        except Exception:  # not built with oneDNN, this CPU lacks the dtype, or the op changed
+            log.info("oneDNN packed linear unavailable in %s: using plain CPU matmuls", dtype)
+            _ONEDNN[dtype] = False
+    return _ONEDNN[dtype]

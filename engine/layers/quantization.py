@@ -10,8 +10,8 @@ INT8 (symmetric, scale per output channel, w = q * s):
     sums exact: the quality of weight-only int8 (perplexity unchanged), and a row's
     result does not depend on the batch. Our C++ VNNI kernel (engine.kernels.cpu_kernels)
     does it in one call, bit for bit what ``int8_linear`` computes through
-    ``torch._int_mm`` in a dozen ops (the fallback without the kernels), and faster,
-    most of all for one row (a decode). Not chosen: 8-bit activations (W8A8: perplexity
+    ``torch._int_mm`` in a dozen ops, and faster, most of all for one row (a decode).
+    Without the kernels (no AVX-512 VNNI), the weights are dequantized once to fp32. Not chosen: 8-bit activations (W8A8: perplexity
     and greedy agreement with the float model suffer); fbgemm's dynamic linear (one
     activation scale for all rows: one token's outliers ruin the others);
     ``torch._weight_int8pack_mm`` (slower than fp32).
@@ -34,6 +34,7 @@ from torch import nn
 
 from engine.errors import ConfigError
 from engine.kernels.cpu_kernels import CpuKernels, pack_int4, pack_int8
+from engine.layers.linear import Linear
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +150,7 @@ class Int8Linear(nn.Module):
         # our C++ kernel's layout (CPU): packed weight, row sums, scales, bias
         self.vnni: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None] | None
         self.vnni = None
+        self.dense: Linear | None = None  # CPU without the kernels (prepare)
         self.stored_bytes = 0
 
     @classmethod
@@ -167,10 +169,20 @@ class Int8Linear(nn.Module):
             self.vnni = pack_int8(q, self.scales, self.bias)
             if release:
                 self.weight = torch.empty(0, dtype=torch.int8)
-        elif q.device.type in ("cpu", "cuda"):
-            self.weight_t = q.t().contiguous()
-            if release and q.device.type == "cpu":  # CUDA keeps it for weight-only
+        elif q.device.type == "cpu":
+            # Without our kernels, torch._int_mm on CPU is a scalar loop (on AVX2, 6x the
+            # time of the fp32 matmul at decode); the int8 weights dequantized once run
+            # through the fp32 one instead: W8A32, four times the memory of the weights.
+            self.dense = Linear(self.in_features, self.out_features, self.bias is not None)
+            self.dense.weight.data = dequantize_int8(q, self.scales)
+            if self.bias is not None:
+                self.dense.bias = self.bias
+            self.dense.prepare(release)
+            self.stored_bytes = 4 * q.numel()
+            if release:
                 self.weight = torch.empty(0, dtype=torch.int8)
+        elif q.device.type == "cuda":  # keeps q for weight-only
+            self.weight_t = q.t().contiguous()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.vnni is not None and x.dtype == torch.float32:
@@ -178,6 +190,8 @@ class Int8Linear(nn.Module):
             return CpuKernels.k.int8_linear(
                 x.contiguous(), packed, rowsum, scales, bias, self.out_features
             )
+        if self.dense is not None:
+            return self.dense(x if x.dtype == torch.float32 else x.float()).to(x.dtype)
         rows = x.shape[0] * (2 if ACTIVATION_SPLIT else 1)
         if self.weight_t is not None and (x.device.type == "cpu" or rows > INT_MM_MIN_ROWS):
             y = int8_linear(x, self.weight_t, self.scales)

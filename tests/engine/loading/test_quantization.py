@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from engine import LLM, ConfigError, EngineConfig, ModelLoadError, SamplingParams
+from engine.kernels.cpu_kernels import CpuKernels
 from engine.layers import quantization as Q
 from engine.loading.quantized_model import weight_bytes
 from engine.loading.scoring import perplexity
@@ -36,12 +37,31 @@ def test_int8_linear_close_to_float_on_every_path() -> None:
     w, b = torch.randn(48, 64) * 0.1, torch.randn(48)
     lin = Q.Int8Linear.from_float(w, b)
     lin.prepare()
-    assert lin.weight_t is not None or lin.vnni is not None
+    assert lin.dense is not None or lin.vnni is not None
     for rows in (1, 5, 40):
         x = torch.randn(rows, 64)
         ref = F.linear(x, w, b)
         rel = (lin(x) - ref).norm() / ref.norm()
         assert rel < 0.02, (rows, rel)
+
+
+def test_without_the_kernels_int8_runs_its_dequantized_weights_in_fp32() -> None:
+    """No AVX-512 VNNI (CI's AVX2 CPUs): not torch._int_mm, a scalar loop there, but the
+    weights dequantized once: the fp32 matmul of exactly the int8 weights."""
+    torch.manual_seed(2)
+    w, b = torch.randn(48, 64) * 0.1, torch.randn(48)
+    CpuKernels.enabled = False
+    try:
+        lin = Q.Int8Linear.from_float(w, b)
+        lin.prepare()
+    finally:
+        CpuKernels.enabled = True
+    assert lin.vnni is None and lin.dense is not None and lin.weight.numel() == 0
+    q, s = Q.quantize_int8(w)
+    for rows in (1, 7):
+        x = torch.randn(rows, 64)
+        torch.testing.assert_close(lin(x), F.linear(x, Q.dequantize_int8(q, s), b))
+    assert lin(torch.randn(2, 64).bfloat16()).dtype == torch.bfloat16
 
 
 @pytest.mark.parametrize("split", [True, False])
