@@ -159,7 +159,7 @@ def test_disabled_kernels_fall_back_cleanly() -> None:
         "from engine.kernels.cpu_kernels import CpuKernels; from engine.layers.quantization import Int8Linear;"
         "import torch; assert CpuKernels.ops() is None;"
         "lin = Int8Linear.from_float(torch.randn(8, 16)); lin.prepare();"
-        "assert lin.vnni is None and lin.weight_t is not None; print(lin(torch.randn(2, 16)).shape)"
+        "assert lin.vnni is None and lin.dense is not None; print(lin(torch.randn(2, 16)).shape)"
     )
     env = {**os.environ, "R1VOICE_CPU_KERNELS": "0"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)

@@ -133,7 +133,8 @@ def test_quantized_engine_runs_and_int8_agrees(
         pairs = [(a, b) for r, g in zip(ref, got, strict=True) for a, b in zip(r, g, strict=True)]
         assert sum(a == b for a, b in pairs) / len(pairs) >= 0.6
     assert llm.stats().kv_blocks_free == llm.stats().kv_blocks_total
-    assert weight_bytes(llm.model) < 0.45 * weight_bytes(base.model)
+    if method == "int4" or CpuKernels.ops() is not None:  # without them int8 runs in fp32
+        assert weight_bytes(llm.model) < 0.45 * weight_bytes(base.model)
 
 
 @pytest.mark.parametrize("shape", ["llama-mha-untied", "qwen2-gqa-bias"])
