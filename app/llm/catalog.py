@@ -34,7 +34,8 @@ class LLMCatalog:
         self.default = default
         self._load_model = load
         self._loaded: dict[str, LLMBackend] = {default.model: default}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the dict only: never held across a load
+        self._load_lock = threading.Lock()  # one load at a time
         self._unavailable: dict[str, str] = {}
         names = [default.model]
         for row in model_registry.list_models():
@@ -97,8 +98,8 @@ class LLMCatalog:
             raise model_registry.ModelError(
                 f"LLM '{name}' is not available{detail}; available: {self._names}"
             )
-        with self._lock:
-            model = self._loaded.get(name)
+        with self._load_lock:
+            model = self.loaded(name)
             if model is None:
                 assert self._load_model is not None  # only the default is named without one
                 try:
@@ -108,7 +109,8 @@ class LLMCatalog:
                     raise model_registry.ModelError(
                         f"LLM '{name}' failed to load ({type(exc).__name__}: {exc})"
                     ) from exc
-                self._loaded[name] = model
+                with self._lock:
+                    self._loaded[name] = model
             return model
 
     async def load(self, name: str) -> LLMBackend:

@@ -80,6 +80,28 @@ def test_a_model_loads_once_however_many_ask() -> None:
     assert loads == [OTHER]
 
 
+def test_the_loaded_models_can_be_read_while_one_loads() -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def slow(name: str) -> _Named:
+        started.set()
+        release.wait()
+        return _Named(name)
+
+    catalog = LLMCatalog(_Named(DEFAULT), load=slow)
+    loading = threading.Thread(target=catalog.get, args=(OTHER,))
+    loading.start()
+    started.wait()
+    seen: list[Any] = []  # read on a thread of its own: a held lock would block it
+    reader = threading.Thread(target=lambda: seen.append(catalog.loaded(OTHER)))
+    reader.start()
+    reader.join(timeout=30)
+    release.set()
+    loading.join()
+    assert seen == [None]  # answered while the load ran (the components page reads this)
+    assert catalog.loaded(OTHER) is not None
+
+
 def test_an_unprepared_model_is_listed_with_what_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
     reason = f"model '{OTHER}' is not prepared: run `r1voice models prepare {OTHER}`"
     monkeypatch.setattr(registry, "list_models", lambda: _rows("not prepared", reason))
