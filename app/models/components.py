@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.llm import ChatMessage, GenerationParams, LLMBackend, create_backend
+from app.llm.catalog import LLMCatalog
 from app.models import registry as model_registry
 from app.models.asr import WhisperASR
 from app.models.piper_tts import PiperTTS
@@ -29,7 +30,8 @@ class Components:
     asr: WhisperASR  # the server's ASR model: loaded and warmed up at start
     transcribers: TranscriberCatalog  # every ASR model a session may choose
     tts: VoiceCatalog
-    llm: LLMBackend
+    llm: LLMBackend  # the server's LLM: loaded and warmed up at start
+    llms: LLMCatalog  # every LLM a session may choose
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -79,6 +81,7 @@ def load_components(settings: Settings) -> Components:
         transcribers=TranscriberCatalog(asr, threads=settings.asr_threads),
         tts=tts,
         llm=llm,
+        llms=LLMCatalog.from_settings(llm, settings),
         timings=timings,
     )
 
@@ -95,6 +98,7 @@ def warm_up(components: Components) -> None:
 
 
 async def close_components(components: Components) -> None:
+    await components.llms.close()
     await components.llm.close()
     components.transcribers.close()
     for model in (components.vad, components.turn, components.tts):

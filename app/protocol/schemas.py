@@ -92,6 +92,8 @@ class R1VoiceOptions(_Lenient):
 class SessionPatch(_Lenient):
     """The fields of `session.update` we honour (beta flat names)."""
 
+    # a bundled LLM to answer with; OpenAI's model names keep the session's LLM
+    model: str | None = None
     modalities: list[Literal["text", "audio"]] | None = None
     output_modalities: list[Literal["text", "audio"]] | None = None
     instructions: str | None = None

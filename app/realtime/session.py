@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from app.llm import LLMBackend
 from app.llm.tool_calls import call_text
 from app.models.components import Components
-from app.models.transcribers import ChosenTranscriber
 from app.protocol import events
 from app.protocol.dialect import (
     GA,
@@ -40,6 +40,7 @@ from app.protocol.schemas import (
     ResponseCreate,
     SessionUpdate,
 )
+from app.realtime.chosen_models import ChosenModels
 from app.realtime.conversation import Conversation, ConversationLimits, Item
 from app.realtime.outbox import Outbox
 from app.realtime.responses.responses import Responses
@@ -64,6 +65,7 @@ class Session:
         on_response: Callable[[ResponseOutcome], None] = lambda _outcome: None,
         extensions: bool = False,
         on_merge: Callable[[str], None] = lambda _detection: None,
+        meter_llm: Callable[[LLMBackend], LLMBackend] = lambda llm: llm,
     ) -> None:
         settings = components.settings
         self.id = events.new_id("sess")
@@ -72,10 +74,9 @@ class Session:
             dialect or GA, extensions=extensions
         )  # GA unless the handshake asked for beta
         self._dialect_fixed = dialect is not None  # told by the handshake
-        self.config = SessionConfig.default(settings)
+        self.models = ChosenModels(components, meter_llm)  # the server's to begin with
+        self.config = SessionConfig.default(settings, self.models.llm.model)
         self._voices = components.tts.voices()
-        self._transcribers = components.transcribers
-        self.asr = ChosenTranscriber(components.asr)  # the server's model to begin with
         self.conversation = Conversation(
             ConversationLimits(
                 settings.conversation_max_items,
@@ -87,7 +88,7 @@ class Session:
         deps = ResponseDeps(
             sink=self.outbox.emit,
             conversation=self.conversation,
-            llm=components.llm,
+            llm=self.models.llm,
             voices=components.tts,
             audio_lead_ms=settings.audio_lead_ms,
             on_audio=self.echo.played,
@@ -95,7 +96,7 @@ class Session:
         self.responses = Responses(self.config, deps, on_response)
         self.turns = TurnCoordinator(
             audio=InputAudio(components.vad, self.config.input_format, self.config.turn_detection),
-            asr=self.asr,
+            asr=self.models.asr,
             conversation=self.conversation,
             responses=self.responses,
             emit=self.outbox.emit,
@@ -172,9 +173,12 @@ class Session:
         if isinstance(event, AudioAppend):
             await self.turns.append(event.audio, arrived_at)
         elif isinstance(event, SessionUpdate):
-            asr_models = self._transcribers.names()
-            refused = event.refused + self.config.apply(event.session, self._voices, asr_models)
-            refused += await self._switch_transcriber()
+            models = self.models
+            refused = event.refused + self.config.apply(
+                event.session, self._voices, models.transcriber_names(), models.llm_names()
+            )
+            refused += await models.switch(self.config)
+            self.responses.use_llm(models.llm)  # from the next answer on
             for error in refused:  # what was left out; the rest of the update applies
                 self.outbox.emit(
                     events.error(
@@ -203,22 +207,6 @@ class Session:
             self.responses.start(event.response)
         elif isinstance(event, ResponseCancel):
             await self.responses.cancel()
-
-    async def _switch_transcriber(self) -> list[ProtocolError]:
-        """Load the transcription model the update chose (before `session.updated` confirms
-        it); one that fails to load is refused and the session keeps its model."""
-        name = self.config.transcription_model
-        if name == self.asr.name:
-            return []
-        try:
-            self.asr.model = await self._transcribers.load(name)
-        except Exception as exc:  # a corrupt or missing model directory, a full loader
-            log.warning("cannot load ASR model %s: %s", name, exc)
-            self.config.transcription_model = self.asr.name
-            message = f"transcription model '{name}' failed to load ({exc}); kept '{self.asr.name}'"
-            param = "session.input_audio_transcription.model"
-            return [ProtocolError("model_load_failed", message, param=param)]
-        return []
 
     def _create_item(self, event: ItemCreate) -> None:
         given = event.item

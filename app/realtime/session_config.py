@@ -35,6 +35,11 @@ def _openai_transcriber(name: str | None) -> bool:
     )
 
 
+def _openai_llm(name: str) -> bool:
+    """OpenAI's Realtime model names (what SDKs send) and our alias keep the session's LLM."""
+    return name == "r1voice" or name.startswith("gpt-")
+
+
 @dataclass
 class SessionConfig:
     instructions: str
@@ -56,10 +61,12 @@ class SessionConfig:
     # R1's thinking is silence in a voice turn: bounded unless the client says otherwise
     # (`session.r1voice.max_reasoning_tokens`, null: unbounded)
     max_reasoning_tokens: int | None = 256
+    llm_model: str = ""  # the LLM answering (the session starts with the server's)
 
     @classmethod
-    def default(cls, settings: Settings) -> SessionConfig:
+    def default(cls, settings: Settings, llm_model: str) -> SessionConfig:
         return cls(
+            llm_model=llm_model,
             instructions=settings.system_prompt,
             voice=settings.tts_voice,
             max_output_tokens=settings.max_response_tokens,
@@ -69,14 +76,14 @@ class SessionConfig:
         )
 
     def apply(
-        self, patch: SessionPatch, voices: list[str], transcribers: list[str]
+        self, patch: SessionPatch, voices: list[str], transcribers: list[str], llms: list[str]
     ) -> list[ProtocolError]:
         """Apply the fields the client set (an explicit null turn_detection disables VAD).
 
         A field whose value this server cannot honour (a voice it does not have, a
-        transcription model it does not offer) is left as it was and reported in the
-        returned errors; every other field still applies. OpenAI's transcription model
-        names keep the model the session has.
+        transcription model or LLM it does not offer) is left as it was and reported in
+        the returned errors; every other field still applies. OpenAI's model names keep
+        the models the session has.
         """
         given = patch.model_fields_set
         refused: list[ProtocolError] = []
@@ -102,6 +109,17 @@ class SessionConfig:
                     f"{transcribers} (OpenAI's transcription model names keep "
                     f"'{self.transcription_model}')",
                     param="session.input_audio_transcription.model",
+                )
+            )
+        if patch.model in llms:
+            self.llm_model = patch.model  # type: ignore[assignment]
+        elif patch.model is not None and not _openai_llm(patch.model):
+            refused.append(
+                ProtocolError(
+                    "unsupported_model",
+                    f"model '{patch.model}' is not available; available: {llms} "
+                    f"(OpenAI's model names keep '{self.llm_model}')",
+                    param="session.model",
                 )
             )
         modalities = patch.output_modalities or patch.modalities
@@ -157,5 +175,5 @@ class SessionConfig:
             "tool_choice": self.tool_choice
             if isinstance(self.tool_choice, str)
             else self.tool_choice.model_dump(),
-            "r1voice": {"max_reasoning_tokens": self.max_reasoning_tokens},
+            "r1voice": {"max_reasoning_tokens": self.max_reasoning_tokens, "model": self.llm_model},
         }

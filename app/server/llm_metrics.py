@@ -136,8 +136,15 @@ class LLMMetrics:
         )
         self.failures = counter("request_failures", "Requests refused or failed by code", "code")
 
-    def record_final(self, final: LLMDelta, start: float, first: float | None, now: float) -> None:
-        model = {"model_name": self.model_name}
+    def record_final(
+        self,
+        final: LLMDelta,
+        start: float,
+        first: float | None,
+        now: float,
+        model_name: str | None = None,
+    ) -> None:
+        model = {"model_name": model_name or self.model_name}
         self.e2e.observe(now - start, **model)
         self.prompt_tokens.inc(final.prompt_tokens, **model)
         self.generation_tokens.inc(final.completion_tokens, **model)
@@ -147,9 +154,12 @@ class LLMMetrics:
             self.tpot.observe((now - first) / (final.completion_tokens - 1), **model)
         self.success.inc(finished_reason=final.finish_reason or "stop", **model)
 
-    async def meter(self, stream: AsyncGenerator[LLMDelta, None]) -> AsyncGenerator[LLMDelta, None]:
-        """Pass `stream` through, observing its latencies and its end."""
-        model = {"model_name": self.model_name}
+    async def meter(
+        self, stream: AsyncGenerator[LLMDelta, None], model_name: str | None = None
+    ) -> AsyncGenerator[LLMDelta, None]:
+        """Pass `stream` through, observing its latencies and its end (labelled
+        `model_name`; None: the server's model)."""
+        model = {"model_name": model_name or self.model_name}
         start = time.monotonic()
         first = last = None
         ended = False
@@ -166,7 +176,7 @@ class LLMMetrics:
                         last = now
                     if delta.finished:
                         ended = True
-                        self.record_final(delta, start, first, now)
+                        self.record_final(delta, start, first, now, model["model_name"])
                     yield delta
         except LLMBackendError as exc:
             ended = True
@@ -178,11 +188,15 @@ class LLMMetrics:
 
 
 class MeteredLLM(LLMBackend):
-    """A backend seen through `LLMMetrics`; everything else is the wrapped backend's."""
+    """A backend seen through `LLMMetrics`; everything else is the wrapped backend's.
+    Its series are labelled `model_name` (None: the server's model, as settings name it)."""
 
-    def __init__(self, inner: LLMBackend, metrics: LLMMetrics) -> None:
+    def __init__(
+        self, inner: LLMBackend, metrics: LLMMetrics, model_name: str | None = None
+    ) -> None:
         self.inner = inner
         self.metrics = metrics
+        self.model_name = model_name
         self.name = inner.name
         self.model = inner.model
 
@@ -197,12 +211,14 @@ class MeteredLLM(LLMBackend):
     def stream_chat(
         self, messages: list[ChatMessage], params: GenerationParams, request_id: str
     ) -> AsyncGenerator[LLMDelta, None]:
-        return self.metrics.meter(self.inner.stream_chat(messages, params, request_id))
+        stream = self.inner.stream_chat(messages, params, request_id)
+        return self.metrics.meter(stream, self.model_name)
 
     def stream_text(
         self, prompt: str, params: GenerationParams, request_id: str
     ) -> AsyncGenerator[LLMDelta, None]:
-        return self.metrics.meter(_lazy(lambda: self.inner.stream_text(prompt, params, request_id)))
+        stream = _lazy(lambda: self.inner.stream_text(prompt, params, request_id))
+        return self.metrics.meter(stream, self.model_name)
 
     async def count_tokens(self, texts: list[str]) -> list[int]:
         return await self.inner.count_tokens(texts)

@@ -9,6 +9,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from app.llm import LLMBackend
 from app.models.components import Components
 from app.realtime.responses.spec import ResponseOutcome
 from app.server.llm_metrics import LLMMetrics, MeteredLLM, StatsCollector
@@ -69,6 +70,7 @@ class Metrics:
         self.llm = LLMMetrics(self.registry)
         self._llm: StatsCollector | None = None
         self._metered: dict[int, tuple[Any, Components]] = {}
+        self._metered_llms: dict[int, tuple[LLMBackend, LLMBackend]] = {}
 
     def watch_llm(self, stats: Callable[[], dict[str, Any]]) -> None:
         if self._llm is None:
@@ -83,8 +85,18 @@ class Metrics:
         cached = self._metered.get(key)
         if cached is None or cached[0] is not components:
             llm = MeteredLLM(components.llm, self.llm)
+            self._metered_llms[id(components.llm)] = (components.llm, llm)
             cached = (components, dataclasses.replace(components, llm=llm))
             self._metered[key] = cached
+        return cached[1]
+
+    def metered_llm(self, llm: LLMBackend) -> LLMBackend:
+        """`llm` seen through this app's LLM metrics, labelled with its own model (one
+        wrapper per backend; the server's is the one `metered` made)."""
+        cached = self._metered_llms.get(id(llm))
+        if cached is None or cached[0] is not llm:
+            cached = (llm, MeteredLLM(llm, self.llm, model_name=llm.model))
+            self._metered_llms[id(llm)] = cached
         return cached[1]
 
     def record_merge(self, turn_detection: str) -> None:

@@ -8,7 +8,10 @@ const BODY = {
   ready: true,
   asr: [{ id: "whisper-tiny.en", label: "whisper-tiny.en", available: true, active: true }, { id: "whisper-base", available: false, reason: "not loaded" }],
   turn_detection: [{ id: "server_vad", available: true }, { id: null, available: true }, { id: "semantic_vad", available: false, reason: "not implemented yet" }],
-  llm: [{ id: "embedded:smollm2", available: true, active: true }],
+  llm: [
+    { id: "smollm2-135m-instruct", available: true, active: true },
+    { id: "qwen2.5-coder-0.5b-instruct", available: true, active: false },
+  ],
   tts: [{ id: "piper", available: true }, { id: "espeak-ng", available: true }],
 };
 
@@ -34,7 +37,7 @@ test("a drop becomes session fields", () => {
   assert.deepEqual(fieldsFor("turn", "server_vad", { turnDetection: { type: "server_vad", silence_duration_ms: 800, create_response: true } }), {
     turnDetection: { type: "server_vad", silence_duration_ms: 800 },
   });
-  assert.equal(fieldsFor("llm", "embedded:smollm2"), null);
+  assert.deepEqual(fieldsFor("llm", "qwen2.5-coder-0.5b-instruct"), { llm: "qwen2.5-coder-0.5b-instruct" });
   assert.deepEqual(turnDetectionValue("semantic_vad", null), { type: "semantic_vad" });
   // semantic VAD chooses its own silence window: server VAD's knobs are not carried over
   assert.deepEqual(turnDetectionValue("semantic_vad", { type: "server_vad", silence_duration_ms: 500 }), { type: "semantic_vad" });
@@ -50,7 +53,8 @@ test("the card shows the session's current choice", () => {
   assert.equal(currentKey("asr", view), "whisper-tiny.en");
   assert.equal(currentKey("turn", view), "none");
   assert.equal(currentKey("turn", { turnDetection: { type: "server_vad" } }), "server_vad");
-  assert.equal(currentKey("llm", view, p.llm), "embedded:smollm2");
+  assert.equal(currentKey("llm", view, p.llm), "smollm2-135m-instruct"); // not told: the default
+  assert.equal(currentKey("llm", { llm: "qwen2.5-coder-0.5b-instruct" }, p.llm), "qwen2.5-coder-0.5b-instruct");
 });
 
 test("the slot travels in a MIME type readable during dragover", () => {

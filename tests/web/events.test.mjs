@@ -25,6 +25,8 @@ const GA_SESSION = {
   instructions: "Be brief.",
   output_modalities: ["audio"],
   max_output_tokens: 128,
+  model: "r1voice",
+  r1voice: { max_reasoning_tokens: 256, model: "qwen2.5-coder-0.5b-instruct" },
   audio: {
     input: { format: { type: "audio/pcm", rate: 24000 }, transcription: { model: "whisper-tiny.en" }, turn_detection: { type: "server_vad", silence_duration_ms: 500 } },
     output: { voice: "espeak-ng", speed: 1.5 },
@@ -39,6 +41,7 @@ test("the session view reads the GA shape", () => {
   assert.equal(v.transcriptionModel, "whisper-tiny.en");
   assert.deepEqual(v.modalities, ["audio"]);
   assert.equal(v.maxOutputTokens, 128);
+  assert.equal(v.llm, "qwen2.5-coder-0.5b-instruct");
 });
 
 test("the session view reads the beta shape, and null turn detection is manual", () => {
@@ -58,6 +61,7 @@ test("session.update is GA-shaped and carries only what changes", () => {
     type: "realtime",
     audio: { input: { transcription: { model: "whisper-base" } }, output: { speed: 2 } },
   });
+  assert.deepEqual(sessionPatch({ llm: "qwen2.5-coder-0.5b-instruct" }), { type: "realtime", model: "qwen2.5-coder-0.5b-instruct" });
   const ev = sessionUpdate({ voice: "a" }, "evt_1");
   assert.equal(ev.type, "session.update");
   assert.equal(ev.event_id, "evt_1");

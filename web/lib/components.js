@@ -37,14 +37,16 @@ export function turnDetectionValue(id, current) {
   return { ...kept, type: id };
 }
 
-/** The `sessionPatch` fields that put component `id` in slot `slot`; null when the
- *  server has nothing to change (the LLM is fixed per server). */
+/** The `sessionPatch` fields that put component `id` in slot `slot`; null for a slot
+ *  the page does not know. */
 export function fieldsFor(slot, id, view = {}) {
   switch (slot) {
     case "tts":
       return { voice: id };
     case "asr":
       return { transcriptionModel: id };
+    case "llm":
+      return { llm: id };
     case "turn":
       return { turnDetection: turnDetectionValue(id, view.turnDetection) };
     default:
@@ -62,6 +64,8 @@ export function currentKey(slot, view, llmRows = []) {
     case "turn":
       return view.turnDetection ? view.turnDetection.type : "none";
     case "llm": {
+      if (view.llm) return view.llm;
+      // a server that does not say which LLM the session uses: its default
       const active = llmRows.find((r) => r.active) || llmRows[0];
       return active ? active.key : null;
     }

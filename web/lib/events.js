@@ -45,11 +45,12 @@ export function sessionView(session) {
     temperature: s.temperature,
     modalities: pick(s.output_modalities, s.modalities),
     maxOutputTokens: pick(s.max_output_tokens, s.max_response_output_tokens),
+    llm: s.r1voice ? s.r1voice.model : undefined, // the LLM answering (`model` stays "r1voice")
   };
 }
 
 /** The GA `session` object of a `session.update` changing only the given fields.
- *  fields: {voice, speed, turnDetection (object or null), transcriptionModel,
+ *  fields: {voice, speed, turnDetection (object or null), transcriptionModel, llm,
  *  instructions, temperature}. */
 export function sessionPatch(fields) {
   const session = { type: "realtime" };
@@ -59,6 +60,7 @@ export function sessionPatch(fields) {
   if (fields.speed !== undefined) output.speed = fields.speed;
   if (fields.turnDetection !== undefined) input.turn_detection = fields.turnDetection;
   if (fields.transcriptionModel !== undefined) input.transcription = { model: fields.transcriptionModel };
+  if (fields.llm !== undefined) session.model = fields.llm;
   if (fields.instructions !== undefined) session.instructions = fields.instructions;
   if (fields.temperature !== undefined) session.temperature = fields.temperature;
   if (Object.keys(input).length || Object.keys(output).length) {

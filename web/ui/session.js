@@ -70,11 +70,7 @@ export class SessionConfig {
     }
     const id = row ? row.id : key === "none" ? null : key;
     const fields = fieldsFor(slot, id, this.view);
-    if (!fields) {
-      const msg = "This server runs one language model; it is chosen when the server starts (R1VOICE_LLM_MODEL).";
-      pipeline.setRefusal(slot, row && row.active ? `Already in use. ${msg}` : msg);
-      return;
-    }
+    if (!fields) return;
     if (!this.client.isOpen) {
       pipeline.setRefusal(slot, "Not connected: the choice will be tried when the page reconnects.");
       this.choices.remember(fields);

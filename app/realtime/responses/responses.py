@@ -7,10 +7,11 @@ here holds a pointer to its owner.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable
 
-from app.llm import GenerationParams
+from app.llm import GenerationParams, LLMBackend
 from app.llm.tool_calls import ToolSpec
 from app.protocol.errors import ProtocolError
 from app.protocol.schemas import ResponseOptions
@@ -73,6 +74,11 @@ class Responses:
         """Cancel the active answer, if any (barge-in, a continued turn)."""
         if self.active is not None:
             await self.active.cancel(reason)
+
+    def use_llm(self, llm: LLMBackend) -> None:
+        """Answer with `llm` from the next response on (a running one keeps its own)."""
+        if llm is not self._deps.llm:
+            self._deps = dataclasses.replace(self._deps, llm=llm)
 
     def recent(self, item_id: str) -> Response | None:
         return self._recent.get(item_id)

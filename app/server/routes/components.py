@@ -2,8 +2,8 @@
 
 The page builds its drag-and-drop palettes from this. Each stage lists components as
 `{"id", "label", "available", "reason", "active"}`; `id` is the value a client sends in
-`session.update` (a voice name, a transcription model, a turn-detection type, `null`
-meaning manual turns). Unavailable components say why, so the page can explain a refusal
+`session.update` (a voice name, a transcription model, an LLM, a turn-detection type,
+`null` meaning manual turns). Unavailable components say why, so the page can explain a refusal
 before the user tries.
 """
 
@@ -84,6 +84,33 @@ def _asr(transcribers: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def _llm(llms: Any) -> list[dict[str, Any]]:
+    """The LLMs: those a session may choose (the server's first), then the others."""
+    default = llms.default
+    rows = []
+    for name in llms.names():
+        loaded = llms.loaded(name) is not None
+        note = (
+            "the server's default"
+            if name == default.model
+            else ("loaded" if loaded else "loads when first chosen (a few seconds)")
+        )
+        rows.append(
+            _entry(
+                name,
+                name,
+                backend=default.name,
+                model=name,
+                active=name == default.model,
+                loaded=loaded,
+                description=f"served by the '{default.name}' backend; {note}",
+            )
+        )
+    for name, reason in llms.unavailable().items():
+        rows.append(_entry(name, name, available=False, reason=reason, model=name))
+    return rows
+
+
 def _turn_detection() -> list[dict[str, Any]]:
     semantic = _semantic_vad_supported()
     return [
@@ -141,23 +168,12 @@ async def components(state: HttpState) -> JSONResponse:
             status_code=503,
             headers={"Retry-After": "2"},
         )
-    llm = loaded.llm
     return JSONResponse(
         {
             "ready": state.ready,
             "asr": _asr(loaded.transcribers),
             "turn_detection": _turn_detection(),
-            "llm": [
-                _entry(
-                    f"{llm.name}:{llm.model}",
-                    llm.model,
-                    backend=llm.name,
-                    model=llm.model,
-                    active=True,
-                    description=f"served by the '{llm.name}' backend; "
-                    "start the server with another R1VOICE_LLM_MODEL to change it",
-                )
-            ],
+            "llm": _llm(loaded.llms),
             "tts": _voices(loaded.tts),
         }
     )

@@ -118,6 +118,7 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
         on_response=metrics.record_response,
         extensions=extensions,
         on_merge=metrics.record_merge,
+        meter_llm=metrics.metered_llm,
     )
     state.sessions[session.id] = session
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
+from app.llm.catalog import LLMCatalog
 from app.server.app import create_app
 from tests.conftest import client_with, make_settings
+
+QWEN = "qwen2.5-coder-0.5b-instruct"  # prepared by `make`
 
 
 def _by_id(rows: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
@@ -35,10 +40,16 @@ def test_lists_each_stage_with_availability(shared_components: Any) -> None:
     semantic = turns["semantic_vad"]
     assert semantic["available"]
 
-    llm = body["llm"]
-    assert len(llm) == 1 and llm[0]["available"]
-    assert llm[0]["backend"] == shared_components.llm.name
-    assert llm[0]["model"] == shared_components.llm.model
+    llm = _by_id(body["llm"])
+    default = shared_components.llm.model
+    assert body["llm"][0]["id"] == default  # the server's model first
+    assert llm[default]["available"] and llm[default]["active"] and llm[default]["loaded"]
+    assert llm[default]["backend"] == shared_components.llm.name
+    offered = [row["id"] for row in body["llm"] if row["available"]]
+    assert offered == shared_components.llms.names()
+    assert QWEN in offered and not llm[QWEN]["active"]  # prepared: a session may choose it
+    for row in body["llm"]:
+        assert row["available"] or row["reason"]  # what keeps it from being chosen
 
     voices = _by_id(body["tts"])
     assert set(voices) == set(shared_components.tts.voices())
@@ -49,6 +60,23 @@ def test_lists_each_stage_with_availability(shared_components: Any) -> None:
         assert voices["espeak-ng"]["engine"] == "espeak-ng"
         assert voices["espeak-ng:de"]["label"] == "espeak-ng: German"
     assert all(row["available"] and row["reason"] is None for row in body["tts"])
+
+
+def test_an_unprepared_llm_is_listed_with_its_reason(
+    shared_components: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.models import registry
+
+    reason = f"model '{QWEN}' is not prepared: run `r1voice models prepare {QWEN}`"
+    rows = [registry.ModelRow(QWEN, "llm", "not prepared", reason)]
+    monkeypatch.setattr(registry, "list_models", lambda: rows)
+    catalog = LLMCatalog(shared_components.llm, load=lambda name: shared_components.llm)
+    body = client_with(dataclasses.replace(shared_components, llms=catalog)).get(
+        "/v1/r1voice/components"
+    )
+    llm = _by_id(body.json()["llm"])
+    assert llm[QWEN]["available"] is False and llm[QWEN]["reason"] == reason
+    assert llm[shared_components.llm.model]["active"]
 
 
 def test_503_while_models_load() -> None:

@@ -1,0 +1,75 @@
+"""The models one session uses: its speech recognizer and its LLM, switched by
+`session.update`. A model not loaded yet loads first (on its catalog's loader thread);
+one that fails to load is refused and the session keeps the model it had."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from app.llm import LLMBackend
+from app.llm.catalog import LLMCatalog
+from app.models.components import Components
+from app.models.registry import ModelError
+from app.models.transcribers import ChosenTranscriber, TranscriberCatalog
+from app.protocol.errors import ProtocolError
+from app.realtime.session_config import SessionConfig
+
+log = logging.getLogger("r1voice.session")
+
+
+class ChosenModels:
+    def __init__(
+        self,
+        components: Components,
+        meter_llm: Callable[[LLMBackend], LLMBackend] = lambda llm: llm,
+    ) -> None:
+        """`components.llm` answers first; `meter_llm` wraps an LLM loaded later (so it
+        is seen by the app's metrics as the first one is)."""
+        self._transcribers: TranscriberCatalog = components.transcribers
+        self._llms: LLMCatalog = components.llms
+        self._meter_llm = meter_llm
+        self.asr = ChosenTranscriber(components.asr)  # the server's model to begin with
+        self.llm = components.llm
+
+    def transcriber_names(self) -> list[str]:
+        return self._transcribers.names()
+
+    def llm_names(self) -> list[str]:
+        return self._llms.names()
+
+    async def switch(self, config: SessionConfig) -> list[ProtocolError]:
+        """Load the models `config` names (before `session.updated` confirms them)."""
+        return [*await self._switch_transcriber(config), *await self._switch_llm(config)]
+
+    async def _switch_transcriber(self, config: SessionConfig) -> list[ProtocolError]:
+        name = config.transcription_model
+        if name == self.asr.name:
+            return []
+        try:
+            self.asr.model = await self._transcribers.load(name)
+        except Exception as exc:  # a corrupt or missing model directory, a full loader
+            log.warning("cannot load ASR model %s: %s", name, exc)
+            config.transcription_model = self.asr.name
+            message = f"transcription model '{name}' failed to load ({exc}); kept '{self.asr.name}'"
+            param = "session.input_audio_transcription.model"
+            return [ProtocolError("model_load_failed", message, param=param)]
+        return []
+
+    async def _switch_llm(self, config: SessionConfig) -> list[ProtocolError]:
+        name = config.llm_model
+        if name == self.llm.model:
+            return []
+        try:
+            self.llm = self._meter_llm(await self._llms.load(name))
+        except Exception as exc:  # weights that do not load, memory, a full loader
+            log.warning("cannot load LLM %s: %s", name, exc)
+            config.llm_model = self.llm.model
+            kept = f"kept '{self.llm.model}'"
+            message = (
+                f"{exc}; {kept}"  # the catalog's own words name the model and the cause
+                if isinstance(exc, ModelError)
+                else f"model '{name}' failed to load ({exc}); {kept}"
+            )
+            return [ProtocolError("model_load_failed", message, param="session.model")]
+        return []

@@ -1,0 +1,141 @@
+"""Choosing the LLM per session (`session.model`): a prepared bundled LLM loads when first
+chosen, `session.updated` reports it (`r1voice.model`), the next answer comes from it;
+OpenAI's model names keep the session's LLM; what cannot be used is refused by name and
+the session keeps answering with its model."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from app.llm import LLMBackend
+from app.llm.catalog import LLMCatalog
+from app.models import registry
+from tests.conftest import ask, client_with, is_done, receive_until
+
+QWEN = "qwen2.5-coder-0.5b-instruct"
+SHORT = {"modalities": ["text"], "max_output_tokens": 8}
+
+
+def _update(ws: Any, session: dict[str, Any], event_id: str = "ev_1") -> list[dict[str, Any]]:
+    """Send a `session.update`; the events up to its `session.updated`."""
+    ws.send_text(json.dumps({"type": "session.update", "event_id": event_id, "session": session}))
+    return receive_until(ws, lambda e: e["type"] == "session.updated")
+
+
+def _answer(ws: Any, text: str) -> dict[str, Any]:
+    """A short text turn; its `response.done` response."""
+    ask(ws, text, SHORT)
+    return receive_until(ws, is_done)[-1]["response"]
+
+
+def _requests(llm: LLMBackend) -> int:
+    return int(llm.stats()["requests"])
+
+
+@pytest.fixture(scope="module")
+def with_qwen(shared_components: Any) -> Iterator[Any]:
+    """The shared components with a catalog of their own, that really loads Qwen (once
+    for this module; closed at its end)."""
+    if QWEN not in [row.name for row in registry.list_models() if row.state == "ready"]:
+        pytest.skip(f"{QWEN} is not prepared (r1voice models prepare {QWEN})")
+    catalog = LLMCatalog.from_settings(shared_components.llm, shared_components.settings)
+    yield dataclasses.replace(shared_components, llms=catalog)
+    asyncio.run(catalog.close())
+
+
+def test_an_unknown_model_is_refused_naming_the_choices(shared_components: Any) -> None:
+    default = shared_components.llm.model
+    with client_with(shared_components).websocket_connect("/v1/realtime?dialect=beta") as ws:
+        created = ws.receive_json()
+        assert created["session"]["r1voice"]["model"] == default
+        events = _update(ws, {"model": "llama-70b", "temperature": 0.7})
+        response = _answer(ws, "Say hello.")
+    error, updated = events[-2], events[-1]
+    assert error["type"] == "error" and error["error"]["event_id"] == "ev_1"
+    assert error["error"]["code"] == "unsupported_model"
+    assert error["error"]["param"] == "session.model"
+    assert "'llama-70b' is not available" in error["error"]["message"]
+    for name in shared_components.llms.names():
+        assert name in error["error"]["message"]  # the choices, named
+    assert updated["session"]["r1voice"]["model"] == default
+    assert updated["session"]["temperature"] == 0.7  # the rest of the update applied
+    assert response["status"] == "completed"
+
+
+@pytest.mark.parametrize(
+    ("url", "session"),
+    [
+        ("/v1/realtime", {"type": "realtime", "model": "gpt-realtime"}),
+        ("/v1/realtime?dialect=beta", {"model": "gpt-4o-realtime-preview"}),
+        ("/v1/realtime?dialect=beta", {"model": "r1voice"}),
+    ],
+)
+def test_openai_model_names_keep_the_sessions_llm(
+    shared_components: Any, url: str, session: dict[str, Any]
+) -> None:
+    with client_with(shared_components).websocket_connect(url) as ws:
+        ws.receive_json()
+        events = _update(ws, session)
+    assert [e["type"] for e in events] == ["session.updated"]  # nothing refused
+    assert events[-1]["session"]["r1voice"]["model"] == shared_components.llm.model
+
+
+def test_a_chosen_llm_answers_the_next_turn_and_others_keep_theirs(with_qwen: Any) -> None:
+    default = with_qwen.llm
+    client = client_with(with_qwen)
+    with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
+        ws.receive_json()
+        events = _update(ws, {"model": QWEN, "instructions": "Answer in one short sentence."})
+        assert [e["type"] for e in events] == ["session.updated"]  # loaded, nothing refused
+        assert events[-1]["session"]["r1voice"]["model"] == QWEN
+        qwen = with_qwen.llms.loaded(QWEN)
+        assert qwen is not None
+        before = (_requests(qwen), _requests(default))
+        chosen = _answer(ws, "What is two plus two?")
+        # OpenAI's names keep the chosen LLM (SDKs send them by default)
+        kept = _update(ws, {"model": "gpt-realtime"})[-1]["session"]["r1voice"]["model"]
+    assert chosen["status"] == "completed"
+    assert (_requests(qwen), _requests(default)) == (before[0] + 1, before[1])
+    assert kept == QWEN
+    # the answer's series, under its own model's name
+    series = client.get("/metrics").text.splitlines()
+    assert [s for s in series if s.startswith("vllm:request_success_total") and QWEN in s]
+
+    # a new session (on an app of its own: a TestClient's app shuts down with its socket)
+    with client_with(with_qwen).websocket_connect("/v1/realtime?dialect=beta") as other:
+        assert other.receive_json()["session"]["r1voice"]["model"] == default.model
+        assert _answer(other, "Say hello.")["status"] == "completed"
+        again = _update(other, {"model": QWEN})  # loaded already: the same engine
+    assert (_requests(qwen), _requests(default)) == (before[0] + 1, before[1] + 1)
+    assert with_qwen.llms.loaded(QWEN) is qwen
+    assert again[-1]["session"]["r1voice"]["model"] == QWEN
+
+
+def test_an_llm_that_fails_to_load_is_refused_and_the_session_keeps_its_own(
+    shared_components: Any,
+) -> None:
+    def broken(name: str) -> LLMBackend:
+        raise RuntimeError(f"cannot read '{name}': model.safetensors is truncated")
+
+    catalog = LLMCatalog(shared_components.llm, load=broken)
+    if QWEN not in catalog.names():
+        pytest.skip(f"{QWEN} is not prepared")
+    components = dataclasses.replace(shared_components, llms=catalog)
+    default = shared_components.llm.model
+    with client_with(components).websocket_connect("/v1/realtime?dialect=beta") as ws:
+        ws.receive_json()
+        events = _update(ws, {"model": QWEN})
+        response = _answer(ws, "Say hello.")  # and the session still answers
+    error, updated = events[-2], events[-1]
+    assert error["error"]["code"] == "model_load_failed"
+    assert error["error"]["param"] == "session.model"
+    assert "model.safetensors is truncated" in error["error"]["message"]
+    assert f"kept '{default}'" in error["error"]["message"]
+    assert updated["session"]["r1voice"]["model"] == default
+    assert response["status"] == "completed"
