@@ -168,6 +168,14 @@ def _bound(overload: Any) -> Any:
     return op if callable(op) else overload
 
 
+def int_mm_is_fast() -> bool:
+    """Whether ``torch._int_mm`` on this CPU runs oneDNN's AVX-512 int8 GEMM. Without
+    AVX-512 BW (or with oneDNN held below it by ``ONEDNN_MAX_CPU_ISA``), it is a slow
+    path that measured several times the fp32 product's time."""
+    held = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
+    return "avx512bw" in _cpu_flags() and not held.startswith(("SSE", "AVX2", "AVX_"))
+
+
 def _cpu_flags() -> set[str]:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -11,7 +11,8 @@ INT8 (symmetric, scale per output channel, w = q * s):
     result does not depend on the batch. Our C++ VNNI kernel (engine.kernels.cpu_kernels)
     does it in one call, bit for bit what ``int8_linear`` computes through
     ``torch._int_mm`` in a dozen ops, and faster, most of all for one row (a decode).
-    Without the kernels (no AVX-512 VNNI), the weights are dequantized once to fp32. Not chosen: 8-bit activations (W8A8: perplexity
+    Without the kernels, ``torch._int_mm`` where it is fast (AVX-512), else the weights
+    dequantized once to fp32. Not chosen: 8-bit activations (W8A8: perplexity
     and greedy agreement with the float model suffer); fbgemm's dynamic linear (one
     activation scale for all rows: one token's outliers ruin the others);
     ``torch._weight_int8pack_mm`` (slower than fp32).
@@ -33,7 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.errors import ConfigError
-from engine.kernels.cpu_kernels import CpuKernels, pack_int4, pack_int8
+from engine.kernels.cpu_kernels import CpuKernels, int_mm_is_fast, pack_int4, pack_int8
 from engine.layers.linear import Linear
 
 log = logging.getLogger(__name__)
@@ -169,10 +170,10 @@ class Int8Linear(nn.Module):
             self.vnni = pack_int8(q, self.scales, self.bias)
             if release:
                 self.weight = torch.empty(0, dtype=torch.int8)
-        elif q.device.type == "cpu":
-            # Without our kernels, torch._int_mm on CPU is a scalar loop (on AVX2, 6x the
-            # time of the fp32 matmul at decode); the int8 weights dequantized once run
-            # through the fp32 one instead: W8A32, four times the memory of the weights.
+        elif q.device.type == "cpu" and not int_mm_is_fast():
+            # torch._int_mm without AVX-512 is a slow loop (on AVX2, 6x the time of the
+            # fp32 matmul at decode); the int8 weights dequantized once run through the
+            # fp32 one instead: W8A32, four times the memory of the weights.
             self.dense = Linear(self.in_features, self.out_features, self.bias is not None)
             self.dense.weight.data = dequantize_int8(q, self.scales)
             if self.bias is not None:
@@ -181,8 +182,10 @@ class Int8Linear(nn.Module):
             self.stored_bytes = 4 * q.numel()
             if release:
                 self.weight = torch.empty(0, dtype=torch.int8)
-        elif q.device.type == "cuda":  # keeps q for weight-only
+        elif q.device.type in ("cpu", "cuda"):
             self.weight_t = q.t().contiguous()
+            if release and q.device.type == "cpu":  # CUDA keeps it for weight-only
+                self.weight = torch.empty(0, dtype=torch.int8)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.vnni is not None and x.dtype == torch.float32:

@@ -159,7 +159,7 @@ def test_disabled_kernels_fall_back_cleanly() -> None:
         "from engine.kernels.cpu_kernels import CpuKernels; from engine.layers.quantization import Int8Linear;"
         "import torch; assert CpuKernels.ops() is None;"
         "lin = Int8Linear.from_float(torch.randn(8, 16)); lin.prepare();"
-        "assert lin.vnni is None and lin.dense is not None; print(lin(torch.randn(2, 16)).shape)"
+        "assert lin.vnni is None and (lin.dense or lin.weight_t) is not None; print(lin(torch.randn(2, 16)).shape)"
     )
     env = {**os.environ, "R1VOICE_CPU_KERNELS": "0"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
@@ -266,3 +266,17 @@ def test_long_contexts_match_sdpa_and_do_not_depend_on_the_batch(
             q[i : i + 1], k_cache, v_cache, tables[i : i + 1], lens[i : i + 1], d**-0.5
         )
         assert torch.equal(alone[0], out[i])
+
+
+def test_int_mm_is_fast_only_with_avx512bw_that_onednn_may_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine.kernels import cpu_kernels
+
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.setattr(cpu_kernels, "_cpu_flags", lambda: {"avx2", "fma"})
+    assert not cpu_kernels.int_mm_is_fast()
+    monkeypatch.setattr(cpu_kernels, "_cpu_flags", lambda: {"avx2", "avx512f", "avx512bw"})
+    assert cpu_kernels.int_mm_is_fast()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx2")
+    assert not cpu_kernels.int_mm_is_fast()
