@@ -17,10 +17,10 @@ import torch
 from torch import nn
 
 from engine.errors import ModelLoadError
+from engine.layers.int4_linear import Int4Linear
 from engine.layers.quantization import (
     CACHE_VERSION,
     INT4_GROUP_SIZES,
-    Int4Linear,
     Int8Embedding,
     Int8Linear,
     quantize_int8,

@@ -20,7 +20,8 @@ from torch import nn
 
 from engine.kernels.cpu_kernels import CpuKernels
 from engine.layers.attention import AttentionMetadata, PagedAttention
-from engine.layers.quantization import Int4Linear, Int8Linear
+from engine.layers.int4_linear import Int4Linear
+from engine.layers.quantization import Int8Linear
 from engine.layers.rotary import RotaryEmbedding
 
 Kernel = Callable[..., torch.Tensor]

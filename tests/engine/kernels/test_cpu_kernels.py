@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from engine.kernels.cpu_kernels import CpuKernels, pack_int4, pack_int8
 from engine.layers import quantization as Q
+from engine.layers.int4_linear import Int4Linear
 from engine.layers.rotary import RotaryEmbedding
 
 ops = CpuKernels.ops()
@@ -75,7 +76,7 @@ def test_int4_linear_matches_the_dequantized_weights(group_size: int, rows: int)
     packed, scales, mins, b = pack_int4(q, s, m, bias)
     y = ops.int4_linear(x, packed, scales, mins, b, n, group_size)
     assert (y - ref).norm() / ref.norm() < 2e-4
-    lin = Q.Int4Linear.from_float(torch.randn(n, k), group_size, bias)
+    lin = Int4Linear.from_float(torch.randn(n, k), group_size, bias)
     lin.prepare()
     assert lin.kernel == "vnni_cpu" and lin.weight.numel() == 0
 

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from engine import LLM, ConfigError, EngineConfig, ModelLoadError, SamplingParams
 from engine.kernels.cpu_kernels import CpuKernels, int_mm_is_fast
 from engine.layers import quantization as Q
+from engine.layers.int4_linear import Int4Linear
 from engine.loading.quantized_model import weight_bytes
 from engine.loading.scoring import perplexity
 
@@ -93,7 +94,7 @@ def test_int4_round_trip_and_kernel(group_size: int) -> None:
     deq = Q.dequantize_int4(q, s, m, group_size)
     step = s.repeat_interleave(group_size, dim=1)
     assert bool(((deq - w).abs() <= step / 2 + 1e-6).all())
-    lin = Q.Int4Linear.from_float(w, group_size)
+    lin = Int4Linear.from_float(w, group_size)
     lin.prepare()
     x = torch.randn(3, 256)
     ref = x @ deq.t()
