@@ -21,6 +21,7 @@ unless `--json` names a file). Accuracy is reported, never asserted.
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from typing import Any
 
@@ -125,7 +126,9 @@ def run_model(name: str, questions: list[Question], args: argparse.Namespace) ->
     from app.settings import Settings
     from bench.answers_score import answer_length, in_language, match
     from bench.traffic import start_server
-    from bench.voice.common import log
+    from bench.voice.common import log as bench_log
+
+    log = functools.partial(bench_log, bench="answers")
 
     server_args = argparse.Namespace(
         llm_backend="embedded",

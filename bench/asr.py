@@ -13,6 +13,7 @@ Counts and times are reported, never asserted.
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from typing import Any
 
@@ -65,7 +66,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from app.models import registry as model_registry
     from app.models.asr import WhisperASR
-    from bench.voice.common import log
+    from bench.voice.common import log as bench_log
+
+    log = functools.partial(bench_log, bench="asr")
     from bench.voice.stats import word_errors
 
     quick = bool(getattr(args, "quick", False))

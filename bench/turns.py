@@ -23,6 +23,7 @@ Counts are reported, never asserted.
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 from typing import Any
 
@@ -261,7 +262,9 @@ async def _echo(url: str, answers: int, attenuation_db: float) -> dict[str, Any]
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import asyncio
 
-    from bench.voice.common import log
+    from bench.voice.common import log as bench_log
+
+    log = functools.partial(bench_log, bench="turns")
     from bench.voice.server import Server
 
     quick = bool(getattr(args, "quick", False))

@@ -18,7 +18,7 @@ ANSWER_DONE = ("response.audio_transcript.done", "response.output_audio_transcri
 TRANSCRIPT_DONE = "conversation.item.input_audio_transcription.completed"
 
 
-def log(message: str) -> None:
+def log(message: str, bench: str = "voice") -> None:
     import sys
 
-    print(f"[bench voice] {message}", file=sys.stderr, flush=True)
+    print(f"[bench {bench}] {message}", file=sys.stderr, flush=True)
