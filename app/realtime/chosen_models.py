@@ -49,11 +49,9 @@ class ChosenModels:
         try:
             self.asr.model = await self._transcribers.load(name)
         except Exception as exc:  # a corrupt or missing model directory, a full loader
-            log.warning("cannot load ASR model %s: %s", name, exc)
             config.transcription_model = self.asr.name
-            message = f"transcription model '{name}' failed to load ({exc}); kept '{self.asr.name}'"
             param = "session.input_audio_transcription.model"
-            return [ProtocolError("model_load_failed", message, param=param)]
+            return [_load_failed(f"transcription model '{name}'", exc, self.asr.name, param)]
         return []
 
     async def _switch_llm(self, config: SessionConfig) -> list[ProtocolError]:
@@ -63,13 +61,13 @@ class ChosenModels:
         try:
             self.llm = self._meter_llm(await self._llms.load(name))
         except Exception as exc:  # weights that do not load, memory, a full loader
-            log.warning("cannot load LLM %s: %s", name, exc)
             config.llm_model = self.llm.model
-            kept = f"kept '{self.llm.model}'"
-            message = (
-                f"{exc}; {kept}"  # the catalog's own words name the model and the cause
-                if isinstance(exc, ModelError)
-                else f"model '{name}' failed to load ({exc}); {kept}"
-            )
-            return [ProtocolError("model_load_failed", message, param="session.model")]
+            return [_load_failed(f"model '{name}'", exc, self.llm.model, "session.model")]
         return []
+
+
+def _load_failed(what: str, exc: Exception, kept: str, param: str) -> ProtocolError:
+    log.warning("cannot load %s: %s", what, exc)
+    # a catalog's own words name the model and the cause
+    cause = str(exc) if isinstance(exc, ModelError) else f"{what} failed to load ({exc})"
+    return ProtocolError("model_load_failed", f"{cause}; kept '{kept}'", param=param)

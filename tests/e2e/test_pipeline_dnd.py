@@ -4,6 +4,9 @@ dragover / drop), the keyboard and click alternatives, and refused choices."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +15,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, Route, expect
 
+from app.llm.catalog import LLMCatalog
+from app.models import registry
 from tests.e2e.conftest import ServerHandle, Snapper, speech_wav, spy_voices
 from tests.e2e.helpers import (
     HEARD,
@@ -234,3 +239,47 @@ def test_a_drop_the_server_refuses_says_why_and_reverts(
         "aria-pressed", "false"
     )
     snap(page, "refused")
+
+
+QWEN = "qwen2.5-coder-0.5b-instruct"
+
+
+def test_drag_the_qwen_llm_onto_the_llm_card(
+    open_page: Callable[..., Page],
+    start_server: Callable[..., ServerHandle],
+    shared_components: Any,
+    tmp_path: Path,
+    snap: Snapper,
+) -> None:
+    """The page's LLM palette: Qwen loads when dropped, session.updated names it, and the
+    next answer comes from Qwen's engine, not the default's."""
+    if QWEN not in [row.name for row in registry.list_models() if row.state == "ready"]:
+        pytest.skip(f"{QWEN} is not prepared (r1voice models prepare {QWEN})")
+    catalog = LLMCatalog.from_settings(shared_components.llm, shared_components.settings)
+    try:
+        components = dataclasses.replace(shared_components, llms=catalog)
+        server = start_server(components)
+        page = open_page(
+            speech_wav(shared_components, tmp_path / "silence.wav", [1.0]), server.address
+        )
+        connected(page)
+        default = shared_components.llm.model
+        expect(session_value(page, "llm")).to_have_attribute("data-key", default)
+
+        page.locator(f'.component[data-slot="llm"][data-key="{QWEN}"]').drag_to(
+            page.locator("#card-llm")
+        )
+        expect(session_value(page, "llm")).to_have_attribute("data-key", QWEN, timeout=TIMEOUT_MS)
+        qwen = catalog.loaded(QWEN)
+        assert qwen is not None
+        before = (qwen.stats()["requests"], shared_components.llm.stats()["requests"])
+        page.fill("#text", QUESTION)
+        page.click("#text-form button[type=submit]")
+        responses_done(page, 1)
+        expect(assistant(page).first).to_be_visible(timeout=TIMEOUT_MS)
+        after = (qwen.stats()["requests"], shared_components.llm.stats()["requests"])
+        assert after[0] == before[0] + 1 and after[1] == before[1], (before, after)
+        snap(page, "answered-by-qwen")
+    finally:  # Playwright's sync API holds this thread's event loop: close on another
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, catalog.close()).result()
