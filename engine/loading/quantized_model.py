@@ -120,7 +120,8 @@ def _set_module(model: nn.Module, name: str, module: nn.Module) -> None:
 
 
 def linear_names(model: nn.Module) -> list[str]:
-    """The projections quantized: every decoder Linear (not an untied lm_head)."""
+    """The projections quantized by the method: every decoder Linear (the embedding and
+    the LM head are int8 at either method: `quantize_model`)."""
     from engine.layers.linear import Linear
 
     return [
@@ -151,7 +152,7 @@ def quantize_model(
     cached: dict[str, torch.Tensor] | None,
     quantize_embedding: bool = True,
 ) -> None:
-    """Swap the loaded model's decoder Linears (and the embedding / tied head, as int8)
+    """Swap the loaded model's decoder Linears (and the embedding and LM head, as int8)
     for quantized modules, from ``cached`` tensors or by quantizing and saving."""
     if method == "int4":
         check_group_size(model, group_size)
@@ -181,7 +182,7 @@ def quantize_model(
         qmod.to(device)
         _set_module(model, name, qmod)
         out.update({f"{name}.{k}": v for k, v in qmod.named_buffers()})
-    # int4 too: a float tied head would be most of an int4 model's bytes read per token.
+    # int4 too: a float head would be most of an int4 model's bytes read per token.
     if method in ("int8", "int4") and quantize_embedding:
         emb: Any = model.get_submodule("embed_tokens")
         if cached is not None:
@@ -192,6 +193,16 @@ def quantize_model(
         qemb = Int8Embedding(q.to(device), s.to(device), dtype)
         model.embed_tokens = qemb  # type: ignore[assignment]
         out["embed_tokens.qweight"], out["embed_tokens.scales"] = q, s
+        head: Any = getattr(model, "lm_head", None)
+        if head is not None:  # untied (Qwen2.5's 151,936-row head): a float one dominated a step
+            qhead = Int8Linear(head.in_features, head.out_features)
+            if cached is not None:
+                qhead.weight, qhead.scales = cached["lm_head.weight"], cached["lm_head.scales"]
+            else:
+                qhead.weight, qhead.scales = quantize_int8(head.weight.data)
+            qhead.to(head.weight.device)
+            model.lm_head = qhead  # type: ignore[assignment]
+            out["lm_head.weight"], out["lm_head.scales"] = qhead.weight, qhead.scales
     if cached is None and cache is not None:
         cache.save(out)
 

@@ -173,3 +173,20 @@ def test_smollm2_perplexity_bounds(smollm2_dir: Path) -> None:
     assert 1.0 < ppl["none"] < 100.0, ppl
     assert ppl["int8"] <= ppl["none"] * 1.03, ppl
     assert ppl["int4"] <= ppl["none"] * 1.15, ppl
+
+
+@pytest.mark.parametrize("method", ["int8", "int4"])
+def test_an_untied_head_is_int8_and_cached(
+    tiny_factory: Callable[..., tuple[Path, Any]], method: str
+) -> None:
+    """Qwen2.5's untied 151,936-row head left in fp32 took most of a decode step."""
+    path, _ = tiny_factory("llama-mha-untied", seed=7)
+    group = {"quantization_group_size": 32} if method == "int4" else {}
+    first = LLM(str(path), quantization=method, **group)
+    head = first.model.lm_head
+    assert isinstance(head, Q.Int8Linear) and head.scales.numel() == head.out_features
+    calls = dict(Q.QUANTIZE_CALLS)
+    again = LLM(str(path), quantization=method, **group)  # from the cache
+    assert calls == Q.QUANTIZE_CALLS and isinstance(again.model.lm_head, Q.Int8Linear)
+    prompt = [[5, 9, 3, 7, 11]]
+    assert _greedy(first, prompt) == _greedy(again, prompt)
