@@ -179,7 +179,7 @@ class Int8Linear(nn.Module):
             if self.bias is not None:
                 self.dense.bias = self.bias
             self.dense.prepare(release)
-            self.stored_bytes = 4 * q.numel()
+            self.stored_bytes = 0  # the fp32 copy is counted as the Linear it is
             if release:
                 self.weight = torch.empty(0, dtype=torch.int8)
         elif q.device.type in ("cpu", "cuda"):

@@ -44,7 +44,7 @@ def weight_bytes(model: nn.Module) -> int:
     total = 0
     seen: set[int] = set()
     for name, module in model.named_modules():
-        if name.endswith("tied_head"):
+        if name == "tied_head" or name.startswith("tied_head."):
             continue
         tensors: list[torch.Tensor] = []
         if isinstance(module, (Int8Linear, Int4Linear)) and module.stored_bytes:

@@ -61,6 +61,7 @@ def test_without_the_kernels_or_a_fast_int_mm_int8_runs_dequantized_in_fp32(
     finally:
         CpuKernels.enabled = True
     assert lin.vnni is None and lin.dense is not None and lin.weight.numel() == 0
+    assert weight_bytes(lin) == 4 * (48 * 64 + 48)  # the fp32 copy and the bias, once
     q, s = Q.quantize_int8(w)
     for rows in (1, 7):
         x = torch.randn(rows, 64)
