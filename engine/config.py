@@ -92,6 +92,11 @@ class EngineConfig:
     quantization_group_size: int = 128
     seed: int = 0  # generator of requests that sample without their own seed
     num_threads: int | None = None  # torch CPU threads; None leaves torch's default
+    # A prompt's logits do not depend on what it is batched with, how its prefill is
+    # chunked, or what the prefix cache holds (docs/engine.md, "Batch invariance"): on
+    # the C++ kernels every query token goes through the one paged attention kernel.
+    # False: prompts take torch's SDPA, a few % faster to prefill, shape-dependent.
+    batch_invariant: bool = True
 
     def __post_init__(self) -> None:
         def check(ok: bool, message: str) -> None:

@@ -102,10 +102,17 @@ class ModelRunner:
         """
         bs = self.block_size
         order = sorted(range(len(batch.seqs)), key=lambda i: batch.num_new_tokens[i] != 1)
+        # On the C++ kernels every query token, a prompt's as a decode's, is a row of the
+        # one paged kernel, whose sums for a row depend on nothing else in the step: so a
+        # prompt's tokens are the same whatever chunks, batches or cache hits it meets
+        # (torch's SDPA rounds differently by query count and key length).
+        per_token = self.fused_decode and self.config.batch_invariant
         ids: list[int] = []
         positions: list[int] = []
         slots: list[int] = []
-        decode_tables, decode_lens = [], []
+        row_tables: list[list[int]] = []  # the block table of each sequence with rows
+        row_of: list[int] = []  # per kernel row: its index into row_tables
+        row_lens: list[int] = []  # per kernel row: the keys it sees
         prefill_lens, prefill_tables, prefill_masks = [], [], []
         prefill_runs: list[int | None] = []
         sample_index, sample_rows = [], []
@@ -120,9 +127,10 @@ class ModelRunner:
                 sample_index.append(len(ids) - 1)
                 sample_rows.append(i)
             num_blocks = -(-end // bs)
-            if n == 1:
-                decode_tables.append(table[:num_blocks])
-                decode_lens.append(end)
+            if n == 1 or per_token:
+                row_of.extend([len(row_tables)] * n)
+                row_tables.append(table[:num_blocks])
+                row_lens.extend(range(start + 1, end + 1))
             else:
                 prefill_lens.append(n)
                 prefill_tables.append(self._tensor(table[:num_blocks]))
@@ -133,19 +141,21 @@ class ModelRunner:
                 visible = key_pos[None, None, :] <= query_pos[None, :, None]
                 prefill_masks.append(sdpa_mask(visible, self.groups, self.dtype))
         decode_block_tables = decode_mask = lens = None
-        if decode_tables:
-            width = max(len(t) for t in decode_tables)
+        if row_tables:
+            width = max(len(t) for t in row_tables)
             decode_block_tables = self._tensor(
-                [t + [0] * (width - len(t)) for t in decode_tables]
-            ).view(len(decode_tables), width)
-            lens = self._tensor(decode_lens)
+                [t + [0] * (width - len(t)) for t in row_tables]
+            ).view(len(row_tables), width)
+            if len(row_of) != len(row_tables):  # a prompt's rows share its table
+                decode_block_tables = decode_block_tables.index_select(0, self._tensor(row_of))
+            lens = self._tensor(row_lens)
             if not self.fused_decode:  # the C++ kernel needs no mask
-                ctx = max(decode_lens)
+                ctx = max(row_lens)
                 visible = torch.arange(ctx, device=self.device)[None, None, :] < lens[:, None, None]
                 decode_mask = sdpa_mask(visible, self.groups, self.dtype)
         meta = AttentionMetadata(
             slot_mapping=self._tensor(slots),
-            num_decode_tokens=len(decode_tables),
+            num_decode_tokens=len(row_lens),
             decode_block_tables=decode_block_tables,
             decode_mask=decode_mask,
             prefill_query_lens=prefill_lens,

@@ -15,7 +15,9 @@ from engine.kernels.cpu_kernels import CpuKernels
 class AttentionMetadata:
     """Where one step's tokens live in the paged cache; built once, shared by all layers.
 
-    Tokens are laid out decodes first (one query each), then each prefill chunk.
+    Tokens are laid out decodes first (one query each), then each prefill chunk. On the
+    C++ kernels (``decode_lens`` set) the "decode" rows may be every token of the step,
+    a prompt's included, each with its own length (EngineConfig.batch_invariant).
     """
 
     slot_mapping: torch.Tensor  # [tokens] flat slot (block * block_size + offset) per token
