@@ -67,12 +67,26 @@ $(NODE_STAMP): $(NODE_CLIENTS)/package.json $(NODE_CLIENTS)/package-lock.json
 test-node-deps: $(NODE_STAMP)
 test: test-node-deps
 
+# llama.cpp's OpenAI-compatible server (llama-cpp-python[server], built from its sdist,
+# ~4-5 min once): the remote backend is tested against it (tests/app/llm/
+# test_remote_llama_cpp.py) and `r1voice bench engine` compares with it. A native build
+# crashes on its first completion on Intel CPUs with AMX: there it is built with
+# GGML_NATIVE=OFF (AVX/AVX2/FMA/F16C, no AVX-512/AMX); elsewhere natively, as the
+# benchmark's comparison wants.
+LLAMA_CPP_CMAKE_ARGS := $(if $(shell grep -qw amx_tile /proc/cpuinfo 2>/dev/null && echo amx),-DGGML_NATIVE=OFF)
+LLAMA_CPP_STAMP := $(VENV)/.llama-cpp-installed
+$(LLAMA_CPP_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CPP_CMAKE_ARGS)" $(PIP) install -q 'llama-cpp-python[server]==0.3.36'
+	touch $(LLAMA_CPP_STAMP)
+.PHONY: llama-cpp
+llama-cpp: $(LLAMA_CPP_STAMP)
+test: llama-cpp
+
 bench: models
 	$(VENV)/bin/r1voice bench engine --quick --json bench-results/engine.json
 
-# The benchmark's peers (compared in `r1voice bench engine`): llama.cpp compiles ~4 min.
-bench-peers: install
-	$(PIP) install -q llama-cpp-python==0.3.36
+# The benchmark's peers (compared in `r1voice bench engine`): llama.cpp, as above.
+bench-peers: llama-cpp
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

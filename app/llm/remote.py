@@ -2,11 +2,18 @@
 `trtllm-serve`, llama.cpp's server, another r1voice) streamed over HTTP with httpx.
 
 Closing a stream closes its HTTP response, which closes the connection, and the
-remote server aborts the request (vLLM, SGLang and r1voice all do on disconnect).
-Refusals keep their meaning: the remote's 429 is `LLMBusyError` (the session's
-`server_busy`); a remote that cannot be reached is `LLMBackendError` with code
-"llm_unavailable" and a message naming the URL. `health()` asks the remote's
-`/models` (cached a second), so readiness reports the remote's state.
+remote server aborts the request (vLLM, SGLang, llama.cpp's server and r1voice all do on
+disconnect). Refusals keep their meaning: the remote's 429 is `LLMBusyError` (the
+session's `server_busy`); a remote that cannot be reached is `LLMBackendError` with code
+"llm_unavailable" and a message naming the URL. `health()` asks the remote's `/models`
+(cached a second), so readiness reports the remote's state.
+
+llama.cpp's server (llama-cpp-python) shaped three choices here: it refuses an
+`X-Request-Id` that is not a UUID (an empty 400), so the header carries a UUID made from
+the request id; it streams no `usage`, so the token counts are then counted (one chunk
+per token) and estimated (the prompt); and it serves `/models` under the same lock as
+generation, cutting the stream in flight (`--interrupt_requests`, on by default) or
+waiting for it, so no probe goes out while our own streams show the remote is up.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import json
 import logging
 import math
 import time
+import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -77,7 +85,12 @@ class RemoteBackend(LLMBackend):
         self._opens_reasoning = opens_reasoning
         self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
         self._health: tuple[float, str | None] = (-math.inf, None)
-        self._counters = {"num_running": 0, "remote_requests": 0, "remote_errors": 0}
+        self._counters = {
+            "num_running": 0,
+            "remote_requests": 0,
+            "remote_errors": 0,
+            "usage_estimated": 0,  # answers whose remote sent no `usage`
+        }
 
     # ---- the interface ------------------------------------------------------------
 
@@ -86,8 +99,10 @@ class RemoteBackend(LLMBackend):
     ) -> AsyncGenerator[LLMDelta, None]:
         body = self._body(params)
         body["messages"] = [{"role": m.role, "content": m.content} for m in messages]
+        # a chat template adds a few tokens around each message and before the answer
+        estimate = sum(_estimate(m.content) + 4 for m in messages) + 3
         async with contextlib.aclosing(
-            self._stream("/chat/completions", body, request_id)
+            self._stream("/chat/completions", body, request_id, estimate)
         ) as stream:
             async for delta in stream:  # closing us closes it at once
                 yield delta
@@ -97,14 +112,16 @@ class RemoteBackend(LLMBackend):
     ) -> AsyncGenerator[LLMDelta, None]:
         body = self._body(params)
         body["prompt"] = prompt
-        async with contextlib.aclosing(self._stream("/completions", body, request_id)) as stream:
+        async with contextlib.aclosing(
+            self._stream("/completions", body, request_id, _estimate(prompt))
+        ) as stream:
             async for delta in stream:  # closing us closes it at once
                 yield delta
 
     async def count_tokens(self, texts: list[str]) -> list[int]:
         # No portable tokenize endpoint: a safe over-estimate (English runs ~4 chars per
         # token), so history trimming never overfills the remote's context.
-        return [math.ceil(len(text) / 3) for text in texts]
+        return [_estimate(text) for text in texts]
 
     def warmup(self) -> None:
         """Learn the context length from the remote's model card when it is up; a remote
@@ -119,6 +136,12 @@ class RemoteBackend(LLMBackend):
         checked_at, problem = self._health
         if time.monotonic() - checked_at < 1.0:
             return problem
+        if self._counters["num_running"]:
+            # Our streams in flight show the remote is up and serves the model; and
+            # llama.cpp's server answers /models only between answers (one lock): the
+            # probe would wait for the answer or, with its interrupt_requests, cut it.
+            self._health = (time.monotonic(), None)
+            return None
         try:
             self._learn(await self._client().get(f"{self.url}/models", timeout=self.probe_timeout))
             problem = None
@@ -173,10 +196,10 @@ class RemoteBackend(LLMBackend):
         return body
 
     async def _stream(
-        self, path: str, body: dict[str, Any], request_id: str
+        self, path: str, body: dict[str, Any], request_id: str, prompt_estimate: int = 0
     ) -> AsyncGenerator[LLMDelta, None]:
         self._counters["remote_requests"] += 1
-        headers = {"X-Request-Id": request_id} if request_id else {}
+        headers = {"X-Request-Id": remote_request_id(request_id)} if request_id else {}
         try:
             # Leaving this block early (the caller closed us) closes the response and its
             # connection: the remote sees the disconnect and aborts the request.
@@ -188,7 +211,7 @@ class RemoteBackend(LLMBackend):
                     raise self._refusal(response)
                 self._counters["num_running"] += 1
                 try:
-                    async for delta in self._deltas(response.aiter_lines()):
+                    async for delta in self._deltas(response.aiter_lines(), prompt_estimate):
                         yield delta
                 finally:
                     self._counters["num_running"] -= 1
@@ -201,10 +224,21 @@ class RemoteBackend(LLMBackend):
             self._counters["remote_errors"] += 1
             raise LLMBackendError(self._unreachable(exc), UNAVAILABLE) from exc
 
-    async def _deltas(self, lines: AsyncIterator[str]) -> AsyncGenerator[LLMDelta, None]:
-        """SSE lines -> text deltas, then one final delta (finish reason and usage)."""
+    async def _deltas(
+        self, lines: AsyncIterator[str], prompt_estimate: int = 0
+    ) -> AsyncGenerator[LLMDelta, None]:
+        """SSE lines -> text deltas, then one final delta (finish reason and usage).
+
+        Without `usage` from the remote (llama.cpp's server ignores
+        `stream_options.include_usage`) the chunks that carried text are counted as the
+        completion tokens (such servers send one per token) and `prompt_estimate` is
+        the prompt's. A stream that ends with `[DONE]` but no finish reason was stopped
+        by the remote (llama.cpp's server does so when another request arrives): "abort".
+        """
         finish: FinishReason | None = None
         usage: dict[str, Any] = {}
+        pieces = 0  # chunks that carried text
+        done = False
         in_reasoning = self._opens_reasoning  # where the caller's ThinkSplitter stands
         parsed = False  # the remote splits reasoning out (vLLM's --reasoning-parser)
         async for line in lines:
@@ -212,6 +246,7 @@ class RemoteBackend(LLMBackend):
                 continue
             data = line[5:].strip()
             if data == "[DONE]":
+                done = True
                 break
             chunk = json.loads(data)
             if "error" in chunk:
@@ -230,12 +265,24 @@ class RemoteBackend(LLMBackend):
                 if text:
                     out += CLOSE + text if parsed and in_reasoning else text
                     in_reasoning = in_reasoning and not parsed
+                if reasoning or text:
+                    pieces += 1
                 if out:
                     yield LLMDelta(out)
                 if choice.get("finish_reason"):
                     finish = _FINISH.get(choice["finish_reason"], "stop")
-        if finish is None:
+        if finish is None and not done:
             raise LLMBackendError(f"the remote LLM at {self.url} ended the stream unfinished")
+        if finish is None:
+            log.warning(
+                "the remote LLM at %s stopped an answer unfinished (llama.cpp's server does "
+                "when another request arrives: start it with --interrupt_requests False)",
+                self.url,
+            )
+            finish = "abort"
+        if not usage:
+            self._counters["usage_estimated"] += 1
+            usage = {"prompt_tokens": prompt_estimate, "completion_tokens": pieces}
         details = usage.get("prompt_tokens_details") or {}
         yield LLMDelta(
             finish_reason=finish,
@@ -252,6 +299,7 @@ class RemoteBackend(LLMBackend):
             code = error.get("code") if isinstance(error, dict) else None
         except (ValueError, AttributeError):
             message, code = response.text[:300], None
+        message = message or f"{response.reason_phrase} (no body)"
         where = f"the remote LLM at {self.url} answered {response.status_code}: {message}"
         if response.status_code == 429:
             return LLMBusyError(where, _retry_after(response.headers.get("retry-after")))
@@ -279,6 +327,18 @@ class RemoteBackend(LLMBackend):
     def _unreachable(self, exc: Exception) -> str:
         reason = str(exc) or type(exc).__name__
         return f"the remote LLM at {self.url} is unreachable ({reason}); is it running?"
+
+
+def remote_request_id(request_id: str) -> str:
+    """The `X-Request-Id` sent for `request_id`: a UUID, the shape proxies generate and
+    llama.cpp's server demands (it refuses any other value with an empty 400); the same
+    for the same id, so the remote's logs can be matched: uuid5(NAMESPACE_URL, id)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, request_id))
+
+
+def _estimate(text: str) -> int:
+    """Tokens of `text`, over-estimated: English runs ~4 characters per token."""
+    return math.ceil(len(text) / 3)
 
 
 def _retry_after(value: str | None) -> float:

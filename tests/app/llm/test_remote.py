@@ -11,6 +11,7 @@ import dataclasses
 import socket
 import threading
 import time
+import uuid
 from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 
@@ -21,7 +22,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.llm import ChatMessage, GenerationParams, LLMBackendError, LLMBusyError, LLMDelta
-from app.llm.remote import RemoteBackend
+from app.llm.remote import RemoteBackend, remote_request_id
 from tests.app.llm.scripted import ScriptedLLM
 from tests.conftest import REALTIME_RATE, app_with, ask, is_done, receive_until, stream_audio
 
@@ -265,7 +266,8 @@ def test_vllm_shaped_streams_are_read_as_typed_deltas() -> None:
         opens_reasoning=True,
     )
     assert [d.text for d in opened] == ["Hm.", "</think>Yes.", ""]
-    assert opened[-1].finish_reason == "length" and opened[-1].completion_tokens == 0
+    # no `usage` (llama.cpp's server sends none): the chunks with text are counted
+    assert opened[-1].finish_reason == "length" and opened[-1].completion_tokens == 2
     raw = parse(['data: {"choices": [{"index": 0, "text": "lo", "finish_reason": "stop"}]}'])
     assert [d.text for d in raw] == ["lo", ""]
     with pytest.raises(LLMBackendError, match="unfinished"):
@@ -303,3 +305,12 @@ def test_the_thinking_budget_is_forwarded_only_when_set(budget: int | None) -> N
         GenerationParams(max_reasoning_tokens=budget)
     )
     assert body.get("max_reasoning_tokens", "absent") == ("absent" if budget is None else budget)
+
+
+def test_the_request_id_travels_as_a_uuid_and_a_bare_refusal_is_named() -> None:
+    """llama.cpp's server refuses a non-UUID `X-Request-Id` with a bare 400 (no body)."""
+    sent = remote_request_id("resp_abc")
+    assert str(uuid.UUID(sent)) == sent and remote_request_id("resp_abc") == sent
+    assert remote_request_id("resp_abd") != sent
+    error = RemoteBackend("r1", "http://unused/v1")._refusal(httpx.Response(400))
+    assert str(error).endswith("answered 400: Bad Request (no body)")
