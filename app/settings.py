@@ -10,7 +10,7 @@ from engine.loading.model_store import DEFAULT_LLM
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a friendly voice assistant. Answer in one or two short spoken sentences, "
-    "without lists, markdown or emojis."
+    "without lists, markdown or emojis, in the language the user speaks."
 )
 
 

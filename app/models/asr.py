@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from app.executor import CancelToken, ModelExecutor
+from app.models.languages import ENGLISH_ONLY, model_languages, simplified
 
 WINDOW_S = 30  # Whisper's input window
 FRAMES_PER_S = 100  # log-mel frames (10 ms hop)
@@ -83,7 +84,8 @@ class WhisperASR:
         if not 1 <= min_window_s <= WINDOW_S:
             raise ValueError(f"min_window_s must be within 1-{WINDOW_S} s, got {min_window_s}")
         self.name = name
-        self.english_only = name.endswith(".en")
+        self.languages = model_languages(name, model_dir)
+        self.english_only = self.languages == ENGLISH_ONLY
         self.language = "en" if self.english_only else language
         self.min_window_s = min_window_s
         try:
@@ -104,10 +106,12 @@ class WhisperASR:
         """A transcription is running or queued (optional work such as partials waits)."""
         return self.executor.pending > 0
 
-    async def run(self, audio_16k: np.ndarray, prefix: str | None = None) -> Transcript:
+    async def run(
+        self, audio_16k: np.ndarray, prefix: str | None = None, language: str | None = None
+    ) -> Transcript:
         """`transcribe` on this model's executor; a cancelled caller stops it between segments."""
         return await self.executor.run_cancellable(
-            lambda token: self.transcribe(audio_16k, prefix=prefix, cancel=token)
+            lambda token: self.transcribe(audio_16k, prefix=prefix, cancel=token, language=language)
         )
 
     def transcribe(
@@ -116,8 +120,12 @@ class WhisperASR:
         prompt: str | None = None,
         prefix: str | None = None,
         cancel: CancelToken | None = None,
+        language: str | None = None,
     ) -> Transcript:
         """Transcribe a whole utterance (float32, 16 kHz, mono). Blocking.
+
+        `language` (ISO 639-1) fixes the language; None takes the model's (set at load),
+        else Whisper detects it. Chinese comes out in simplified characters.
 
         `prefix` forces the start of the transcript (partial passes only: faster-whisper
         applies it to the first 30 s window alone). Audio longer than Whisper's 30 s
@@ -127,13 +135,15 @@ class WhisperASR:
         `cancel` token stops the work at the next segment. A clip under 30 s is encoded
         over a fitted window; if Whisper loops there, the full window decodes it again.
         """
+        language = "en" if self.english_only else language or self.language
         with self._lock:
             if cancel is not None and cancel.cancelled:
-                return Transcript(text="", language=self.language or "", duration_s=0.0)
+                return Transcript(text="", language=language or "", duration_s=0.0)
             frames = window_frames(audio_16k.size, self.min_window_s)
-            result = self._decode(audio_16k, frames, prompt, prefix, cancel)
+            result = self._decode(audio_16k, frames, prompt, prefix, cancel, language)
             if frames < WINDOW_S * FRAMES_PER_S and _repeats(result.text):
-                result = self._decode(audio_16k, WINDOW_S * FRAMES_PER_S, prompt, prefix, cancel)
+                full = WINDOW_S * FRAMES_PER_S
+                result = self._decode(audio_16k, full, prompt, prefix, cancel, language)
         return result
 
     def _decode(
@@ -143,11 +153,12 @@ class WhisperASR:
         prompt: str | None,
         prefix: str | None,
         cancel: CancelToken | None,
+        language: str | None,
     ) -> Transcript:
         self.model.window_frames = frames
         segments, info = self.model.transcribe(
             audio_16k.astype(np.float32),
-            language=self.language,
+            language=language,
             beam_size=1,
             vad_filter=False,
             condition_on_previous_text=False,
@@ -161,5 +172,8 @@ class WhisperASR:
                 break
             if s.no_speech_prob < NO_SPEECH_PROB_MAX or s.avg_logprob > -0.5:
                 kept.append(s.text.strip())
-        text = " ".join(t for t in kept if t)
+        # Chinese and Japanese put no space between sentences
+        text = ("" if info.language in ("zh", "ja") else " ").join(t for t in kept if t)
+        if info.language == "zh":
+            text = simplified(text)
         return Transcript(text=text, language=info.language, duration_s=info.duration)

@@ -13,6 +13,7 @@ import numpy as np
 
 from app.models import registry as model_registry
 from app.models.asr import Transcript, WhisperASR
+from app.models.languages import model_languages
 from app.models.model_catalog import ModelCatalog
 
 Loader = Callable[[str], WhisperASR]
@@ -28,6 +29,16 @@ class TranscriberCatalog(ModelCatalog[WhisperASR]):
         super().__init__(
             default, default.name, role="asr", label="ASR model", load=load or self._from_registry
         )
+
+    def languages(self, name: str) -> tuple[str, ...]:
+        """What model `name` transcribes (read from its files: nothing is loaded)."""
+        loaded = self.loaded(name)
+        if loaded is not None:
+            return loaded.languages
+        try:
+            return model_languages(name, model_registry.locate(name, "asr"))
+        except Exception:  # not installed: its load will say so
+            return model_languages(name)
 
     def close(self) -> None:
         for model in self._stop_loading():
@@ -49,6 +60,7 @@ class ChosenTranscriber:
 
     def __init__(self, model: WhisperASR) -> None:
         self.model = model
+        self.language: str | None = None  # the session's; None: detected per turn
 
     @property
     def name(self) -> str:
@@ -59,4 +71,4 @@ class ChosenTranscriber:
         return self.model.busy
 
     async def run(self, audio_16k: np.ndarray, prefix: str | None = None) -> Transcript:
-        return await self.model.run(audio_16k, prefix=prefix)
+        return await self.model.run(audio_16k, prefix=prefix, language=self.language)

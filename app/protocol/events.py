@@ -137,9 +137,14 @@ def transcription(kind: str, item_id: str, **fields: Any) -> dict[str, Any]:
 
 
 def turn_metrics(
-    response_id: str, stage_seconds: dict[str, float | None], audio_ms: float, status: str
+    response_id: str,
+    stage_seconds: dict[str, float | None],
+    audio_ms: float,
+    status: str,
+    language: str | None = None,
 ) -> dict[str, Any]:
-    """Our `r1voice.turn.metrics`: milliseconds from the end of speech to each stage."""
+    """Our `r1voice.turn.metrics`: milliseconds from the end of speech to each stage, and
+    the language the turn was heard in."""
     return event(
         "r1voice.turn.metrics",
         response_id=response_id,
@@ -149,4 +154,5 @@ def turn_metrics(
         },
         audio_ms=round(audio_ms, 1),
         status=status,
+        language=language,
     )

@@ -35,12 +35,19 @@ class ChosenModels:
     def transcriber_names(self) -> list[str]:
         return self._transcribers.names()
 
+    def transcriber_languages(self, name: str) -> tuple[str, ...]:
+        return self._transcribers.languages(name)
+
     def llm_names(self) -> list[str]:
         return self._llms.names()
 
     async def switch(self, config: SessionConfig) -> list[ProtocolError]:
         """Load the models `config` names (before `session.updated` confirms them)."""
-        return [*await self._switch_transcriber(config), *await self._switch_llm(config)]
+        refused = [*await self._switch_transcriber(config), *await self._switch_llm(config)]
+        if config.transcription_language not in self.asr.model.languages:
+            config.transcription_language = None  # an English-only model: English it is
+        self.asr.language = config.transcription_language
+        return refused
 
     async def _switch_transcriber(self, config: SessionConfig) -> list[ProtocolError]:
         name = config.transcription_model

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.llm import ChatMessage
+from app.models.languages import language_name
 from app.protocol import events
 from app.protocol.errors import ProtocolError
 
@@ -33,6 +34,7 @@ class Item:
     role: str
     text: str | None = None  # None until a spoken turn is transcribed
     audio: bool = False  # spoken (user) or spoken aloud (assistant)
+    language: str | None = None  # a spoken user turn: the language it was heard in
     status: str = "completed"  # an answer: "in_progress" while generated, then "incomplete" if cut
     # "message", or a tool call ("function_call": role assistant, text = the call as the
     # model writes it) and its result ("function_call_output": role tool, text = output)
@@ -68,6 +70,7 @@ class History:
     messages: list[ChatMessage]
     dropped: list[Item]
     tokens: int  # the prompt's tokens (an overestimate by the template's overhead)
+    language: str | None = None  # the language the last spoken user turn was heard in
 
 
 @dataclass(frozen=True)
@@ -149,15 +152,22 @@ class Conversation:
         budget: int,
         count_tokens: TokenCounter,
         pending_user_text: str | None = None,
+        expected_language: str | None = None,
     ) -> History:
         """The chat so far within `budget` tokens, waiting for turns still being transcribed.
 
         `pending_user_text` is a user turn not in the conversation yet (an early answer
         to a turn still being spoken). Dropped items are removed from the conversation.
+        When the last spoken turn was heard in another language than `expected_language`
+        (the session's; None: English, the instructions' own), the instructions say so.
         """
         for item in list(self.items):
             await item.ready.wait()
         items = [item for item in self.items if item.text]
+        heard = next((i.language for i in reversed(items) if i.role == "user"), None)
+        if heard is not None and heard != (expected_language or "en"):
+            name = language_name(heard)
+            instructions += f"\nThe user is speaking {name}: answer in {name}."
         await self._count(items, count_tokens)
         fixed = [instructions, *([pending_user_text] if pending_user_text else [])]
         fixed_tokens = sum(await count_tokens(fixed)) + MESSAGE_OVERHEAD_TOKENS * len(fixed)
@@ -171,7 +181,7 @@ class Conversation:
         messages += [ChatMessage(item.role, item.text or "") for item in kept]
         if pending_user_text:
             messages.append(ChatMessage("user", pending_user_text))
-        return History(messages, dropped, tokens)
+        return History(messages, dropped, tokens, heard)
 
     @staticmethod
     async def _count(items: list[Item], count_tokens: TokenCounter) -> None:

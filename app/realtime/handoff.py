@@ -19,6 +19,7 @@ class TurnTiming:
 
     speech_stopped_at: float
     transcript_at: float | None = None
+    language: str | None = None  # what the final transcript was heard as ("zh")
 
     def stage_seconds(
         self, first_token_at: float | None, first_audio_at: float | None

@@ -175,7 +175,11 @@ class Session:
         elif isinstance(event, SessionUpdate):
             models = self.models
             refused = event.refused + self.config.apply(
-                event.session, self._voices, models.transcriber_names(), models.llm_names()
+                event.session,
+                self._voices,
+                models.transcriber_names(),
+                models.llm_names(),
+                models.transcriber_languages,
             )
             refused += await models.switch(self.config)
             self.responses.use_llm(models.llm)  # from the next answer on

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.models.languages import WHISPER_LANGUAGES, language_error, normalize
 from app.protocol.errors import ProtocolError
 from app.protocol.schemas import (
     BETA_FORMATS,
@@ -51,6 +53,8 @@ class SessionConfig:
     output_format: AudioFormat = field(default_factory=AudioFormat)
     turn_detection: TurnDetection | None = field(default_factory=lambda: TurnDetection())
     transcription_model: str = "whisper-tiny.en"
+    # ISO 639-1 (`input_audio_transcription.language`); None: Whisper detects each turn's
+    transcription_language: str | None = None
     # `input_audio_transcription: null`: no transcript events (the ASR still runs: the LLM
     # answers the words)
     show_transcripts: bool = True
@@ -76,7 +80,12 @@ class SessionConfig:
         )
 
     def apply(
-        self, patch: SessionPatch, voices: list[str], transcribers: list[str], llms: list[str]
+        self,
+        patch: SessionPatch,
+        voices: list[str],
+        transcribers: list[str],
+        llms: list[str],
+        languages: Callable[[str], tuple[str, ...]] = lambda _name: WHISPER_LANGUAGES,
     ) -> list[ProtocolError]:
         """Apply the fields the client set (an explicit null turn_detection disables VAD).
 
@@ -111,6 +120,11 @@ class SessionConfig:
                     param="session.input_audio_transcription.model",
                 )
             )
+        transcription = patch.input_audio_transcription
+        if transcription is not None and "language" in transcription.model_fields_set:
+            refusal = self._set_language(transcription.language, transcribers, languages)
+            if refusal is not None:
+                refused.append(refusal)
         if patch.model in llms:
             self.llm_model = patch.model  # type: ignore[assignment]
         elif patch.model is not None and not _openai_llm(patch.model):
@@ -153,6 +167,27 @@ class SessionConfig:
             self.max_reasoning_tokens = patch.r1voice.max_reasoning_tokens
         return refused
 
+    def _set_language(
+        self,
+        asked: str | None,
+        transcribers: list[str],
+        languages: Callable[[str], tuple[str, ...]],
+    ) -> ProtocolError | None:
+        """Take the language if the session's ASR model transcribes it, else say why."""
+        code = normalize(asked)
+        supported = languages(self.transcription_model)
+        if code is None or code in supported:
+            self.transcription_language = code
+            return None
+        others = (
+            [n for n in transcribers if code in languages(n)] if code in WHISPER_LANGUAGES else []
+        )
+        return ProtocolError(
+            "unsupported_language",
+            language_error(code, self.transcription_model, supported, others),
+            param="session.input_audio_transcription.language",
+        )
+
     def to_wire(self, session_id: str) -> dict[str, Any]:
         return {
             "id": session_id,
@@ -164,7 +199,9 @@ class SessionConfig:
             "input_audio_format": _format_to_wire(self.input_format),
             "output_audio_format": _format_to_wire(self.output_format),
             "input_audio_transcription": (
-                {"model": self.transcription_model} if self.show_transcripts else None
+                {"model": self.transcription_model, "language": self.transcription_language}
+                if self.show_transcripts
+                else None
             ),
             "turn_detection": self.turn_detection.model_dump() if self.turn_detection else None,
             "temperature": self.temperature,

@@ -201,6 +201,7 @@ class Response:
             llm.context_length - spec.params.max_tokens,
             llm.count_tokens,
             spec.early_user_text,
+            spec.language,
         )
         for item in history.dropped:  # the conversation really lost them: say so now
             self.deps.sink(events.item_deleted(item.id))
@@ -269,7 +270,8 @@ class Response:
         outcome = ResponseOutcome(status if visible else "discarded", visible, seconds, reason)
         self._on_done(self, outcome)
         if seconds is not None:
-            self.gate.emit(events.turn_metrics(self.id, seconds, self.audio_ms, status))
+            language = timing.language if timing else None
+            self.gate.emit(events.turn_metrics(self.id, seconds, self.audio_ms, status, language))
 
     def _report(self, status: str, details: dict[str, Any] | None) -> None:
         common: dict[str, Any] = {"item_id": self.item_id, "output_index": 0, "content_index": 0}

@@ -119,4 +119,5 @@ class Responses:
             metadata=opts.metadata,
             tools=tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools),
             tool_choice=choice if isinstance(choice, str) else choice.name,
+            language=cfg.transcription_language,
         )

@@ -36,6 +36,7 @@ class ResponseSpec:
     metadata: dict[str, str] | None = None  # echoed in the response object
     tools: tuple[ToolSpec, ...] = ()  # functions the model may call
     tool_choice: str = "auto"  # "auto" | "none" | "required" | a function's name
+    language: str | None = None  # the session's transcription language (None: detected)
 
     def wire_fields(self, conversation_id: str | None) -> dict[str, Any]:
         """What the response object says of these settings."""

@@ -43,9 +43,14 @@ async def transcribe_committed(turn: CommittedTurn, emit: EventSink | None) -> b
     finally:
         item.ready.set()
     turn.timing.transcript_at = time.monotonic()
+    turn.timing.language = item.language = turn.transcriber.language
     if emit is not None:
         usage = {"type": "duration", "seconds": round(turn.audio.size / PIPELINE_RATE, 3)}
-        emit(events.transcription("completed", item.id, transcript=item.text, usage=usage))
+        emit(
+            events.transcription(
+                "completed", item.id, transcript=item.text, usage=usage, language=item.language
+            )
+        )
     return True
 
 

@@ -57,6 +57,7 @@ class TurnTranscriber:
         self.asr = asr
         self.on_delta = on_delta
         self.agreement = LocalAgreement()
+        self.language: str | None = None  # what the last final pass heard
         self.paused = False
         self._partials: asyncio.Task[None] | None = None
         self._early: tuple[int, asyncio.Task[str]] | None = None
@@ -87,7 +88,9 @@ class TurnTranscriber:
 
     async def _transcribe(self, audio: np.ndarray) -> str:
         """A final pass: the whole turn, no forced prefix."""
-        return (await self.asr.run(audio)).text
+        transcript = await self.asr.run(audio)
+        self.language = transcript.language or None
+        return transcript.text
 
     def speculate(self, audio: np.ndarray, end_sample: int) -> asyncio.Task[str]:
         """Silence started at `end_sample`: begin the final pass now, in case it lasts."""

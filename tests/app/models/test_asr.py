@@ -86,7 +86,7 @@ def test_a_looping_fitted_pass_is_decoded_again_over_the_full_window(
 ) -> None:
     windows: list[int] = []
 
-    def decode(audio, frames, prompt, prefix, cancel):  # type: ignore[no-untyped-def]
+    def decode(audio, frames, prompt, prefix, cancel, language):  # type: ignore[no-untyped-def]
         windows.append(frames)
         text = "What is the capital of France? What is the capital of France?"
         return Transcript(text if frames < 3000 else "What is the capital of France?", "en", 3.0)

@@ -39,11 +39,14 @@ def test_a_chosen_model_transcribes_the_next_turn(
     default = shared_components.asr.name
     with client_with(shared_components).websocket_connect("/v1/realtime?dialect=beta") as ws:
         created = ws.receive_json()
-        assert created["session"]["input_audio_transcription"] == {"model": default}
+        assert created["session"]["input_audio_transcription"] == {
+            "model": default,
+            "language": None,
+        }
         events = _choose(ws, "whisper-base", instructions="Answer in one short sentence.")
         assert [e["type"] for e in events] == ["session.updated"]  # nothing refused
         session = events[-1]["session"]
-        assert session["input_audio_transcription"] == {"model": "whisper-base"}
+        assert session["input_audio_transcription"] == {"model": "whisper-base", "language": None}
         assert session["instructions"] == "Answer in one short sentence."
         assert shared_components.transcribers.loaded("whisper-base") is not None
 
@@ -56,7 +59,7 @@ def test_a_chosen_model_transcribes_the_next_turn(
     # whisper-base heard "...of friends?" once under load: one word it hears reliably
     assert "capital" in transcript, transcript
     assert set(used[before:]) == {"whisper-base"}, used  # every pass of the turn, none on tiny
-    assert kept == {"model": "whisper-base"}
+    assert kept == {"model": "whisper-base", "language": None}
 
 
 def test_a_model_the_server_does_not_offer_is_refused_by_name(shared_components: Any) -> None:
@@ -70,7 +73,7 @@ def test_a_model_the_server_does_not_offer_is_refused_by_name(shared_components:
     assert error["error"]["param"] == "session.input_audio_transcription.model"
     assert "'whisper-huge' is not available" in error["error"]["message"]
     assert "whisper-base" in error["error"]["message"]  # the choices, named
-    assert updated["session"]["input_audio_transcription"] == {"model": default}
+    assert updated["session"]["input_audio_transcription"] == {"model": default, "language": None}
     assert updated["session"]["temperature"] == 0.7  # the rest of the update applied
 
 
@@ -91,5 +94,5 @@ def test_a_model_that_fails_to_load_is_refused_and_the_session_keeps_its_own(
     assert error["error"]["code"] == "model_load_failed"
     assert "model.bin is truncated" in error["error"]["message"]
     assert f"kept '{default}'" in error["error"]["message"]
-    assert updated["session"]["input_audio_transcription"] == {"model": default}
+    assert updated["session"]["input_audio_transcription"] == {"model": default, "language": None}
     assert [e["type"] for e in text_turn] == ["session.updated"]

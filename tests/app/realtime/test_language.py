@@ -1,0 +1,125 @@
+"""A session's language (`input_audio_transcription.language`): refused by name when the
+ASR model cannot transcribe it, detected per turn when unset, reported with the
+transcript; a Mandarin speaker is transcribed in simplified characters and answered in
+Chinese."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.llm.catalog import LLMCatalog
+from app.models import registry
+from app.models.languages import simplified
+from tests.conftest import (
+    REALTIME_RATE,
+    client_with,
+    is_done,
+    load_clip,
+    receive_until,
+    stream_audio,
+)
+
+TRANSCRIBED = "conversation.item.input_audio_transcription.completed"
+QWEN = "qwen2.5-coder-0.5b-instruct"
+CLIP = "zh/funasr_asr_example.wav"
+REFERENCE = "欢迎大家来体验达摩院推出的语音识别模型"
+
+
+def _update(ws: Any, session: dict[str, Any]) -> list[dict[str, Any]]:
+    ws.send_text(json.dumps({"type": "session.update", "session": session}))
+    return receive_until(ws, lambda e: e["type"] == "session.updated")
+
+
+def _transcription(language: str | None, model: str = "whisper-base") -> dict[str, Any]:
+    return {"input_audio_transcription": {"model": model, "language": language}}
+
+
+def cer(reference: str, hypothesis: str) -> float:
+    """Character error rate, punctuation and spaces dropped."""
+    ref, hyp = (re.sub(r"[\W_]", "", s) for s in (reference, hypothesis))
+    row = list(range(len(hyp) + 1))
+    for i, a in enumerate(ref, 1):
+        diagonal, row[0] = row[0], i
+        for j, b in enumerate(hyp, 1):
+            diagonal, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, diagonal + (a != b))
+    return row[len(hyp)] / len(ref)
+
+
+def test_an_english_only_model_refuses_chinese_naming_a_model_that_can(
+    shared_components: Any,
+) -> None:
+    with client_with(shared_components).websocket_connect("/v1/realtime?dialect=beta") as ws:
+        ws.receive_json()
+        events = _update(ws, _transcription("zh", model="whisper-tiny.en"))
+    error = next(e for e in events if e["type"] == "error")["error"]
+    assert error["code"] == "unsupported_language"
+    assert error["param"] == "session.input_audio_transcription.language"
+    assert "'whisper-tiny.en' transcribes only en" in error["message"]
+    assert "'whisper-base'" in error["message"]  # what to choose instead
+    assert events[-1]["session"]["input_audio_transcription"]["language"] is None
+
+
+def test_an_unknown_language_is_refused_by_name(shared_components: Any) -> None:
+    with client_with(shared_components).websocket_connect("/v1/realtime?dialect=beta") as ws:
+        ws.receive_json()
+        events = _update(ws, _transcription("klingon"))
+    error = next(e for e in events if e["type"] == "error")["error"]
+    assert error["code"] == "unsupported_language"
+    assert "'klingon' is not a language Whisper knows" in error["message"]
+    assert "zh" in error["message"]  # what whisper-base does transcribe
+    # the model in the same update still applied
+    assert events[-1]["session"]["input_audio_transcription"]["model"] == "whisper-base"
+
+
+def test_a_bcp47_tag_is_read_by_its_language(shared_components: Any) -> None:
+    with client_with(shared_components).websocket_connect("/v1/realtime") as ws:  # GA
+        ws.receive_json()
+        session = {
+            "audio": {"input": {"transcription": {"model": "whisper-base", "language": "zh-CN"}}}
+        }
+        events = _update(ws, session)
+    assert [e["type"] for e in events] == ["session.updated"]
+    transcription = events[-1]["session"]["audio"]["input"]["transcription"]
+    assert transcription == {"model": "whisper-base", "language": "zh"}
+
+
+@pytest.fixture(scope="module")
+def with_qwen(shared_components: Any) -> Iterator[Any]:
+    if QWEN not in [row.name for row in registry.list_models() if row.state == "ready"]:
+        pytest.skip(f"{QWEN} is not prepared (r1voice models prepare {QWEN})")
+    catalog = LLMCatalog.from_settings(shared_components.llm, shared_components.settings)
+    yield dataclasses.replace(shared_components, llms=catalog)
+    asyncio.run(catalog.close())
+
+
+def test_a_mandarin_turn_is_heard_in_simplified_characters_and_answered_in_chinese(
+    with_qwen: Any,
+) -> None:
+    speech = load_clip(CLIP)
+    silence = np.zeros(REALTIME_RATE, dtype=np.float32)
+    with client_with(with_qwen).websocket_connect("/v1/realtime?dialect=beta") as ws:
+        ws.receive_json()
+        # the language left to Whisper's detection, the voice Mandarin
+        update = {**_transcription(None), "model": QWEN, "voice": "espeak-ng:cmn"}
+        assert [e["type"] for e in _update(ws, update)] == ["session.updated"]
+        stream_audio(ws, np.concatenate([silence[:4800], speech, silence, silence]))
+        events = receive_until(ws, is_done)
+    transcribed = [e for e in events if e["type"] == TRANSCRIBED]
+    assert len(transcribed) == 1  # one user item
+    heard = transcribed[0]
+    assert heard["language"] == "zh"
+    assert heard["transcript"] == simplified(heard["transcript"])
+    assert cer(REFERENCE, heard["transcript"]) <= 0.25  # whisper-base: near-misses happen
+    done = events[-1]["response"]
+    assert done["status"] == "completed"
+    answer = "".join(e["delta"] for e in events if e["type"] == "response.audio_transcript.delta")
+    assert re.search(r"[\u4e00-\u9fff]", answer), answer  # Chinese characters
+    assert any(e["type"] == "response.audio.delta" for e in events)
