@@ -29,6 +29,8 @@ class Settings:
     llm_clustering: bool = False
     asr_model: str = "whisper-tiny.en"
     tts_voice: str = "piper-en_US-joe-medium"
+    # a directory of Piper voices (<voice>.onnx + <voice>.onnx.json), offered as piper-<voice>
+    piper_voices: str = ""
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     max_response_tokens: int = 128
     temperature: float = 0.0  # greedy by default: the small model answers best that way

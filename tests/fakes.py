@@ -98,6 +98,9 @@ class ScriptedVoices:
     def voices(self) -> list[str]:
         return ["scripted"]
 
+    def choose(self, voice: str, language: str) -> str:
+        return voice
+
     async def speak(self, text: str, out_rate: int, speed: float, voice: str) -> Any:
         self.spoken.append(text)
         await asyncio.sleep(0)

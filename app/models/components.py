@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -59,7 +60,8 @@ def load_components(settings: Settings) -> Components:
     tts = timed(
         "tts",
         lambda: VoiceCatalog(
-            PiperTTS(model_registry.locate(settings.tts_voice, "tts"), name=settings.tts_voice)
+            PiperTTS(model_registry.locate(settings.tts_voice, "tts"), name=settings.tts_voice),
+            Path(settings.piper_voices) if settings.piper_voices else None,
         ),
     )
     llm = timed(

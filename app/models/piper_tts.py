@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -11,6 +12,21 @@ from app.audio import resample
 from app.executor import CancelToken
 
 
+def piper_language(model_path: Path) -> str:
+    """The language of a Piper voice, as its `<voice>.onnx.json` says ("zh_CN" -> "zh").
+    Raises ValueError naming what is wrong when the file is missing or unreadable."""
+    config = Path(f"{model_path}.json")
+    try:
+        code = json.loads(config.read_text(encoding="utf-8"))["language"]["code"]
+    except FileNotFoundError:
+        raise ValueError(f"{config.name} is missing beside {model_path.name}") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{config.name} has no readable language.code ({exc})") from None
+    if not isinstance(code, str) or not code:
+        raise ValueError(f"{config.name}: language.code is not a language code")
+    return code.replace("-", "_").split("_")[0].lower()
+
+
 class PiperTTS:
     """A loaded Piper voice. `synthesize` is blocking: call it off the event loop."""
 
@@ -18,6 +34,7 @@ class PiperTTS:
         from piper import PiperVoice
 
         self.name = name
+        self.language = piper_language(model_path)
         try:
             self.voice = PiperVoice.load(str(model_path))
         except Exception as exc:  # onnxruntime raises its own types for a corrupt file

@@ -2,6 +2,11 @@
 
 - `piper-en_US-joe-medium`: Piper, neural, the default.
 - `espeak-ng` / `espeak-ng:<language>`: espeak-ng, any language it speaks (e.g. `espeak-ng:de`).
+- `piper-<voice>`: every Piper voice (`<voice>.onnx` with its `<voice>.onnx.json`) in the
+  directory `R1VOICE_PIPER_VOICES`; a voice whose files are broken is left out, with why.
+- `auto`: per answer, a voice of the answer's language: the default voice if it speaks
+  it, else a Piper voice that does, else espeak-ng's; so a Mandarin answer is never read
+  by an English voice.
 - `coqui`: Coqui TTS when installed and `R1VOICE_COQUI_MODEL` names a local model.
 - OpenAI's voice names (`alloy`, `echo`, ...) are accepted as aliases of the default
   voice, so standard clients that always send one keep working.
@@ -12,7 +17,9 @@ synthesis runs on the TTS executor, never on the event loop.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Protocol
@@ -21,7 +28,34 @@ import numpy as np
 
 from app.executor import CancelToken, ModelExecutor
 from app.models.espeak_tts import EspeakTTS, espeak_languages
-from app.models.piper_tts import PiperTTS
+from app.models.piper_tts import PiperTTS, piper_language
+
+log = logging.getLogger("r1voice.tts")
+AUTO = "auto"
+# espeak-ng's voice names whose language is not their first subtag's ISO 639-1 code
+ESPEAK_ISO = {"cmn": "zh", "cmn-latn-pinyin": "zh", "yue": "yue", "hak": "zh", "en-us": "en"}
+# The espeak-ng voice `auto` prefers for a language with several
+ESPEAK_FIRST = {"zh": "cmn", "en": "en-us", "pt": "pt-br"}
+_HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_HANGUL = re.compile(r"[\uac00-\ud7af]")
+
+
+def espeak_iso(code: str) -> str:
+    return ESPEAK_ISO.get(code, code.split("-")[0])
+
+
+def text_language(text: str, heard: str | None) -> str:
+    """The language an answer is in, as far as its script tells (Han: Chinese, unless
+    the user was heard in Japanese), else the language the user was heard in."""
+    if _KANA.search(text):
+        return "ja"
+    if _HANGUL.search(text):
+        return "ko"
+    if _HAN.search(text):
+        return heard if heard in ("ja", "yue") else "zh"
+    return heard or "en"
+
 
 OPENAI_VOICES = (
     "alloy",
@@ -48,24 +82,73 @@ class TTSBackend(Protocol):
 class VoiceCatalog:
     """The voices a session may pick, and the TTS executor they all speak on."""
 
-    def __init__(self, default: PiperTTS) -> None:
+    def __init__(self, default: PiperTTS, piper_voices: Path | None = None) -> None:
         self.default_name = default.name
         self._loaded: dict[str, TTSBackend] = {default.name: default}
         self._lock = threading.Lock()
-        names = [self.default_name, *OPENAI_VOICES]
+        self._language: dict[str, str] = {default.name: default.language}
+        self._piper: dict[str, Path] = {}
+        self.unavailable: dict[str, str] = {}  # voices left out, each with why
+        if piper_voices is not None:
+            self._find_piper_voices(piper_voices)
+        names = [self.default_name, AUTO, *OPENAI_VOICES, *self._piper]
         languages = espeak_languages()
         if languages:
             names += ["espeak-ng", *(f"espeak-ng:{lang}" for lang in languages)]
+            self._language["espeak-ng"] = "en"
+            self._language.update({f"espeak-ng:{lang}": espeak_iso(lang) for lang in languages})
         if os.environ.get("R1VOICE_COQUI_MODEL"):
             names.append("coqui")
         self._voices = names
         self.executor = ModelExecutor("tts", workers=1, max_pending=64)
 
+    def _find_piper_voices(self, directory: Path) -> None:
+        if not directory.is_dir():
+            self.unavailable[str(directory)] = "R1VOICE_PIPER_VOICES is not a directory"
+            log.warning("R1VOICE_PIPER_VOICES=%s is not a directory", directory)
+            return
+        for model in sorted(directory.glob("*.onnx")):
+            name = f"piper-{model.stem}"
+            if name == self.default_name:
+                continue
+            try:
+                if model.stat().st_size == 0:
+                    raise ValueError(f"{model.name} is empty")
+                self._language[name] = piper_language(model)
+            except (OSError, ValueError) as exc:
+                self.unavailable[name] = str(exc)
+                log.warning("Piper voice %s left out: %s", model, exc)
+                continue
+            self._piper[name] = model
+
     def voices(self) -> list[str]:
         return list(self._voices)
 
+    def language(self, voice: str) -> str | None:
+        """The language `voice` speaks (ISO 639-1), None when unknown (Coqui)."""
+        return self._language.get(self.resolve(voice))
+
+    def choose(self, voice: str, language: str) -> str:
+        """The voice to speak an answer in `language` with: `voice` itself, unless it is
+        `auto`, which takes the default voice, else a Piper voice, else an espeak-ng
+        voice of that language (the default voice when none speaks it)."""
+        if voice != AUTO:
+            return self.resolve(voice)
+        if self._language.get(self.default_name) == language:
+            return self.default_name
+        piper = [name for name in self._piper if self._language[name] == language]
+        if piper:
+            return piper[0]
+        first = f"espeak-ng:{ESPEAK_FIRST.get(language, language)}"
+        if first in self._language:
+            return first
+        espeak = [
+            n for n in self._voices if n.startswith("espeak-ng:") and self._language[n] == language
+        ]
+        return espeak[0] if espeak else self.default_name
+
     def resolve(self, voice: str | None) -> str:
-        if voice in (None, *OPENAI_VOICES):
+        if voice in (None, AUTO, *OPENAI_VOICES):
             return self.default_name
         return voice  # type: ignore[return-value]
 
@@ -79,6 +162,8 @@ class VoiceCatalog:
     def _load(self, name: str) -> TTSBackend:
         if name == "espeak-ng" or name.startswith("espeak-ng:"):
             return EspeakTTS(name.partition(":")[2] or "en-us")
+        if name in self._piper:
+            return PiperTTS(self._piper[name], name=name)
         if name == "coqui":
             from app.models.coqui_tts import CoquiTTS
 

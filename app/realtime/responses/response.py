@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from app.llm import LLMBackendError
 from app.llm.tool_calls import ToolCallSplitter, tools_prompt
+from app.models.voices import AUTO, text_language
 from app.protocol import events
 from app.realtime.conversation import Item
 from app.realtime.handoff import TurnTiming
@@ -53,6 +54,8 @@ class Response:
             else None
         )
         self.text = ""
+        self.voice: str | None = None  # the voice speaking it, chosen at its first clause
+        self.heard_language: str | None = None  # the language of the turn it answers
         self.calls = FunctionCalls(
             self.id, spec.tools, deps.conversation if spec.in_conversation else None, self.gate.emit
         )
@@ -154,7 +157,10 @@ class Response:
     ) -> dict[str, Any]:
         conversation_id = self.deps.conversation.id if self.spec.in_conversation else None
         wire = events.response_object(self.id, status, output, details)
-        return {**wire, **self.spec.wire_fields(conversation_id)}
+        fields = self.spec.wire_fields(conversation_id)
+        if self.voice is not None and self.spec.voice == AUTO:  # say which voice spoke
+            fields["audio"]["output"]["voice"] = self.voice
+        return {**wire, **fields}
 
     async def _run(self) -> None:
         clauses: asyncio.Queue[str | None] = asyncio.Queue()
@@ -203,6 +209,7 @@ class Response:
             spec.early_user_text,
             spec.language,
         )
+        self.heard_language = history.language
         for item in history.dropped:  # the conversation really lost them: say so now
             self.deps.sink(events.item_deleted(item.id))
         left = llm.context_length - history.tokens - spec.params.max_tokens  # reserved
@@ -251,7 +258,10 @@ class Response:
             clauses.put_nowait(clause)
 
     async def _synthesize(self, text: str, rate: int) -> Any:
-        return await self.deps.voices.speak(text, rate, self.spec.speed, self.spec.voice)
+        if self.voice is None:  # the answer's first clause says its language
+            language = text_language(text, self.heard_language)
+            self.voice = self.deps.voices.choose(self.spec.voice, language)
+        return await self.deps.voices.speak(text, rate, self.spec.speed, self.voice)
 
     def _send_audio(self, piece: bytes) -> None:
         where = {"item_id": self.item_id, "output_index": 0, "content_index": 0}

@@ -20,6 +20,10 @@ class Voices(Protocol):
 
     async def speak(self, text: str, out_rate: int, speed: float, voice: str) -> np.ndarray: ...
 
+    def choose(self, voice: str, language: str) -> str:
+        """The voice that speaks an answer in `language` (`auto` picks one by language)."""
+        ...
+
 
 @dataclass(frozen=True)
 class ResponseSpec:

@@ -140,8 +140,14 @@ def _voices(tts: Any) -> list[dict[str, Any]]:
     default = getattr(tts, "default_name", None)
     rows = []
     for voice in tts.voices():
+        language = tts.language(voice) if voice != "auto" else None
         if voice == default:
-            rows.append(_entry(voice, voice, engine="piper", default=True))
+            rows.append(_entry(voice, voice, engine="piper", default=True, language=language))
+        elif voice == "auto":
+            label = "Auto: a voice of the answer's language"
+            rows.append(_entry(voice, label, engine="auto"))
+        elif voice.startswith("piper-"):
+            rows.append(_entry(voice, f"{voice} ({language})", engine="piper", language=language))
         elif voice == "espeak-ng":
             rows.append(_entry(voice, "espeak-ng (English)", engine="espeak-ng", language="en-us"))
         elif voice.startswith("espeak-ng:"):
@@ -152,6 +158,8 @@ def _voices(tts: Any) -> list[dict[str, Any]]:
             rows.append(_entry(voice, "Coqui TTS", engine="coqui"))
         else:  # OpenAI's names: aliases of the default voice
             rows.append(_entry(voice, f"{voice} (= {default})", engine="alias", alias_of=default))
+    for voice, reason in getattr(tts, "unavailable", {}).items():
+        rows.append(_entry(voice, voice, available=False, reason=reason, engine="piper"))
     return rows
 
 

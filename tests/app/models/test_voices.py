@@ -1,55 +1,91 @@
-"""The voice catalog: Piper default, espeak-ng in any language, OpenAI names as aliases."""
+"""The voice catalog: Piper voices from a directory (broken ones left out with why), each
+voice's language, and `auto` choosing a voice of the answer's language."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import shutil
+from pathlib import Path
 
-import numpy as np
 import pytest
 
-from app.models.espeak_tts import EspeakTTS
-from app.models.voices import OPENAI_VOICES
+from app.models import registry
+from app.models.piper_tts import PiperTTS
+from app.models.voices import VoiceCatalog, text_language
+
+DEFAULT = "piper-en_US-joe-medium"
 
 
-def test_catalog_offers_espeak_languages(shared_components: Any) -> None:
-    voices = shared_components.tts.voices()
-    assert voices[0] == "piper-en_US-joe-medium"
-    assert {"espeak-ng", "espeak-ng:de", "alloy"} <= set(voices)
+@pytest.mark.parametrize(
+    ("text", "heard", "expected"),
+    [
+        ("The capital of France is Paris.", None, "en"),
+        ("北京是中国的首都。", None, "zh"),
+        ("北京是中国的首都。", "en", "zh"),  # the answer's script wins
+        ("東京は日本の首都です。", None, "ja"),  # kana
+        ("東京", "ja", "ja"),  # Han alone: the heard language decides between zh and ja
+        ("서울은 한국의 수도입니다.", None, "ko"),
+        ("Paris est la capitale de la France.", "fr", "fr"),
+        ("OK", "zh", "zh"),  # no script to tell: what the user spoke
+    ],
+)
+def test_text_language(text: str, heard: str | None, expected: str) -> None:
+    assert text_language(text, heard) == expected
 
 
-def test_openai_names_are_the_default_voice(shared_components: Any) -> None:
-    catalog = shared_components.tts
-    assert {catalog.resolve(v) for v in OPENAI_VOICES} == {"piper-en_US-joe-medium"}
+@pytest.fixture(scope="module")
+def default_voice() -> PiperTTS:
+    return PiperTTS(registry.locate(DEFAULT, "tts"), name=DEFAULT)
 
 
-def test_espeak_speaks_german_and_honours_speed() -> None:
-    tts = EspeakTTS("de")
-    slow = tts.synthesize("Guten Tag, wie geht es Ihnen?", 24_000, speed=0.75)
-    fast = tts.synthesize("Guten Tag, wie geht es Ihnen?", 24_000, speed=1.5)
-    assert slow.dtype == np.float32 and np.abs(slow).max() > 0.05
-    assert fast.size < slow.size * 0.8
+def _voice_dir(tmp_path: Path) -> Path:
+    """A Piper voice labelled Mandarin (the bundled model under another name), one
+    without its JSON, one empty, one whose JSON has no language."""
+    source = registry.locate(DEFAULT, "tts")
+    config = json.loads(Path(f"{source}.json").read_text())
+    config["language"]["code"] = "zh_CN"
+    (tmp_path / "zh_CN-test-medium.onnx").symlink_to(source)
+    (tmp_path / "zh_CN-test-medium.onnx.json").write_text(json.dumps(config))
+    (tmp_path / "de_DE-nojson-low.onnx").symlink_to(source)
+    (tmp_path / "fr_FR-empty-low.onnx").write_bytes(b"")
+    shutil.copy(f"{source}.json", tmp_path / "fr_FR-empty-low.onnx.json")
+    (tmp_path / "es_ES-nolang-low.onnx").symlink_to(source)
+    (tmp_path / "es_ES-nolang-low.onnx.json").write_text("{}")
+    return tmp_path
 
 
-def test_espeak_unknown_language_is_a_clear_error() -> None:
-    with pytest.raises(RuntimeError, match="espeak-ng failed for voice 'xx-nowhere'"):
-        EspeakTTS("xx-nowhere").synthesize("hello", 24_000)
+def test_piper_voices_from_a_directory(default_voice: PiperTTS, tmp_path: Path) -> None:
+    catalog = VoiceCatalog(default_voice, _voice_dir(tmp_path))
+    assert "piper-zh_CN-test-medium" in catalog.voices()
+    assert catalog.language("piper-zh_CN-test-medium") == "zh"
+    assert catalog.language(DEFAULT) == "en"
+    assert set(catalog.unavailable) == {
+        "piper-de_DE-nojson-low",
+        "piper-fr_FR-empty-low",
+        "piper-es_ES-nolang-low",
+    }
+    assert "de_DE-nojson-low.onnx.json is missing" in catalog.unavailable["piper-de_DE-nojson-low"]
+    assert "is empty" in catalog.unavailable["piper-fr_FR-empty-low"]
+    assert "no readable language.code" in catalog.unavailable["piper-es_ES-nolang-low"]
+    assert not any(v in catalog.voices() for v in catalog.unavailable)
+    # `auto` takes the Piper voice of the language, the default for its own
+    assert catalog.choose("auto", "zh") == "piper-zh_CN-test-medium"
+    assert catalog.choose("auto", "en") == DEFAULT
+    backend = catalog.backend("piper-zh_CN-test-medium")  # loads like any voice
+    assert backend.name == "piper-zh_CN-test-medium"
+    catalog.executor.shutdown()
 
 
-def test_coqui_without_the_extra_says_how_to_install(tmp_path: Any) -> None:
-    from app.models.coqui_tts import CoquiTTS
-
-    with pytest.raises(RuntimeError, match=r"pip install \.\[coqui\]"):
-        CoquiTTS(tmp_path)
-
-
-def test_voice_list_is_read_once_at_start(
-    shared_components: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Bug: every session.update ran `espeak-ng --voices` twice on the event loop."""
-    import subprocess
-
-    def no_subprocess(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("voices() ran a program")
-
-    monkeypatch.setattr(subprocess, "run", no_subprocess)
-    assert "espeak-ng:de" in shared_components.tts.voices()
+def test_auto_falls_back_to_espeak_then_to_the_default(default_voice: PiperTTS) -> None:
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed (make install)")
+    catalog = VoiceCatalog(default_voice, Path("/nonexistent/voices"))
+    assert "R1VOICE_PIPER_VOICES is not a directory" in catalog.unavailable.values()
+    assert catalog.choose("auto", "zh") == "espeak-ng:cmn"
+    assert catalog.language("espeak-ng:cmn") == "zh"
+    assert catalog.choose("auto", "de") == "espeak-ng:de"
+    assert catalog.choose("auto", "en") == DEFAULT
+    assert catalog.choose("auto", "xx") == DEFAULT  # nobody speaks it
+    assert catalog.choose("alloy", "zh") == DEFAULT  # a named voice stays what it is
+    assert catalog.choose("espeak-ng:de", "zh") == "espeak-ng:de"
+    catalog.executor.shutdown()

@@ -1,7 +1,7 @@
 """A session's language (`input_audio_transcription.language`): refused by name when the
 ASR model cannot transcribe it, detected per turn when unset, reported with the
 transcript; a Mandarin speaker is transcribed in simplified characters and answered in
-Chinese."""
+Chinese by a Mandarin voice."""
 
 from __future__ import annotations
 
@@ -107,8 +107,8 @@ def test_a_mandarin_turn_is_heard_in_simplified_characters_and_answered_in_chine
     silence = np.zeros(REALTIME_RATE, dtype=np.float32)
     with client_with(with_qwen).websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
-        # the language left to Whisper's detection, the voice Mandarin
-        update = {**_transcription(None), "model": QWEN, "voice": "espeak-ng:cmn"}
+        # the language left to Whisper's detection, the voice to the answer's language
+        update = {**_transcription(None), "model": QWEN, "voice": "auto"}
         assert [e["type"] for e in _update(ws, update)] == ["session.updated"]
         stream_audio(ws, np.concatenate([silence[:4800], speech, silence, silence]))
         events = receive_until(ws, is_done)
@@ -123,3 +123,4 @@ def test_a_mandarin_turn_is_heard_in_simplified_characters_and_answered_in_chine
     answer = "".join(e["delta"] for e in events if e["type"] == "response.audio_transcript.delta")
     assert re.search(r"[\u4e00-\u9fff]", answer), answer  # Chinese characters
     assert any(e["type"] == "response.audio.delta" for e in events)
+    assert done["audio"]["output"]["voice"] == "espeak-ng:cmn"  # a Mandarin voice spoke it
