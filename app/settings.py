@@ -28,6 +28,8 @@ class Settings:
     # pays off only when the prompts' shared prefixes outgrow the KV pool, see README)
     llm_clustering: bool = False
     asr_model: str = "whisper-tiny.en"
+    # a directory of faster-whisper model directories, offered beside the bundled models
+    asr_models: str = ""
     tts_voice: str = "piper-en_US-joe-medium"
     # a directory of Piper voices (<voice>.onnx + <voice>.onnx.json), offered as piper-<voice>
     piper_voices: str = ""

@@ -80,7 +80,11 @@ def load_components(settings: Settings) -> Components:
         vad=vad,
         turn=turn,
         asr=asr,
-        transcribers=TranscriberCatalog(asr, threads=settings.asr_threads),
+        transcribers=TranscriberCatalog(
+            asr,
+            threads=settings.asr_threads,
+            user_models=Path(settings.asr_models) if settings.asr_models else None,
+        ),
         tts=tts,
         llm=llm,
         llms=LLMCatalog.from_settings(llm, settings),

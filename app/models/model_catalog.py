@@ -61,6 +61,13 @@ class ModelCatalog(Generic[M]):
         """The models a session may choose now (the default first)."""
         return list(self._names)
 
+    def _offer(self, name: str, reason: str | None = None) -> None:
+        """Offer one more model (one the user brought), or list it with why it cannot be."""
+        if reason is not None:
+            self._unavailable[name] = reason
+        elif name not in self._names:
+            self._names.append(name)
+
     def unavailable(self) -> dict[str, str]:
         """Bundled models of the role that cannot be chosen, each with why (and what to do)."""
         return dict(self._unavailable)

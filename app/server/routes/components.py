@@ -70,13 +70,16 @@ def _asr(transcribers: Any) -> list[dict[str, Any]]:
             if name == default
             else ("loaded" if loaded else "loads when first chosen (about a second)")
         )
+        languages = list(transcribers.languages(name))
+        said = "English only" if languages == ["en"] else f"{len(languages)} languages"
         rows.append(
             _entry(
                 name,
-                name,
+                f"{name} ({said})",
                 active=name == default,
                 loaded=loaded,
-                description=f"faster-whisper {name}; {note}",
+                languages=languages,
+                description=f"faster-whisper {name}, {said}; {note}",
             )
         )
     for name, reason in transcribers.unavailable().items():

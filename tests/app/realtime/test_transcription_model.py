@@ -13,7 +13,14 @@ import pytest
 
 from app.models.asr import WhisperASR
 from app.models.transcribers import TranscriberCatalog
-from tests.conftest import REALTIME_RATE, client_with, is_done, receive_until, stream_audio
+from tests.conftest import (
+    REALTIME_RATE,
+    client_with,
+    is_done,
+    load_clip,
+    receive_until,
+    stream_audio,
+)
 from tests.fakes import spy_transcriptions
 
 TRANSCRIBED = "conversation.item.input_audio_transcription.completed"
@@ -96,3 +103,40 @@ def test_a_model_that_fails_to_load_is_refused_and_the_session_keeps_its_own(
     assert f"kept '{default}'" in error["error"]["message"]
     assert updated["session"]["input_audio_transcription"] == {"model": default, "language": None}
     assert [e["type"] for e in text_turn] == ["session.updated"]
+
+
+def test_a_model_directory_the_user_brings_is_offered_and_transcribes(
+    shared_components: Any, tmp_path: Any
+) -> None:
+    """R1VOICE_ASR_MODELS: each faster-whisper directory in it is offered by its name
+    (here whisper-base's files under another name); what is not a model is listed
+    with why, and the server starts anyway."""
+    from app.models import registry
+
+    base = registry.locate("whisper-base", "asr")
+    mine = tmp_path / "my-whisper"
+    mine.mkdir()
+    for f in base.iterdir():
+        (mine / f.name).symlink_to(f)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "whisper-tiny.en").mkdir()
+    catalog = TranscriberCatalog(shared_components.asr, user_models=tmp_path)
+    assert catalog.names()[-1] == "my-whisper"
+    assert "zh" in catalog.languages("my-whisper")
+    assert "holds no model.bin" in catalog.unavailable()["notes"]
+    assert "name of a bundled model" in catalog.unavailable()["whisper-tiny.en"]
+    components = dataclasses.replace(shared_components, transcribers=catalog)
+    speech = load_clip("zh/funasr_asr_example.wav")
+    silence = np.zeros(REALTIME_RATE, dtype=np.float32)
+    try:
+        with client_with(components).websocket_connect("/v1/realtime?dialect=beta") as ws:
+            ws.receive_json()
+            events = _choose(ws, "my-whisper", instructions="Answer briefly.")
+            assert [e["type"] for e in events] == ["session.updated"]
+            stream_audio(ws, np.concatenate([silence[:4800], speech, silence, silence]))
+            events = receive_until(ws, lambda e: e["type"] == TRANSCRIBED)
+        assert events[-1]["language"] == "zh"
+        assert "语音识别" in events[-1]["transcript"]
+    finally:  # close what this catalog loaded, not the shared default's executor
+        for model in catalog._stop_loading()[1:]:
+            model.executor.shutdown()

@@ -34,6 +34,9 @@ def test_lists_each_stage_with_availability(shared_components: Any) -> None:
     assert offered == shared_components.transcribers.names()
     for row in body["asr"]:
         assert row["available"] or row["reason"]  # what to run to get it
+    assert asr["whisper-tiny.en"]["languages"] == ["en"]
+    assert asr["whisper-tiny.en"]["label"] == "whisper-tiny.en (English only)"
+    assert "zh" in asr["whisper-base"]["languages"]
 
     turns = _by_id(body["turn_detection"])
     assert turns["server_vad"]["available"] and turns[None]["available"]
@@ -59,6 +62,9 @@ def test_lists_each_stage_with_availability(shared_components: Any) -> None:
     if shutil.which("espeak-ng"):
         assert voices["espeak-ng"]["engine"] == "espeak-ng"
         assert voices["espeak-ng:de"]["label"] == "espeak-ng: German"
+        assert voices["espeak-ng:cmn"]["language"] == "cmn"
+    assert voices[default]["language"] == "en"
+    assert voices["auto"]["engine"] == "auto"
     assert all(row["available"] and row["reason"] is None for row in body["tts"])
 
 
