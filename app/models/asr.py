@@ -12,6 +12,7 @@ import numpy as np
 
 from app.executor import CancelToken, ModelExecutor
 from app.models.languages import ENGLISH_ONLY, model_languages, simplified
+from app.text_units import units
 
 WINDOW_S = 30  # Whisper's input window
 FRAMES_PER_S = 100  # log-mel frames (10 ms hop)
@@ -40,8 +41,9 @@ def window_frames(samples: int, min_window_s: float) -> int:
 
 
 def _repeats(text: str, min_words: int = 3) -> bool:
-    """The same run of `min_words` or more words twice in a row: Whisper looping."""
-    words = [w.strip(".,!?;:").lower() for w in text.split()]
+    """The same run of `min_words` or more words twice in a row: Whisper looping. Words
+    are text units: Chinese loops ("我们去吧我们去吧") repeat runs of characters."""
+    words = [w.strip(".,!?;:。，！？；：、").lower() for w in units(text)]
     for n in range(min_words, len(words) // 2 + 1):
         for i in range(len(words) - 2 * n + 1):
             if words[i : i + n] == words[i + n : i + 2 * n]:

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from app.text_units import units
 from bench.voice.common import TARGETS_MS
 
 if TYPE_CHECKING:
@@ -13,9 +14,10 @@ if TYPE_CHECKING:
 
 
 def normalize_words(text: str) -> list[str]:
-    """Lower case, apostrophes dropped, other punctuation as spaces, split into words."""
+    """Lower case, apostrophes dropped, other punctuation as spaces, split into words:
+    text units, so Chinese counts characters (its error rate is the usual CER)."""
     text = text.lower().replace("'", "").replace("’", "")
-    return re.sub(r"[^\w\s]|_", " ", text).split()
+    return units(re.sub(r"[^\w\s]|_", " ", text))
 
 
 def edit_distance(ref: Sequence[str], hyp: Sequence[str]) -> int:

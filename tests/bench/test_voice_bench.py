@@ -32,6 +32,21 @@ def test_normalize_ignores_case_punctuation_and_apostrophes() -> None:
     assert stats.normalize_words("  ...  ") == []
 
 
+@pytest.mark.parametrize(
+    ("reference", "hypothesis", "errors"),
+    [
+        ("北京是中国的首都。", "北京是中国的首都", (0, 8)),  # characters, punctuation ignored
+        ("北京是中国的首都。", "北京是中國的首都", (1, 8)),  # one character wrong
+        ("我想去 Paris 看看", "我想去巴黎看看", (2, 6)),  # Paris -> 巴黎: one sub, one insert
+        ("你好，世界", "你好 世界", (0, 4)),
+    ],
+)
+def test_word_errors_of_chinese_count_characters(
+    reference: str, hypothesis: str, errors: tuple[int, int]
+) -> None:
+    assert stats.word_errors(reference, hypothesis) == errors
+
+
 def test_edit_distance_counts_substitutions_deletions_insertions() -> None:
     assert stats.edit_distance([], []) == 0
     assert stats.edit_distance(["a", "b", "c"], ["a", "b", "c"]) == 0

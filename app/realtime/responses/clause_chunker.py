@@ -5,10 +5,20 @@ from __future__ import annotations
 
 import re
 
+from app.text_units import count_units, is_cjk_letter
+
+_CLOSE = "”’」』）》〉】"  # closing quotes and brackets go with the clause they close
 # A clause ends at . ! ? ; : , or a dash/newline, followed by whitespace, or, at the end
 # of what the LLM has written so far, at . ! ? right after a letter ("France." ends a
-# sentence now; "3." may still become "3.50", so it waits for the next token).
-_BOUNDARY = re.compile(r"[.!?;:,\n](?=\s)|\s[-–—](?=\s)|(?<=[^\W\d_])[.!?]+$")
+# sentence now; "3." may still become "3.50", so it waits for the next token). Chinese
+# puts no space after its marks, so 。！？；，、： end a clause as soon as they are
+# written, as does an ASCII mark right before a Chinese character ("好的!我来"); the
+# full-width full stop ． once the next character shows it is not a decimal point ("３．５").
+_BOUNDARY = re.compile(
+    r"[.!?;:,\n](?=\s)|\s[-–—](?=\s)|(?<=[^\W\d_])[.!?]+$"
+    rf"|(?:[。！？；，、：｡]|．(?=[^0-9０-９]))+[{_CLOSE}]*"
+    r"|[.!?;:,](?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff])"
+)
 # Where a first sentence with no punctuation for a while may be cut: before a word that
 # opens a phrase ("This is a classic idiom | that has been passed down..."), so the voice
 # starts on a natural phrase instead of waiting for the whole sentence (a long first
@@ -19,7 +29,17 @@ _PHRASE = re.compile(
     r"since|until)\s)",
     re.IGNORECASE,
 )
-FIRST_PHRASE_WORDS = 5  # the fewest words a first piece cut at a phrase may hold
+FIRST_PHRASE_WORDS = 5  # the fewest units (words, CJK characters) a first phrase holds
+# A Chinese character is spoken about as long as three English characters: English is
+# read at ~14 characters a second (150 words a minute, spaces counted), Mandarin at 4-5
+# characters. The minimums count each CJK character this many times, so a first
+# "你好，" (7) waits as "Hi, Sam," (8) does, and "我想一想，" (13) leaves.
+CJK_CHAR_WEIGHT = 3
+
+
+def speech_length(text: str) -> int:
+    """`text`'s length in English characters' worth of speech (see CJK_CHAR_WEIGHT)."""
+    return len(text) + (CJK_CHAR_WEIGHT - 1) * sum(map(is_cjk_letter, text))
 
 
 class ClauseChunker:
@@ -27,7 +47,9 @@ class ClauseChunker:
 
     The first piece may be as short as `first_min_chars` (early first audio), and a first
     sentence slow to reach punctuation is cut before a phrase; later pieces wait for
-    `min_chars` so the voice's prosody is not chopped into fragments.
+    `min_chars` so the voice's prosody is not chopped into fragments. Both minimums are
+    in `speech_length`: a Chinese character counts three (10 is four characters, 40 about
+    thirteen).
     """
 
     def __init__(self, first_min_chars: int = 10, min_chars: int = 40) -> None:
@@ -42,7 +64,12 @@ class ClauseChunker:
         while True:
             minimum = self.min_chars if self._emitted_any else self.first_min_chars
             cut = next(
-                (m.end() for m in _BOUNDARY.finditer(self._buffer) if m.end() >= minimum), None
+                (
+                    m.end()
+                    for m in _BOUNDARY.finditer(self._buffer)
+                    if speech_length(self._buffer[: m.end()]) >= minimum
+                ),
+                None,
             )
             if cut is None and not self._emitted_any:
                 cut = self._first_phrase()
@@ -58,8 +85,8 @@ class ClauseChunker:
         for match in _PHRASE.finditer(self._buffer):
             head = self._buffer[: match.start()]
             if (
-                len(head.split()) >= FIRST_PHRASE_WORDS
-                and len(head.strip()) >= self.first_min_chars
+                count_units(head) >= FIRST_PHRASE_WORDS
+                and speech_length(head.strip()) >= self.first_min_chars
             ):
                 return match.start()
         return None

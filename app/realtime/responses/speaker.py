@@ -16,6 +16,7 @@ import numpy as np
 
 from app.audio import encode_audio
 from app.protocol.schemas import AudioFormat
+from app.text_units import join, units
 
 AUDIO_CHUNK_MS = 100  # size of each audio delta
 
@@ -81,13 +82,14 @@ class Speaker:
         return min(self.audio_ms, (self.clock() - self.first_audio_at) * 1000)
 
     def text_played(self, audio_end_ms: float) -> str:
-        """The answer's text up to `audio_end_ms` of its audio (whole words)."""
+        """The answer's text up to `audio_end_ms` of its audio (whole units: words, or
+        Chinese characters, each taken to last as long as the others of its clause)."""
         spoken = []
         for clause in self.clauses:
             if clause.end_ms <= audio_end_ms:
                 spoken.append(clause.text)
             elif clause.start_ms < audio_end_ms:
-                words = clause.text.split()
+                words = units(clause.text)
                 share = (audio_end_ms - clause.start_ms) / max(clause.end_ms - clause.start_ms, 1)
-                spoken.append(" ".join(words[: int(len(words) * share)]))
-        return " ".join(s for s in spoken if s)
+                spoken.append(join(words[: int(len(words) * share)]))
+        return join(spoken)

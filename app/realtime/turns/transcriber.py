@@ -80,11 +80,12 @@ class TurnTranscriber:
             ):
                 continue
             done_at = audio.size
-            partial = await self.asr.run(audio, prefix=self.agreement.text or None)
-            fresh = self.agreement.update(partial.text)
-            if fresh:
-                prefix = " " if len(self.agreement.confirmed) > len(fresh) else ""
-                self.on_delta(prefix + " ".join(fresh))
+            before = self.agreement.text
+            partial = await self.asr.run(audio, prefix=before or None)
+            if self.agreement.update(partial.text):
+                # the joined text only grows: the delta is what the new units add to it,
+                # with a space before them or not as the scripts want ("我想" + "去")
+                self.on_delta(self.agreement.text[len(before) :])
 
     async def _transcribe(self, audio: np.ndarray) -> str:
         """A final pass: the whole turn, no forced prefix."""

@@ -6,7 +6,9 @@ finished but sounds unfinished, or one that sounds finished but reads unpunctuat
 Whisper writes a phrase cut short: "and so my fellow americans") the turn neither ends
 at once nor waits the eagerness's whole maximum: it ends after a *doubt* wait unless the
 speech resumes. The idea of a wait that follows the end-of-turn confidence is LiveKit's
-turn detector's (min/max endpointing delay); the rules are ours, English only.
+turn detector's (min/max endpointing delay); the rules are ours, for English and
+Mandarin (Chinese has no spaces: its rules look at the ends of the text and its last
+clause, and count characters where English counts words).
 
 Why both: in `r1voice bench turns` the model alone ended turns at mid-sentence pauses
 it heard finished ("and so my fellow americans"), and heard most finished statements'
@@ -18,6 +20,8 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+
+from app.text_units import is_cjk_letter
 
 COMPLETE = 0.5  # the model's probability above which an utterance sounds finished
 
@@ -97,12 +101,96 @@ _OPEN_ENDED = frozenset(
         "be",
     ]
 )
-_TRAILING_OFF = re.compile(r"(\.\.\.|…|[-–—,])\s*$")
+_TRAILING_OFF = re.compile(r"(\.\.\.|…|[-–—,，、：])\s*$")
 # A short sentence that opens with one of these announces more to come ("And so, my
 # fellow Americans, ..."; Whisper writes it "And so my fellow Americans." or not).
 _LEAD_INS = frozenset(["and", "so", "but", "or", "because", "then", "well"])
 LEAD_IN_WORDS = 5
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s*$")
+# A Mandarin word is about 1.6 characters in running text, so a lead-in of at most five
+# words is one of at most eight characters ("所以我的同胞们。" is seven).
+ZH_CHARS_PER_WORD = 1.6
+_SENTENCE_END = re.compile(r"([.!?][\"')\]]*|[。！？．][”’」』）》\"')\]]*)\s*$")
+_LAST_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？．])(?![”’」』）》])")
+
+# Mandarin (simplified and traditional, as Whisper writes either). A final question
+# particle ends a turn as "?" does; 吧 and 呢 also end statements ("我们走吧"), which
+# are finished too.
+_ZH_QUESTION_PARTICLES = ("吗", "嗎", "呢", "吧")
+# Conjunctions a Mandarin sentence does not end on ("我们先吃饭，然后"): the speaker
+# goes on. The two-character ones also make a short sentence a lead-in ("所以我们…").
+_ZH_CONNECTIVES = (
+    "然后", "然後", "因为", "因為", "所以", "但是", "而且", "还有", "還有", "或者", "如果",
+    "虽然", "雖然", "可是", "不过", "不過", "并且", "並且", "以及", "要是", "还是", "還是",
+    "于是", "於是", "和",
+)  # fmt: skip
+# Words that end in 和 without it being "and": "今天很暖和" is finished.
+_ZH_NOT_AND = (
+    "暖和", "温和", "溫和", "平和", "柔和", "缓和", "緩和", "随和", "隨和", "总和", "總和",
+    "讲和", "講和", "调和", "調和", "祥和",
+)  # fmt: skip
+# 就是 / 的是 as "is" before what it introduces ("我想说的就是", "我想知道的是"), like
+# English "is"; alone 就是 is "exactly" ("对，就是。"), and 真的是 / 有的是 are finished.
+_ZH_COPULAS = ("就是", "的是")
+_ZH_NOT_COPULA = ("真的是", "有的是")
+_ZH_FILLER = ("那个", "那個")  # "um", when it is a clause of its own after another
+# 一 + a measure word after other words is the indefinite article ("我想买一个" is "I
+# want to buy a"): the noun is still to come. After a number (十一个), a demonstrative or
+# 第 ("给我那一本", "第一个"), or alone (the answer "一个。"), it stands for a noun said
+# before: finished. Other numbers ("我要三个") are answers as often: no rule. 次 is left
+# out: "再试一次" ends on it, finished.
+_ZH_ARTICLE = re.compile(
+    r"(?<![这這那哪第零一二三四五六七八九十百千万萬亿億两兩\d])一[个個本只隻件条條张張位]$"
+)
+_ZH_FINAL_MARKS = "。．.！!~～”’」』）》\"' \t\n"  # what may follow a sentence's last word
+_CLAUSE_MARKS = re.compile(r"[，,、：:；;。．.！!？?…—]+")
+
+
+def _is_question(text: str) -> bool:
+    """Ends with "?" or "？", or with a Mandarin final particle ("你好吗", "是你吧。")."""
+    return text.endswith(("?", "？")) or text.rstrip(_ZH_FINAL_MARKS).endswith(
+        _ZH_QUESTION_PARTICLES
+    )
+
+
+def _zh_unfinished(text: str) -> bool:
+    """Whether Mandarin text ends on a word it does not end a sentence on."""
+    core = text.rstrip(_ZH_FINAL_MARKS)  # "然后。" still ends on 然后
+    clauses = [c.strip() for c in _CLAUSE_MARKS.split(core)]
+    clause = clauses[-1]
+    if core.endswith(_ZH_CONNECTIVES) and not core.endswith(_ZH_NOT_AND):
+        return True
+    if core.endswith(_ZH_COPULAS) and len(clause) > 2 and not core.endswith(_ZH_NOT_COPULA):
+        return True
+    if clause in _ZH_FILLER and len(clauses) > 1:
+        return True
+    return len(clause) > 2 and _ZH_ARTICLE.search(clause) is not None
+
+
+def _latin_tail(text: str) -> str:
+    """The text after its last CJK character: where the English rules look."""
+    for i in range(len(text) - 1, -1, -1):
+        if is_cjk_letter(text[i]):
+            return text[i + 1 :]
+    return text
+
+
+def _word_count(text: str) -> float:
+    """Words, with Mandarin characters counted as ZH_CHARS_PER_WORD to a word."""
+    words = re.findall(r"[a-z0-9']+", text.lower())
+    return len(words) + sum(map(is_cjk_letter, text)) / ZH_CHARS_PER_WORD
+
+
+def _is_lead_in(sentence: str) -> bool:
+    """A short sentence that opens with "and", "so", "所以"... (see _LEAD_INS)."""
+    first = next((c for c in sentence if c.isalnum()), " ")
+    if is_cjk_letter(first):
+        opens = sentence[sentence.index(first) :].startswith(
+            tuple(c for c in _ZH_CONNECTIVES if len(c) > 1)  # "和平。" is not "and"
+        )
+    else:
+        words = re.findall(r"[a-z0-9']+", sentence.lower())
+        opens = bool(words) and words[0] in _LEAD_INS
+    return opens and _word_count(sentence) <= LEAD_IN_WORDS
 
 
 class Verdict(enum.Enum):
@@ -117,23 +205,23 @@ class Verdict(enum.Enum):
 def sounds_unfinished(text: str) -> bool:
     """Whether a transcript reads as a phrase cut short (a question never does)."""
     text = text.strip()
-    if not text or text.endswith("?"):
+    if not text or _is_question(text):
         return False
-    if _TRAILING_OFF.search(text):
+    if _TRAILING_OFF.search(text) or _zh_unfinished(text):
         return True
-    words = re.findall(r"[a-z0-9']+", text.lower())  # "a table for 2." ends on "2"
+    # "a table for 2." ends on "2"; "我想去 Paris and" on "and", "and 我想去北京" on no word
+    words = re.findall(r"[a-z0-9']+", _latin_tail(text).lower())
     return bool(words) and words[-1] in _OPEN_ENDED
 
 
 def reads_finished(text: str) -> bool:
-    """Whether Whisper wrote the transcript as a finished sentence (., ! or ?) that is
-    more than a short lead-in ("And so my fellow Americans.")."""
+    """Whether Whisper wrote the transcript as a finished sentence (., !, ?, 。, ！ or ？)
+    that is more than a short lead-in ("And so my fellow Americans.", "所以我的同胞们。")."""
     text = text.strip()
     if not _SENTENCE_END.search(text) or sounds_unfinished(text):
         return False
-    last = re.split(r"(?<=[.!?])\s+", text)[-1]
-    words = re.findall(r"[a-z0-9']+", last.lower())
-    return not (words and words[0] in _LEAD_INS and len(words) <= LEAD_IN_WORDS)
+    last = [s for s in _LAST_SENTENCE.split(text) if s.strip()][-1]
+    return not _is_lead_in(last)
 
 
 def verdict(probability: float, text: str | None, complete: float = COMPLETE) -> Verdict:
@@ -143,7 +231,7 @@ def verdict(probability: float, text: str | None, complete: float = COMPLETE) ->
 
     | words \\ model          | complete | incomplete |
     | trail off ("...", "for") | GO_ON    | GO_ON      |
-    | a question ("?")         | END      | END        |
+    | a question ("?", "吗")    | END      | END        |
     | a finished sentence      | END      | DOUBT      |
     | no sentence end, or a    | DOUBT    | GO_ON      |
     | short lead-in ("And so my fellow Americans.")   |
@@ -154,7 +242,7 @@ def verdict(probability: float, text: str | None, complete: float = COMPLETE) ->
     text = text.strip()
     if sounds_unfinished(text):
         return Verdict.GO_ON
-    if text.endswith("?"):
+    if _is_question(text):
         return Verdict.END
     if reads_finished(text):
         return Verdict.END if sounds_done else Verdict.DOUBT

@@ -102,6 +102,23 @@ def test_repeats_finds_a_loop_not_a_repeated_word() -> None:
     assert not _repeats("very very very good")
 
 
+@pytest.mark.parametrize(
+    ("text", "loops"),
+    [
+        ("我们去吧我们去吧我们去吧", True),  # a run of four characters, three times
+        ("我们去吧。我们去吧。", True),  # punctuation does not hide it
+        ("今天天气很好，今天天气很好。", True),
+        ("what colour is the sky 天空是什么颜色天空是什么颜色", True),  # mixed
+        ("今天天气很好，我们去公园吧。", False),
+        ("谢谢谢谢", False),  # a repeated word of two characters is speech
+        ("我们去吧", False),
+        ("我想去 Paris 我想去 London", False),
+    ],
+)
+def test_repeats_in_chinese_counts_characters(text: str, loops: bool) -> None:
+    assert _repeats(text) is loops
+
+
 def test_the_fitted_window_loses_no_words_against_the_full_window() -> None:
     """espeak-ng sentences and jfk (deterministic audio: Piper's varies per synthesis): the
     fitted window makes no more word errors than the full 30 s window, give or take two

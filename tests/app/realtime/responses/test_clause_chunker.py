@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from app.realtime.responses.clause_chunker import ClauseChunker
+import pytest
+
+from app.realtime.responses.clause_chunker import ClauseChunker, speech_length
+from app.text_units import join
 
 
 def _chunk(text: str, step: int = 3) -> list[str]:
@@ -49,3 +52,51 @@ def test_short_sentences_and_later_ones_are_not_cut_at_phrases() -> None:
     assert _chunk("The capital of France is Paris.") == ["The capital of France is Paris."]
     later = "Yes, indeed. The old town has many houses that were built in the middle ages."
     assert _chunk(later) == ["Yes, indeed.", later[len("Yes, indeed. ") :]]
+
+
+@pytest.mark.parametrize(
+    ("text", "pieces"),
+    [
+        (  # a first clause of four characters or more leaves at its comma; later pieces
+            # wait for ~13 characters
+            "你好！我是你的语音助手，很高兴认识你。今天想聊点什么？",
+            ["你好！我是你的语音助手，", "很高兴认识你。今天想聊点什么？"],
+        ),
+        ("你好，世界。", ["你好，世界。"]),  # "你好，" weighs 7 < 10
+        ("我想一想，好的。", ["我想一想，", "好的。"]),  # 13 >= 10
+        ("北京是中国的首都。它很古老。", ["北京是中国的首都。", "它很古老。"]),
+        ("没问题!我来帮你查一下。", ["没问题!", "我来帮你查一下。"]),  # an ASCII mark
+        ("价格是3.50元，很便宜。", ["价格是3.50元，", "很便宜。"]),
+        ("圆周率是３．１４，对吧？", ["圆周率是３．１４，", "对吧？"]),
+        ("他说：“你好。”然后走了。", ["他说：“你好。”", "然后走了。"]),  # 他说： is 7
+        ("东京タワーは高いです。", ["东京タワーは高いです。"]),
+        (  # mixed: an English sentence then a Chinese one
+            "Sure, the capital is Beijing. 北京很大，有很多名胜古迹。",
+            ["Sure, the capital is Beijing.", "北京很大，有很多名胜古迹。"],
+        ),
+        (  # a long first sentence counts its units: 9 characters before the phrase
+            "这是一个经典的成语 that has been passed down through generations.",
+            ["这是一个经典的成语", "that has been passed down through generations."],
+        ),
+    ],
+)
+def test_chinese_clauses(text: str, pieces: list[str]) -> None:
+    assert _chunk(text) == pieces
+    # token by token the cuts may come a closing quote earlier; the text is all there
+    assert join(_chunk(text, step=1)) == text
+
+
+def test_a_chinese_clause_leaves_as_soon_as_it_ends() -> None:
+    chunker = ClauseChunker()
+    assert chunker.push("北京是中国的首都，") == ["北京是中国的首都，"]  # no space needed
+    english = ClauseChunker()
+    assert english.push("Beijing is the capital,") == []  # a comma may be "1,000"
+    assert english.push(" and") == ["Beijing is the capital,"]
+
+
+@pytest.mark.parametrize(
+    ("text", "length"),
+    [("Hi, Sam,", 8), ("你好，", 7), ("我想一想，", 13), ("Hi 你好", 9), ("", 0)],
+)
+def test_speech_length_counts_a_chinese_character_three_times(text: str, length: int) -> None:
+    assert speech_length(text) == length

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 
 from app.protocol.schemas import AudioFormat
 from app.realtime.responses.speaker import Speaker
@@ -53,6 +54,23 @@ def test_text_played_keeps_whole_clauses_and_a_share_of_words() -> None:
     assert speaker.text_played(0) == ""
     clock.now = 0.3  # 300 ms after the first audio: that much was played
     assert speaker.played_ms() == 300.0
+
+
+@pytest.mark.parametrize(
+    ("clauses", "audio_end_ms", "played"),
+    [
+        (["你好，", "今天天气很好。"], 250, "你好，"),
+        (["你好，", "今天天气很好。"], 375, "你好，今天天"),  # half of 7 characters: 3
+        (["你好，", "今天天气很好。"], 500, "你好，今天天气很好。"),
+        (["Sure.", "北京是中国的首都。"], 375, "Sure. 北京是中"),
+        (["北京是首都。", "It is old."], 500, "北京是首都。It is old."),
+    ],
+)
+def test_text_played_of_chinese_keeps_a_share_of_characters(
+    clauses: list[str], audio_end_ms: float, played: str
+) -> None:
+    speaker, _sent, _clock = speak(clauses, 0.25, AudioFormat())
+    assert speaker.text_played(audio_end_ms) == played
 
 
 def test_g711_pieces_are_one_byte_a_sample() -> None:

@@ -64,6 +64,97 @@ def test_the_model_and_the_words_give_one_verdict(
     assert verdict(probability, text) is expected
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我们先吃饭，然后",  # a trailing connective
+        "我们先吃饭然后。",  # ... though Whisper wrote a full stop after it
+        "我今天没去上班因为",
+        "你可以选红的或者",
+        "我想买苹果和",  # 和 "and"
+        "我今天没去上班，但是",
+        "我们先吃饭然後",  # traditional characters, as Whisper may write them
+        "我想说的就是",  # 就是 "is" after other words
+        "我真正想知道的是",  # ... and 的是
+        "我想问一下，那个",  # 那个 as "um": a clause of its own after another
+        "我想买一个",  # 一 + a measure word: the indefinite article, the noun to come
+        "我想借一本。",
+        "你能给我推荐一家好吃的餐厅和一个",
+        "他说：",  # a trailing colon or comma
+        "我觉得，",
+        "苹果、",
+        "我想去 Paris and",  # mixed: English last, English rules
+        "I went to Beijing 然后",  # mixed: Chinese last, Chinese rules
+        "Can you recommend 一个",
+    ],
+)
+def test_mandarin_phrases_cut_short_read_unfinished(text: str) -> None:
+    assert sounds_unfinished(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "你好吗",  # a question particle, with or without a question mark
+        "你好吗。",
+        "然后呢？",
+        "然后呢",
+        "我们走吧",
+        "你是谁？",
+        "我想去北京。",
+        "今天很暖和",  # 和 ends 暖和 "warm", not "and"
+        "对，就是。",  # 就是 alone: "exactly"
+        "就是",
+        "钱有的是。",  # 有的是 "plenty"
+        "我要那个",  # 那个 after a verb: "that one"
+        "那个。",  # alone: the answer "that one"
+        "我要三个",  # other numbers: as often an answer, no rule
+        "给我那一本",  # a demonstrative, an ordinal, a number before 一
+        "我要第一个",
+        "我要十一个",
+        "一个。",  # the answer "one"
+        "再试一次",  # 次 counts actions: no noun to come
+        "and 我想去北京",  # mixed: the English word is not the last one
+        "我想买一个 iPhone",
+    ],
+)
+def test_finished_mandarin_sentences_and_questions_do_not(text: str) -> None:
+    assert not sounds_unfinished(text)
+
+
+@pytest.mark.parametrize(
+    ("probability", "text", "expected"),
+    [
+        (0.1, "你今天好吗", Verdict.END),  # a question particle ends a turn as "?" does
+        (0.1, "你是谁？", Verdict.END),
+        (0.1, "他说：“我们走吧。”", Verdict.END),
+        (0.9, "我们先吃饭，然后", Verdict.GO_ON),
+        (0.9, "我想买一个", Verdict.GO_ON),
+        (0.9, "我想去北京看看。", Verdict.END),
+        (0.1, "我想去北京看看。", Verdict.DOUBT),  # reads finished only
+        (0.9, "我想去北京看看", Verdict.DOUBT),  # no sentence end: sounds finished only
+        (0.1, "我想去北京看看", Verdict.GO_ON),
+        # a lead-in: a short sentence opening with a connective, up to 8 characters (five
+        # words of about 1.6 characters), as "And so my fellow Americans." is five words
+        (0.9, "所以我的同胞们。", Verdict.DOUBT),
+        (0.1, "所以我的同胞们。", Verdict.GO_ON),
+        (0.9, "所以我们待在家里。", Verdict.DOUBT),  # 8 characters
+        (0.9, "所以我们都待在家里。", Verdict.END),  # 9: a sentence
+        (0.9, "下雨了。所以我们今天一整天都待在家里。", Verdict.END),
+        (0.9, "和平。", Verdict.END),  # a single 和 opens no lead-in
+        (0.9, "What does 你好 mean?", Verdict.END),  # mixed English and Chinese
+        (0.1, "我们明天去 Paris 吧", Verdict.END),
+        (0.9, "我明天要去 Paris.", Verdict.END),
+        (0.9, "So 我们回家了.", Verdict.DOUBT),  # "so" and 5 characters: a lead-in
+        (0.9, "我们去了公园 and", Verdict.GO_ON),
+    ],
+)
+def test_mandarin_words_and_the_model_give_one_verdict(
+    probability: float, text: str, expected: Verdict
+) -> None:
+    assert verdict(probability, text) is expected
+
+
 def test_low_eagerness_needs_a_surer_model_to_end_at_once() -> None:
     """`low` lets people take their time: a finished sentence the model scores 0.85
     (espeak-ng's "I would like to book a table for two." cut mid-utterance) is a doubt

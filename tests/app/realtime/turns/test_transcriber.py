@@ -1,0 +1,71 @@
+"""The partial transcripts a turn streams while it is spoken."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from app.audio import PIPELINE_RATE
+from app.models.asr import Transcript
+from app.realtime.turns import transcriber
+from app.realtime.turns.transcriber import TurnTranscriber
+from tests.fakes import ScriptedASR
+
+
+class _CountedASR(ScriptedASR):
+    """Sets `taken` once the pass after the scripted ones began: they are all taken in."""
+
+    def __init__(self, hypotheses: list[str]) -> None:
+        super().__init__([*hypotheses, ""])  # "": agrees on nothing, the loop may run on
+        self.taken = asyncio.Event()
+
+    async def run(self, audio_16k: np.ndarray, prefix: str | None = None) -> Transcript:
+        if len(self.calls) == len(self.texts) - 1:
+            self.taken.set()
+        return await super().run(audio_16k, prefix)
+
+
+async def _deltas(hypotheses: list[str]) -> tuple[list[str], ScriptedASR]:
+    """The deltas sent while the partial passes return `hypotheses`, one a second."""
+    asr = _CountedASR(hypotheses)
+    deltas: list[str] = []
+    turn = TurnTranscriber(asr, deltas.append)
+    seconds = 0.0
+
+    def audio() -> np.ndarray:
+        nonlocal seconds
+        seconds += transcriber.PARTIAL_INTERVAL_S
+        return np.zeros(int(seconds * PIPELINE_RATE), np.float32)
+
+    turn.start(audio)
+    await asyncio.wait_for(asr.taken.wait(), timeout=5)
+    await turn.close()
+    return deltas, asr
+
+
+@pytest.mark.parametrize(
+    ("hypotheses", "deltas"),
+    [
+        (
+            ["what colour", "what colour is the", "what colour is the sky"],
+            ["what colour", " is the"],
+        ),
+        (["我想去", "我想去北京", "我想去北京看看"], ["我想去", "北京"]),
+        (
+            ["我想去", "我想去 Paris", "我想去 Paris 看看", "我想去 Paris 看看。"],
+            ["我想去", " Paris", " 看看。"],  # units come from the newer hypothesis
+        ),
+        (["Paris", "Paris 我想", "Paris 我想去"], ["Paris", " 我想"]),
+    ],
+)
+def test_partial_deltas_are_spaced_per_script(
+    hypotheses: list[str], deltas: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Joined, the deltas are the agreed text: no spaces between Chinese characters."""
+    monkeypatch.setattr(transcriber, "PARTIAL_POLL_S", 0)
+    sent, asr = asyncio.run(_deltas(hypotheses))
+    assert sent == deltas
+    # each pass is prompted with the agreed text so far, which the deltas add up to
+    assert asr.calls[-1][1] == "".join(deltas)
