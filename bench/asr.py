@@ -7,6 +7,13 @@ clip (the machine is shared): the human recordings of bench voice (jfk, the MIT
 licence), Piper's questions and sentences, and espeak-ng's, each followed by the
 silences a final pass hears (`--tails`). Greedy decoding, no timestamps, as the server.
 
+`--language zh`: Mandarin instead. The human recordings of ../shared/data/speech/zh and
+Mandarin questions spoken by espeak-ng (`cmn`) are transcribed by the server's pass
+(fitted window, greedy, the language given or detected, simplified characters) and by
+faster-whisper alone as its users run it (full window, beam 5), interleaved; the
+character error rate (CER: punctuation dropped, numbers read out) and the time of a
+pass are reported for each, per clip. `--model` may be a model directory of your own.
+
 Counts and times are reported, never asserted.
 """
 
@@ -26,6 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--min-window", default="30,12", help="shortest encoder windows to compare, seconds"
     )
     parser.add_argument("--tails", default="0.1,0.2,0.4", help="silence after each clip, s")
+    parser.add_argument(
+        "--language",
+        default=None,
+        help="zh: Mandarin clips, CER of the server's pass against faster-whisper alone",
+    )
+    parser.add_argument(
+        "--detect", action="store_true", help="with --language: let Whisper detect it"
+    )
 
 
 def _clips(quick: bool) -> list[tuple[str, str, Any]]:
@@ -61,7 +76,142 @@ def _clips(quick: bool) -> list[tuple[str, str, Any]]:
     return clips
 
 
+# Mandarin questions read by espeak-ng (turn-taking material: robotic, but words Whisper
+# should hear).
+ZH_QUESTIONS = [
+    "中国的首都是哪里？",
+    "一个星期有几天？",
+    "天空是什么颜色的？",
+    "热的反义词是什么？",
+    "蜘蛛有几条腿？",
+    "请说一种黄色的水果。",
+]
+
+
+def _zh_clips(quick: bool) -> list[tuple[str, str, Any]]:
+    import re
+
+    import numpy as np
+    import soundfile as sf
+
+    from app.audio import resample
+    from app.models.espeak_tts import EspeakTTS
+    from bench.voice.workload import speech_dir, trim_silence
+
+    folder = speech_dir() / "zh"
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    clips = []
+    for name, text in re.findall(r"^\| `([^`]+\.wav)` \| ([^|]+?) \|", readme, re.M):
+        data, rate = sf.read(str(folder / name), dtype="float32", always_2d=True)
+        clips.append((name.removesuffix(".wav"), text, resample(data.mean(axis=1), rate, 16_000)))
+    if not clips:
+        raise SystemExit(f"no Mandarin recordings listed in {folder / 'README.md'}")
+    tts = EspeakTTS("cmn")
+    for i, text in enumerate(ZH_QUESTIONS[:2] if quick else ZH_QUESTIONS):
+        samples = np.asarray(tts.synthesize(text, PIPELINE_RATE), dtype=np.float32)
+        clips.append((f"espeak-cmn-{i + 1}", text, trim_silence(samples, PIPELINE_RATE)))
+    return clips
+
+
+def _locate(model: str) -> Any:
+    from pathlib import Path
+
+    from app.models import registry as model_registry
+
+    path = Path(model)
+    return path if path.is_dir() else model_registry.locate(model, "asr")
+
+
+def run_language(args: argparse.Namespace) -> dict[str, Any]:
+    """Mandarin (or another language with clips): the server's pass against
+    faster-whisper alone, clip by clip."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from app.models.asr import WhisperASR
+    from bench.voice.common import log as bench_log
+    from bench.voice.stats import word_errors
+
+    log = functools.partial(bench_log, bench="asr")
+    if args.language != "zh":
+        raise SystemExit(f"--language {args.language}: only zh has clips here")
+    quick = bool(getattr(args, "quick", False))
+    model = "whisper-base" if args.model == "whisper-tiny.en" else args.model
+    location = _locate(model)
+    name = Path(model).name
+    server = WhisperASR(location, name=name)
+    if server.english_only:
+        raise SystemExit(f"{name} transcribes only English: choose a multilingual model")
+    language = None if args.detect else args.language
+    clips = _zh_clips(quick)
+    log(f"asr {args.language}: {len(clips)} clips, {name}, language {language or 'detected'}")
+    paths: dict[str, Any] = {
+        "server": lambda audio: server.transcribe(audio, language=language),
+        "faster_whisper_beam5": lambda audio: _alone(server.model, audio, language),
+    }
+    totals = {k: {"errors": 0, "chars": 0, "seconds": 0.0} for k in paths}
+    per_clip = []
+    silence = np.zeros(int(0.2 * PIPELINE_RATE), np.float32)
+    for clip, said, samples in clips:
+        audio = np.concatenate([samples, silence])
+        row: dict[str, Any] = {"clip": clip, "reference": said}
+        for path, transcribe in paths.items():
+            start = time.perf_counter()
+            heard = transcribe(audio)
+            seconds = time.perf_counter() - start
+            errors, chars = word_errors(said, heard.text)
+            totals[path]["errors"] += errors
+            totals[path]["chars"] += chars
+            totals[path]["seconds"] += seconds
+            row[path] = {
+                "heard": heard.text,
+                "language": heard.language,
+                "cer": round(errors / max(chars, 1), 4),
+                "ms": round(seconds * 1000, 1),
+            }
+        per_clip.append(row)
+        log(f"  {clip}: {row['server']['heard']} | {row['faster_whisper_beam5']['heard']}")
+    rows = {
+        path: {
+            "cer": round(t["errors"] / max(t["chars"], 1), 4),
+            "ms_per_pass": round(t["seconds"] / len(clips) * 1000, 1),
+        }
+        for path, t in totals.items()
+    }
+    human = [r for r in per_clip if not r["clip"].startswith("espeak")]
+    for path in paths:
+        errors = sum(r[path]["cer"] * len(r["reference"]) for r in human)
+        rows[path]["cer_human"] = round(errors / max(sum(len(r["reference"]) for r in human), 1), 4)
+    for path, row in rows.items():
+        log(
+            f"  {path}: CER {row['cer']:.2%} (human {row['cer_human']:.2%}), {row['ms_per_pass']:.0f} ms a pass"
+        )
+    return {
+        "benchmark": "asr",
+        "quick": quick,
+        "model": name,
+        "language": args.language,
+        "language_given": language,
+        "paths": rows,
+        "clips": per_clip,
+    }
+
+
+def _alone(model: Any, audio: Any, language: str | None) -> Any:
+    """faster-whisper as its users call it: the full 30 s window, beam 5, its defaults."""
+    from app.models.asr import FRAMES_PER_S, WINDOW_S, Transcript
+    from app.models.languages import simplified
+
+    model.window_frames = WINDOW_S * FRAMES_PER_S
+    segments, info = model.transcribe(audio, language=language, beam_size=5)
+    text = "".join(s.text.strip() for s in segments)
+    return Transcript(simplified(text), info.language, info.duration)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if getattr(args, "language", None):
+        return run_language(args)
     import numpy as np
 
     from app.models import registry as model_registry

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import shutil
 import subprocess
 
@@ -11,6 +12,9 @@ import soundfile as sf
 
 from app.audio import resample
 from app.executor import CancelToken
+from app.models.mandarin import PINYIN_VOICE, to_pinyin
+
+_HAN = re.compile(r"[\u3400-\u9fff]")
 
 WORDS_PER_MINUTE = 175  # espeak-ng's default rate, scaled by the session's speed
 
@@ -33,9 +37,12 @@ class EspeakTTS:
     ) -> np.ndarray:
         """Blocking: one call per clause, so `cancel` is only checked by the caller."""
         wpm = str(int(WORDS_PER_MINUTE * max(speed, 0.25)))
+        voice = self.language
+        if voice in ("cmn", PINYIN_VOICE) and _HAN.search(text):
+            voice, text = PINYIN_VOICE, to_pinyin(text)
         # "--" ends the options, so text starting with "-" is spoken, not parsed.
         result = subprocess.run(
-            [self.binary, "-v", self.language, "-s", wpm, "--stdout", "--", text],
+            [self.binary, "-v", voice, "-s", wpm, "--stdout", "--", text],
             capture_output=True,
             check=False,
             timeout=30,

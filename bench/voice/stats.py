@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from app.models.mandarin import read_numbers
 from app.text_units import units
 from bench.voice.common import TARGETS_MS
 
@@ -15,8 +16,11 @@ if TYPE_CHECKING:
 
 def normalize_words(text: str) -> list[str]:
     """Lower case, apostrophes dropped, other punctuation as spaces, split into words:
-    text units, so Chinese counts characters (its error rate is the usual CER)."""
+    text units, so Chinese counts characters (its error rate is the usual CER), with
+    its numbers read out."""
     text = text.lower().replace("'", "").replace("’", "")
+    if re.search(r"[\u4e00-\u9fff]", text):
+        text = read_numbers(text)
     return units(re.sub(r"[^\w\s]|_", " ", text))
 
 

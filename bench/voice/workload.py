@@ -85,7 +85,7 @@ def trim_silence(
     return samples[start:end]
 
 
-def _speech_dir() -> Any:
+def speech_dir() -> Any:
     from pathlib import Path
 
     return Path(__file__).resolve().parents[2].joinpath(*SPEECH_DIR_PARTS).resolve()
@@ -100,7 +100,7 @@ def prepare_clips(human: list[str]) -> dict[str, Clip]:
     from app.models.piper_tts import PiperTTS
 
     clips: dict[str, Clip] = {}
-    folder = _speech_dir()
+    folder = speech_dir()
     for name in human:
         filename, cut_s, text = HUMAN_CLIPS[name]
         path = folder / filename
