@@ -37,6 +37,7 @@ from bench.traffic import (
     start_server,
     ws_turn,
 )
+from bench.voice.common import ANSWERED
 from bench.voice.server import Server
 
 GREEDY_OK = {"tiny_temperature", "denormal_temperature"}  # these must simply work
@@ -146,7 +147,7 @@ async def _drain(client: httpx.AsyncClient, ws_url: str, server: Server, n: int)
     # a child process has no event to await: poll it
     while server.proc.poll() is None and time.monotonic() - sent < 120:  # noqa: ASYNC110
         await asyncio.sleep(0.05)
-    done = [o for o in outcomes if o.status in (200, "completed")]
+    done = [o for o in outcomes if o.status == 200 or o.status in ANSWERED]
     return {
         "in_flight": len(outcomes),
         "completed": len(done),
@@ -166,7 +167,7 @@ def _report(
     normal = [o for o in outcomes if not o.kind.startswith("adversarial")]
     hostile = [o for o in outcomes if o.kind.startswith("adversarial")]
     refused = [o for o in normal if o.status in (429, 503, "error:server_busy", "closed:1013")]
-    served = [o for o in normal if o.status in (200, "completed")]
+    served = [o for o in normal if o.status == 200 or o.status in ANSWERED]
     failed = [o for o in normal if o not in refused and o not in served]
     wrong = [
         (o.kind, o.status, o.error)

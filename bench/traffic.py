@@ -24,7 +24,8 @@ class Outcome:
     """One request as the client saw it."""
 
     kind: str  # "http", "ws", "adversarial:<name>"
-    status: int | str  # HTTP status, or "completed"/"cancelled"/"failed"/"closed:<code>"
+    # HTTP status, or a response's ("completed", "incomplete", ...), or "closed:<code>"
+    status: int | str
     seconds: float  # arrival to the end (or to the refusal)
     ttft_s: float | None = None
     error: str | None = None

@@ -255,7 +255,9 @@ async def _echo(url: str, answers: int, attenuation_db: float) -> dict[str, Any]
         ]
     finally:
         await conn.close()
-    false = sum(1 for o in outcomes if o["status"] != "completed" or o["speech_started"])
+    from bench.voice.common import ANSWERED
+
+    false = sum(1 for o in outcomes if o["status"] not in ANSWERED or o["speech_started"])
     return {"answers": len(outcomes), "false_barge_ins": false, "rows": outcomes}
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from app.llm import ChatMessage, GenerationParams, LLMBackend, LLMDelta
+from app.llm import ChatMessage, FinishReason, GenerationParams, LLMBackend, LLMDelta
 from app.models.asr import Transcript
 
 
@@ -21,7 +21,8 @@ class ScriptedLLM(LLMBackend):
 
     `hold` (an asyncio.Event) makes each stream wait before its first delta, so a test
     can act while a response is in flight; `fail` raises it instead of answering.
-    Tokens are counted as whitespace-separated words.
+    Tokens are counted as whitespace-separated words, the prompt's too (its final delta's
+    `prompt_tokens`); each delta is one completion token; `cached_tokens` is reported as given.
     """
 
     name = "scripted"
@@ -34,6 +35,7 @@ class ScriptedLLM(LLMBackend):
         context_length: int = 4096,
         hold: asyncio.Event | None = None,
         fail: BaseException | None = None,
+        cached_tokens: int | None = None,
     ) -> None:
         given = deltas if deltas is not None else ["Hello ", "there."]
         self.scripts: list[list[str]] = (
@@ -43,6 +45,7 @@ class ScriptedLLM(LLMBackend):
         self.context_length = context_length
         self.hold = hold
         self.fail = fail
+        self.cached_tokens = cached_tokens
         self.prompts: list[list[ChatMessage]] = []
         self.running: set[str] = set()  # requests whose stream is open
         self.opened = asyncio.Event()  # set once a stream has opened
@@ -59,10 +62,16 @@ class ScriptedLLM(LLMBackend):
             if self.fail is not None:
                 raise self.fail
             script = self.scripts[min(len(self.prompts) - 1, len(self.scripts) - 1)]
-            for text in script[: params.max_tokens]:
+            generated = script[: params.max_tokens]
+            for text in generated:
                 yield LLMDelta(text=text)
-            finish = "length" if len(script) > params.max_tokens else "stop"
-            yield LLMDelta(finish_reason=finish, completion_tokens=len(script))
+            finish: FinishReason = "length" if len(script) > params.max_tokens else "stop"
+            yield LLMDelta(
+                finish_reason=finish,
+                prompt_tokens=sum(await self.count_tokens([m.content for m in messages])),
+                completion_tokens=len(generated),
+                cached_tokens=self.cached_tokens,
+            )
         finally:
             self.running.discard(request_id)
 

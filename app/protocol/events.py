@@ -115,6 +115,7 @@ def response_object(
     status: str,
     output: list[dict[str, Any]],
     status_details: dict[str, Any] | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "id": response_id,
@@ -122,7 +123,30 @@ def response_object(
         "status": status,
         "status_details": status_details,
         "output": output,
-        "usage": None,
+        "usage": usage,
+    }
+
+
+def response_usage(
+    prompt_tokens: int, completion_tokens: int, cached_tokens: int
+) -> dict[str, Any]:
+    """A response's `usage` in OpenAI's shape (GA; beta clients ignore what beta lacks).
+
+    Every token is a text token: spoken input reaches the LLM as its transcript and the
+    answer is spoken by a TTS outside the model, so audio and image counts are 0.
+    """
+    no_media = {"audio_tokens": 0, "image_tokens": 0}
+    return {
+        "total_tokens": prompt_tokens + completion_tokens,
+        "input_tokens": prompt_tokens,
+        "output_tokens": completion_tokens,
+        "input_token_details": {
+            "text_tokens": prompt_tokens,
+            **no_media,
+            "cached_tokens": cached_tokens,
+            "cached_tokens_details": {"text_tokens": cached_tokens, **no_media},
+        },
+        "output_token_details": {"text_tokens": completion_tokens, "audio_tokens": 0},
     }
 
 

@@ -16,6 +16,9 @@ CHUNK_MS = 20
 AUDIO_DELTAS = ("response.audio.delta", "response.output_audio.delta")
 ANSWER_DONE = ("response.audio_transcript.done", "response.output_audio_transcript.done")
 TRANSCRIPT_DONE = "conversation.item.input_audio_transcription.completed"
+# A response's statuses that are a whole answer: "incomplete" is one cut at its
+# max_output_tokens, spoken to its end all the same.
+ANSWERED = ("completed", "incomplete")
 
 
 def log(message: str, bench: str = "voice") -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.models.mandarin import read_numbers
 from app.text_units import units
-from bench.voice.common import TARGETS_MS
+from bench.voice.common import ANSWERED, TARGETS_MS
 
 if TYPE_CHECKING:
     from bench.voice.workload import Clip
@@ -84,7 +84,7 @@ def level_summary(
     n_sessions: int, n_turns: int, delays: list[float], sessions: list[dict[str, Any]]
 ) -> dict[str, Any]:
     turns = [turn for s in sessions for turn in s["turns"]]
-    ok = [t for t in turns if t["status"] == "completed" and t["voice_to_voice_ms"] is not None]
+    ok = [t for t in turns if t["status"] in ANSWERED and t["voice_to_voice_ms"] is not None]
     v2v = summarize(t["voice_to_voice_ms"] for t in ok)
     stages = (
         "speech_stopped_to_transcript_ms",

@@ -52,5 +52,5 @@ def test_quick_run_ends_every_turn_and_every_echoed_answer() -> None:
     for level in ("minus_30_db", "minus_20_db"):
         echo = result["echo"][level]
         assert echo["answers"] == 1
-        assert echo["rows"][0]["status"] in ("completed", "cancelled"), echo["rows"]
+        assert echo["rows"][0]["status"] in ("completed", "incomplete", "cancelled"), echo["rows"]
     assert result["server"]["exit_code"] == 0

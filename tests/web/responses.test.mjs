@@ -64,6 +64,12 @@ test("how an answer ends: completed, or interrupted with what was heard", () => 
   assert.deepEqual([incomplete.status, incomplete.heard, incomplete.meta], ["cancelled", undefined, "voice a · heard 0.0 s"]);
 });
 
+test("an answer cut at max_output_tokens is whole, not interrupted", () => {
+  const cut = { status: "incomplete", status_details: { type: "incomplete", reason: "max_output_tokens" } };
+  const item = { id: "i", status: "incomplete", content: [{ transcript: "Paris is" }] };
+  assert.deepEqual(answerOutcome(cut, item, "piper", 900), { interrupted: false, status: "incomplete", heard: "Paris is", meta: "voice piper · cut at max_output_tokens", reason: "max_output_tokens" });
+});
+
 test("a failed answer: busy, a note, or nothing more", () => {
   assert.equal(answerFailure({ status: "completed" }), null);
   assert.equal(answerFailure({ status: "failed", status_details: { error: { code: "server_busy" } } }), "busy");

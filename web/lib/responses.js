@@ -68,11 +68,17 @@ export function answerItems(response) {
 }
 
 /** How one answer item of a finished response ends in its bubble; `playedMs` is how much
- *  of its audio was played. */
+ *  of its audio was played. A response `incomplete` (cut at max_output_tokens; its item is
+ *  incomplete too) is a whole answer, played to its end: not an interruption. */
 export function answerOutcome(response, item, voice, playedMs) {
   const part = (item.content || [])[0] || {};
-  const interrupted = response.status === "cancelled" || item.status === "incomplete";
-  const meta = [voice ? `voice ${voice}` : null, interrupted ? `heard ${(playedMs / 1000).toFixed(1)} s` : null].filter(Boolean).join(" · ");
+  const cut = response.status === "incomplete";
+  const interrupted = response.status === "cancelled" || (item.status === "incomplete" && !cut);
+  const meta = [
+    voice ? `voice ${voice}` : null,
+    interrupted ? `heard ${(playedMs / 1000).toFixed(1)} s` : null,
+    cut ? "cut at max_output_tokens" : null,
+  ].filter(Boolean).join(" · ");
   return {
     interrupted,
     status: interrupted ? "cancelled" : response.status,

@@ -109,14 +109,15 @@ export class Conversation {
     item.parts.thinking.classList.toggle("cut", cut);
   }
 
-  /** The answer ended: status completed / cancelled / failed; `heard` is what the
-   *  server kept of an interrupted answer; `meta` a line under it. */
+  /** The answer ended: status completed / incomplete (cut at the token limit, but whole
+   *  as far as it went) / cancelled / failed; `heard` is what the server kept of an
+   *  interrupted answer; `meta` a line under it. */
   assistantDone(id, { status, heard, meta, reason } = {}) {
     const item = this.items.get(id);
     if (!item) return;
     item.el.classList.remove("streaming");
     if (meta) item.parts.meta.textContent = meta;
-    if (status === "cancelled" || status === "incomplete") {
+    if (status === "cancelled") {
       item.el.classList.add("interrupted");
       this.setHeard(id, typeof heard === "string" ? heard : item.text);
       const badge = h("span", { class: "badge" }, reason === "client_cancelled" ? "stopped" : "interrupted");

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from app.llm import LLMBackendError
+from app.llm import LLMBackendError, LLMDelta
 from app.llm.tool_calls import ToolCallSplitter, tools_prompt
 from app.models.voices import AUTO, text_language
 from app.protocol import events
@@ -63,6 +63,7 @@ class Response:
             id=self.item_id, role="assistant", text="", audio=spec.audio, status="in_progress"
         )
         self._done = False
+        self._final: LLMDelta | None = None  # the stream's last delta: why it ended, its tokens
         self.first_token_at: float | None = None
         self._task: asyncio.Task[None] | None = None
         self._cancel_reason = "client_cancelled"
@@ -153,14 +154,29 @@ class Response:
         )
 
     def _object(
-        self, status: str, output: list[dict[str, Any]], details: dict[str, Any] | None = None
+        self,
+        status: str,
+        output: list[dict[str, Any]],
+        details: dict[str, Any] | None = None,
+        usage: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         conversation_id = self.deps.conversation.id if self.spec.in_conversation else None
-        wire = events.response_object(self.id, status, output, details)
+        wire = events.response_object(self.id, status, output, details, usage)
         fields = self.spec.wire_fields(conversation_id)
         if self.voice is not None and self.spec.voice == AUTO:  # say which voice spoke
             fields["audio"]["output"]["voice"] = self.voice
         return {**wire, **fields}
+
+    def _usage(self) -> dict[str, Any] | None:
+        """The backend's counts, from its final delta. A stream we closed (a cancelled
+        answer) or that failed never gave one: null then, as 0 would claim nothing was
+        spent."""
+        final = self._final
+        if final is None:
+            return None
+        return events.response_usage(
+            final.prompt_tokens, final.completion_tokens, final.cached_tokens or 0
+        )
 
     async def _run(self) -> None:
         clauses: asyncio.Queue[str | None] = asyncio.Queue()
@@ -171,6 +187,9 @@ class Response:
         status, details = "completed", cast(dict[str, Any] | None, None)
         try:
             await self._generate(clauses)
+            if self._final is not None and self._final.finish_reason == "length":
+                status = "incomplete"  # cut by max_output_tokens, yet spoken to its end
+                details = {"type": "incomplete", "reason": "max_output_tokens"}
             if speaking is not None:
                 try:
                     await speaking
@@ -220,6 +239,8 @@ class Response:
         stream = llm.stream_chat(history.messages, spec.params, self.id)
         async with contextlib.aclosing(stream):  # abort the LLM request even if cancelled here
             async for delta in stream:
+                if delta.finished:
+                    self._final = delta
                 if not delta.text:
                     continue
                 if self.first_token_at is None:
@@ -298,5 +319,5 @@ class Response:
         if self.item in self.deps.conversation.items:  # not deleted meanwhile
             self.gate.emit(events.event("conversation.item.done", item=self.item.to_wire()))
         items = [self._item(item_status), *self.calls.wire_items()]
-        response = self._object(status, items, details)
+        response = self._object(status, items, details, self._usage())
         self.gate.emit(events.event("response.done", response=response))

@@ -55,7 +55,8 @@ class ResponseSpec:
 
 @dataclass(frozen=True)
 class ResponseOutcome:
-    status: str  # "completed" | "cancelled" | "failed" | "discarded"
+    # "completed" | "incomplete" (cut at max_output_tokens) | "cancelled" | "failed" | "discarded"
+    status: str
     visible: bool  # False for a held early answer that was never released
     stage_seconds: dict[str, float | None] | None = None  # voice turns: end of speech -> stage
     reason: str | None = None  # a cancelled one's: "turn_detected" (barge-in), "client_cancelled"

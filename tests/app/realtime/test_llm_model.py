@@ -20,6 +20,7 @@ from tests.conftest import ask, client_with, is_done, receive_until
 
 QWEN = "qwen2.5-coder-0.5b-instruct"
 SHORT = {"modalities": ["text"], "max_output_tokens": 8}
+ANSWERED = ("completed", "incomplete")  # incomplete: the answer reached SHORT's 8 tokens
 
 
 def _update(ws: Any, session: dict[str, Any], event_id: str = "ev_1") -> list[dict[str, Any]]:
@@ -65,7 +66,7 @@ def test_an_unknown_model_is_refused_naming_the_choices(shared_components: Any) 
         assert name in error["error"]["message"]  # the choices, named
     assert updated["session"]["r1voice"]["model"] == default
     assert updated["session"]["temperature"] == 0.7  # the rest of the update applied
-    assert response["status"] == "completed"
+    assert response["status"] in ANSWERED
 
 
 @pytest.mark.parametrize(
@@ -100,7 +101,7 @@ def test_a_chosen_llm_answers_the_next_turn_and_others_keep_theirs(with_qwen: An
         chosen = _answer(ws, "What is two plus two?")
         # OpenAI's names keep the chosen LLM (SDKs send them by default)
         kept = _update(ws, {"model": "gpt-realtime"})[-1]["session"]["r1voice"]["model"]
-    assert chosen["status"] == "completed"
+    assert chosen["status"] in ANSWERED
     assert (_requests(qwen), _requests(default)) == (before[0] + 1, before[1])
     assert kept == QWEN
     # the answer's series, under its own model's name
@@ -110,7 +111,7 @@ def test_a_chosen_llm_answers_the_next_turn_and_others_keep_theirs(with_qwen: An
     # a new session (on an app of its own: a TestClient's app shuts down with its socket)
     with client_with(with_qwen).websocket_connect("/v1/realtime?dialect=beta") as other:
         assert other.receive_json()["session"]["r1voice"]["model"] == default.model
-        assert _answer(other, "Say hello.")["status"] == "completed"
+        assert _answer(other, "Say hello.")["status"] in ANSWERED
         again = _update(other, {"model": QWEN})  # loaded already: the same engine
     assert (_requests(qwen), _requests(default)) == (before[0] + 1, before[1] + 1)
     assert with_qwen.llms.loaded(QWEN) is qwen
@@ -138,4 +139,4 @@ def test_an_llm_that_fails_to_load_is_refused_and_the_session_keeps_its_own(
     assert "model.safetensors is truncated" in error["error"]["message"]
     assert f"kept '{default}'" in error["error"]["message"]
     assert updated["session"]["r1voice"]["model"] == default
-    assert response["status"] == "completed"
+    assert response["status"] in ANSWERED

@@ -31,6 +31,7 @@ class Harness:
         audio: bool = False,
         early: str | None = None,
         voices: ScriptedVoices | None = None,
+        max_tokens: int = 16,
     ) -> None:
         self.llm = llm
         self.events: list[dict[str, Any]] = []
@@ -48,7 +49,7 @@ class Harness:
         spec = ResponseSpec(
             audio=audio,
             instructions="be brief",
-            params=GenerationParams(max_tokens=16),
+            params=GenerationParams(max_tokens=max_tokens),
             voice="scripted",
             speed=1.0,
             output_format=AudioFormat(),
@@ -93,6 +94,22 @@ def test_text_response_events_in_order() -> None:
     done = h.events[h.types.index("response.done")]["response"]
     assert done["status"] == "completed"
     assert done["output"][0]["content"] == [{"type": "text", "text": "Hello there."}]
+    assert h.events[0]["response"]["usage"] is None  # response.created: nothing counted yet
+    # OpenAI's shape (GA; beta's is a subset): the prompt is "be brief" + "What is it?", 5
+    # words, so 5 tokens to the scripted LLM; 2 generated; every token a text token
+    assert done["usage"] == {
+        "total_tokens": 7,
+        "input_tokens": 5,
+        "output_tokens": 2,
+        "input_token_details": {
+            "text_tokens": 5,
+            "audio_tokens": 0,
+            "image_tokens": 0,
+            "cached_tokens": 0,
+            "cached_tokens_details": {"text_tokens": 0, "audio_tokens": 0, "image_tokens": 0},
+        },
+        "output_token_details": {"text_tokens": 2, "audio_tokens": 0},
+    }
     assert h.events[2]["previous_item_id"] == "user1"
     (limit,) = h.events[h.types.index("rate_limits.updated")]["rate_limits"]
     prompt_and_reserve = h.llm.context_length - limit["remaining"]
@@ -192,8 +209,78 @@ def test_cancel_closes_the_llm_request() -> None:
     asyncio.run(main(h))
     done = h.events[h.types.index("response.done")]["response"]
     assert done["status_details"] == {"type": "cancelled", "reason": "turn_detected"}
+    assert done["usage"] is None  # the closed stream never gave its counts
     assert h.llm.running == set()  # the stream was closed, so the engine request aborted
     assert h.outcomes[0].status == "cancelled"
+
+
+def test_an_answer_cut_at_max_output_tokens_is_incomplete_and_spoken_whole() -> None:
+    """Bug: an answer cut by its token limit said `completed` and had no usage."""
+    h = Harness(ScriptedLLM(["One, ", "two, ", "three, ", "four."]), audio=True, max_tokens=3)
+    asyncio.run(run_to_end(h))
+    done = h.events[h.types.index("response.done")]["response"]
+    assert done["status"] == "incomplete"
+    assert done["status_details"] == {"type": "incomplete", "reason": "max_output_tokens"}
+    assert done["usage"]["output_tokens"] == 3 and done["usage"]["input_tokens"] == 5
+    assert done["output"][0]["status"] == "incomplete"
+    assert done["output"][0]["content"] == [{"type": "audio", "transcript": "One, two, three, "}]
+    (item_done,) = [e["item"] for e in h.events if e["type"] == "conversation.item.done"]
+    assert (item_done["status"], h.conversation.items[-1].status) == ("incomplete", "incomplete")
+    assert h.conversation.items[-1].text == "One, two, three, "  # all of it stays
+    assert "".join(h.voices.spoken) == "One, two, three,"  # all of it was spoken
+    assert h.outcomes[0].status == "incomplete" and h.outcomes[0].reason is None
+    metrics = h.events[h.types.index("r1voice.turn.metrics")]
+    assert metrics["status"] == "incomplete"
+
+
+def test_cached_prompt_tokens_are_reported() -> None:
+    h = Harness(ScriptedLLM(["Fine."], cached_tokens=4))
+    asyncio.run(run_to_end(h))
+    details = h.events[h.types.index("response.done")]["response"]["usage"]["input_token_details"]
+    assert details["cached_tokens"] == 4 and details["cached_tokens_details"]["text_tokens"] == 4
+    assert details["text_tokens"] == 5  # the whole prompt, the cached part included
+
+
+class HeldVoices(ScriptedVoices):
+    """Speaks nothing until `go` is set: the answer is generated, its speech still pending."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = asyncio.Event()
+
+    async def speak(self, text: str, out_rate: int, speed: float, voice: str) -> Any:
+        await self.go.wait()
+        return await super().speak(text, out_rate, speed, voice)
+
+
+def test_an_answer_cancelled_after_its_generation_reports_its_tokens() -> None:
+    """Barge-in once the LLM has finished (the answer still being spoken): the backend gave
+    its counts, so the cancelled response reports them, as OpenAI reports usage for
+    cancelled responses too."""
+
+    class EndingLLM(ScriptedLLM):
+        def __init__(self) -> None:
+            super().__init__(["Hello ", "there."])
+            self.ended = asyncio.Event()  # set once the final delta was taken
+
+        async def stream_chat(
+            self, messages: list[ChatMessage], params: GenerationParams, request_id: str
+        ) -> AsyncGenerator[LLMDelta, None]:
+            async for delta in super().stream_chat(messages, params, request_id):
+                yield delta
+            self.ended.set()
+
+    async def main(h: Harness, llm: EndingLLM) -> None:
+        h.response.start()
+        await llm.ended.wait()
+        await h.response.cancel("turn_detected")
+
+    llm = EndingLLM()
+    h = Harness(llm, audio=True, voices=HeldVoices())
+    asyncio.run(main(h, llm))
+    done = h.events[h.types.index("response.done")]["response"]
+    assert done["status"] == "cancelled"
+    assert (done["usage"]["input_tokens"], done["usage"]["output_tokens"]) == (5, 2)
 
 
 def test_cancel_before_the_first_step_still_reports() -> None:
