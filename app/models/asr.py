@@ -22,6 +22,10 @@ FRAMES_PER_S = 100  # log-mel frames (10 ms hop)
 # Below ~10 s tiny.en starts to loop ("What is the capital of France? What is the..."),
 # which `_repeats` catches and the full window then redoes. Measured in the README.
 MIN_WINDOW_S = 12.0
+# Other languages lose more to a short window: whisper-base's Mandarin CER on the human
+# recordings of ../shared was about halved from a 12 s window to 20 s, as good as 30 s
+# (bench asr --language zh). Used unless the turn is known to be English.
+MIN_WINDOW_OTHER_S = 20.0
 WINDOW_MARGIN_S = 2.0
 # Segments Whisper is likely to have hallucinated from noise or silence.
 NO_SPEECH_PROB_MAX = 0.6
@@ -141,7 +145,10 @@ class WhisperASR:
         with self._lock:
             if cancel is not None and cancel.cancelled:
                 return Transcript(text="", language=language or "", duration_s=0.0)
-            frames = window_frames(audio_16k.size, self.min_window_s)
+            shortest = self.min_window_s
+            if language != "en":
+                shortest = max(shortest, MIN_WINDOW_OTHER_S)
+            frames = window_frames(audio_16k.size, shortest)
             result = self._decode(audio_16k, frames, prompt, prefix, cancel, language)
             if frames < WINDOW_S * FRAMES_PER_S and _repeats(result.text):
                 full = WINDOW_S * FRAMES_PER_S
