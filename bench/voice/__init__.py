@@ -28,7 +28,7 @@ from bench.voice.common import TARGETS_MS, log
 from bench.voice.report import collect_metadata, print_summary
 from bench.voice.runner import run_clients
 from bench.voice.server import Server
-from bench.voice.workload import HUMAN_CLIPS, QUESTIONS, Plan, prepare_clips
+from bench.voice.workload import HUMAN_CLIPS, HUMAN_CLIPS_ZH, QUESTIONS, Plan, prepare_clips
 
 __all__ = ["add_arguments", "run"]
 
@@ -70,6 +70,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=2.0,
         help="Poisson arrival rate of session starts, per second (default 2)",
     )
+    parser.add_argument(
+        "--language",
+        default=None,
+        choices=["zh"],
+        help="zh: a Mandarin server (whisper-base, voice auto, Qwen unless --llm-model) "
+        "and Mandarin speech",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--port", type=int, default=0, help="server port (default: a free one)")
     parser.add_argument("--ready-timeout", type=float, default=600.0, help="seconds")
@@ -91,8 +98,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         turn_timeout=args.turn_timeout,
         human_clips=["jfk"] if quick else list(HUMAN_CLIPS),
     )
+    if args.language == "zh":
+        plan.human_clips = ["zh-funasr"] if quick else list(HUMAN_CLIPS_ZH)
     log(f"preparing audio ({len(plan.human_clips)} human clips, {len(QUESTIONS)} questions)")
-    clips = prepare_clips(plan.human_clips)
+    clips = prepare_clips(plan.human_clips, args.language)
     server = Server(args)
     result: dict[str, Any] = {"benchmark": "voice", "quick": quick, "targets_ms": TARGETS_MS}
     try:

@@ -25,10 +25,19 @@ def collect_metadata(
 
     overrides = {
         k: v
-        for k, v in {"llm_backend": args.llm_backend, "llm_model": args.llm_model}.items()
+        for k, v in {"llm_backend": args.llm_backend, "llm_model": server.llm_model}.items()
         if v is not None
     }
-    settings = Settings.from_env(**overrides)
+    saved = {k: os.environ.get(k) for k in server.env}
+    os.environ.update(server.env)  # what the server was started with
+    try:
+        settings = Settings.from_env(**overrides)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     served = {
         role: {"name": name, "ready": server.get(f"/v2/models/{name}/ready")[0] == 200}
         for role, name in (
@@ -61,6 +70,10 @@ def collect_metadata(
     return {
         "llm_backend": settings.llm_backend,
         "models": served,
+        "language": getattr(args, "language", None),
+        "session_voice": session.get("voice") or (audio.get("output") or {}).get("voice"),
+        "transcription": (audio.get("input") or {}).get("transcription")
+        or session.get("input_audio_transcription"),
         "max_response_tokens": settings.max_response_tokens,
         "temperature": settings.temperature,
         "turn_detection": turn,

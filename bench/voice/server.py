@@ -20,10 +20,18 @@ class Server:
         self.command = [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)]
         if args.llm_backend:
             self.command += ["--llm-backend", args.llm_backend]
-        if args.llm_model:
-            self.command += ["--llm-model", args.llm_model]
+        llm_model = args.llm_model
+        if getattr(args, "language", None) == "zh" and not llm_model:
+            llm_model = "qwen2.5-coder-0.5b-instruct"  # SmolLM2 speaks no Chinese
+        if llm_model:
+            self.command += ["--llm-model", llm_model]
+        self.llm_model = llm_model
         turn_detection = getattr(args, "turn_detection", None)
         self.env = {"R1VOICE_TURN_DETECTION": turn_detection} if turn_detection else {}
+        if getattr(args, "language", None) == "zh":  # a server set up for Mandarin speakers
+            self.env.update(
+                R1VOICE_ASR_MODEL="whisper-base", R1VOICE_ASR_LANGUAGE="zh", R1VOICE_VOICE="auto"
+            )
         self.log_path = args.server_log
         self.proc: Any = None
         self._log_file: Any = None

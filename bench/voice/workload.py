@@ -28,6 +28,26 @@ HUMAN_CLIPS: dict[str, tuple[str, float, str]] = {
         "restriction, including without limitation the rights to use",
     ),
 }
+# Mandarin (`bench voice --language zh`): the human recordings of ../shared/data/speech/zh
+# (whole), questions read by espeak-ng as pinyin, and a Mandarin interruption.
+HUMAN_CLIPS_ZH: dict[str, tuple[str, float, str]] = {
+    "zh-cosyvoice": ("zh/cosyvoice_zero_shot_prompt.wav", 60.0, "希望你以后能够做的比我还好呦。"),
+    "zh-funasr": ("zh/funasr_asr_example.wav", 60.0, "欢迎大家来体验达摩院推出的语音识别模型"),
+    "zh-triton-long": (
+        "zh/triton_mini_zh_long.wav",
+        60.0,
+        "富士康在印度工厂出现大规模感染目前工厂产量已下降超百分之五十",
+    ),
+}
+QUESTIONS_ZH = [
+    "中国的首都是哪里？",
+    "一个星期有几天？",
+    "天空是什么颜色的？",
+    "热的反义词是什么？",
+    "蜘蛛有几条腿？",
+    "请说一种黄色的水果。",
+]
+INTERRUPTION_ZH = "等一下，停一停，说点别的吧。"
 QUESTIONS = [
     "What is the capital of France?",
     "How many legs does a spider have?",
@@ -91,7 +111,7 @@ def speech_dir() -> Any:
     return Path(__file__).resolve().parents[2].joinpath(*SPEECH_DIR_PARTS).resolve()
 
 
-def prepare_clips(human: list[str]) -> dict[str, Clip]:
+def prepare_clips(human: list[str], language: str | None = None) -> dict[str, Clip]:
     import numpy as np
     import soundfile as sf
 
@@ -102,7 +122,7 @@ def prepare_clips(human: list[str]) -> dict[str, Clip]:
     clips: dict[str, Clip] = {}
     folder = speech_dir()
     for name in human:
-        filename, cut_s, text = HUMAN_CLIPS[name]
+        filename, cut_s, text = {**HUMAN_CLIPS, **HUMAN_CLIPS_ZH}[name]
         path = folder / filename
         if not path.is_file():
             raise SystemExit(f"missing {path}: the benchmark reads human speech from ../shared")
@@ -115,9 +135,16 @@ def prepare_clips(human: list[str]) -> dict[str, Clip]:
             samples = resample(data.mean(axis=1), rate, WIRE_RATE)
         samples = samples[: int(cut_s * WIRE_RATE)]
         clips[name] = Clip(name, "human", text, trim_silence(samples, WIRE_RATE))
-    tts = PiperTTS(model_registry.locate(TTS_VOICE, "tts"), name=TTS_VOICE)
-    for i, text in enumerate([*QUESTIONS, INTERRUPTION]):
+    tts: Any
+    if language == "zh":
+        from app.models.espeak_tts import EspeakTTS
+
+        tts, texts = EspeakTTS("cmn"), [*QUESTIONS_ZH, INTERRUPTION_ZH]
+    else:
+        tts = PiperTTS(model_registry.locate(TTS_VOICE, "tts"), name=TTS_VOICE)
+        texts = [*QUESTIONS, INTERRUPTION]
+    for i, text in enumerate(texts):
         samples = np.asarray(tts.synthesize(text, WIRE_RATE), dtype=np.float32)
-        name = "interruption" if text == INTERRUPTION else f"q{i + 1}"
+        name = "interruption" if i == len(texts) - 1 else f"q{i + 1}"
         clips[name] = Clip(name, "tts", text, trim_silence(samples, WIRE_RATE))
     return clips
