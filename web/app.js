@@ -1,20 +1,23 @@
 // The r1voice page: the ASR -> LLM -> TTS pipeline on screen, swappable by drag and drop,
 // and a voice conversation over the Realtime WebSocket (GA dialect). Plain ES modules:
 // web/lib/ holds the logic (no DOM), web/ui/ the views; this file builds them, routes the
-// server's events to them, and starts the page.
+// server's events to them, and starts the page in its language (English or Simplified
+// Chinese: the user's saved choice, else the browser's).
 //
 // `window.r1voice` holds debug state for tests and the console: counts of server events by
 // type, answer audio received / scheduled / played (24 kHz samples), flushes, turn
 // metrics, responses (with the voice they used), the session as the server confirmed it.
 import { metricsLine, turnSegments } from "./lib/chart.js";
+import { chineseDefaults } from "./lib/components.js";
 import { errorMessage, thinkingSummary } from "./lib/events.js";
+import { getLanguage, pickLanguage, SAVED_ITEM, setLanguage, t } from "./lib/i18n.js";
 import { keptText, userMessage } from "./lib/items.js";
 import { StageTracker } from "./lib/stages.js";
 import { Answers } from "./ui/answers.js";
 import { AudioEngine } from "./ui/audio.js";
 import { RealtimeClient } from "./ui/client.js";
 import { Conversation } from "./ui/conversation.js";
-import { $ } from "./ui/dom.js";
+import { $, translatePage } from "./ui/dom.js";
 import { EventLog } from "./ui/eventlog.js";
 import { FileSender } from "./ui/files.js";
 import { MessageBox } from "./ui/message.js";
@@ -38,6 +41,7 @@ const debug = (window.r1voice = {
   notices: [],
   copied: null,
   sessions: 0,
+  language: "en", // the page's
 });
 
 // The views call each other only through the hooks and objects given here; a hook may
@@ -77,7 +81,7 @@ const session = new SessionConfig({
 const answers = new Answers({ audio, client, conversation, notices, stages, debug, sessionVoice: () => session.view.voice });
 const talk = new Talk({ audio, client, answers, session, notices, stages, debug });
 const files = new FileSender({ audio, client, answers, session, notices });
-const settings = new SettingsDrawer({ session, client, debug });
+const settings = new SettingsDrawer({ session, client, debug, onLanguage: chooseLanguage });
 const message = new MessageBox({ client, audio, answers, notices });
 
 function onEvent(ev) {
@@ -87,7 +91,7 @@ function onEvent(ev) {
   stages.update(ev);
   switch (ev.type) {
     case "session.created":
-      if (client.sessionStarted()) conversation.divider("Reconnected: a new session (the server starts a fresh conversation)");
+      if (client.sessionStarted()) conversation.divider(t("log.reconnected"));
       debug.sessions = client.sessions;
       session.created(ev.session);
       talk.update();
@@ -107,6 +111,7 @@ function onEvent(ev) {
       break;
     case "conversation.item.input_audio_transcription.completed":
       conversation.userFinal(ev.item_id, (ev.transcript || "").trim());
+      if ("language" in ev) pipeline.setHeard(ev.language ?? null);
       break;
     case "conversation.item.input_audio_transcription.failed":
       conversation.userFailed(ev.item_id, errorMessage(ev.error));
@@ -169,12 +174,49 @@ function showMetrics(ev) {
   $("metrics").textContent = metricsLine(ev);
 }
 
+/** Show the page in `lang` ("en" or "zh-CN"): every text written again, nothing else
+ *  touched (the connection, the conversation and the session stay as they are). */
+function showLanguage(lang) {
+  debug.language = setLanguage(lang);
+  document.documentElement.lang = debug.language;
+  translatePage();
+  client.relabel();
+  notices.relabel();
+  pipeline.relabel();
+  settings.relabel();
+  talk.update();
+  talk.listMics();
+  if (debug.turns.length) $("metrics").textContent = metricsLine(debug.turns.at(-1));
+}
+
+/** The user picked the page's language in Settings: kept for the next visit. */
+function chooseLanguage(lang) {
+  try {
+    localStorage.setItem(SAVED_ITEM, lang);
+  } catch {
+    /* storage refused (private mode): the choice lasts for this page */
+  }
+  showLanguage(lang);
+}
+
+function savedLanguage() {
+  try {
+    return localStorage.getItem(SAVED_ITEM);
+  } catch {
+    return null;
+  }
+}
+
 function onError(err) {
   if (client.isBackground(err.event_id)) return; // e.g. a truncate the server did itself
   if (session.refused(err)) return; // a refused drop: its card says so
   if (err.code === "server_busy") return answers.busy();
   if (err.code === "input_audio_buffer_commit_empty") return notices.show("too-short", errorMessage(err));
   if (err.code === "response_cancel_not_active") return;
+  if (err.code === "unsupported_language") {
+    session.forget("transcriptionLanguage"); // not asked for again on the next session
+    settings.refused(() => errorMessage(err));
+  }
   conversation.note(`${err.code || "error"}: ${errorMessage(err)}`, "error");
 }
 
@@ -189,9 +231,12 @@ files.bind();
 settings.bind();
 message.bind();
 
+showLanguage(pickLanguage(navigator.languages || [navigator.language], savedLanguage()));
+// opened in Chinese: ask for a pipeline that hears and answers Chinese (see chineseDefaults)
+if (getLanguage() === "zh-CN") session.wantDefaults(chineseDefaults);
 pipeline.setStages(stages.state);
 pipeline.setTurns([]);
-pipeline.setPalettesLoading("loading components…");
+pipeline.setPalettesLoading(() => t("palette.loading"));
 session.load();
 talk.listMics();
 client.connect();

@@ -185,10 +185,12 @@ def open_page(
     snap: Snapper,
     start_server: Callable[..., ServerHandle],  # its servers stop after the pages close
 ) -> Iterator[Callable[..., Page]]:
-    """open_page(wav, server=None, grant_mic=True, fake_mic=True, expect_errors=()) -> the
-    page at / in a fresh Chromium whose microphone plays `wav`. Uncaught page errors, console
-    errors and HTTP errors fail the test, except those matching a pattern of
-    `expect_errors` (e.g. the refused handshakes of a server still warming up)."""
+    """open_page(wav, server=None, grant_mic=True, fake_mic=True, expect_errors=(),
+    locale=None) -> the page at / in a fresh Chromium whose microphone plays `wav` (and
+    whose language is `locale`, e.g. "zh-CN": navigator.languages and Accept-Language).
+    Uncaught page errors, console errors and HTTP errors fail the test, except those
+    matching a pattern of `expect_errors` (e.g. the refused handshakes of a server still
+    warming up)."""
     browsers: list[Browser] = []
     errors: list[str] = []
     pages: list[Page] = []
@@ -206,6 +208,7 @@ def open_page(
         fake_mic: bool = True,
         expect_errors: tuple[str, ...] = (),
         before_load: Callable[[Page], None] | None = None,
+        locale: str | None = None,
     ) -> Page:
         allowed.extend(re.compile(p) for p in expect_errors)
         try:
@@ -217,7 +220,7 @@ def open_page(
         except Error as exc:
             pytest.fail(f"could not launch Chromium ({CHROMIUM}): {exc}")
         browsers.append(browser)
-        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        page = browser.new_page(viewport={"width": 1100, "height": 900}, locale=locale)
         page.add_init_script(RECORD_USER_BUBBLES)
         page.on("pageerror", lambda exc: record(str(exc)))
         page.on("console", lambda msg: record(msg.text) if msg.type == "error" else None)

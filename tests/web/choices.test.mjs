@@ -41,3 +41,24 @@ test("an error refuses the choice it answers, by event id or else by the field i
   assert.equal(c.settle("tts", "x"), null);
   assert.equal(c.wanted(), null, "a refused choice is not remembered");
 });
+
+test("several choices in one event: an error refuses the one whose field it names", () => {
+  const c = new Choices();
+  c.propose("asr", "whisper-base", "evt_zh", { transcriptionModel: "whisper-base" });
+  c.propose("llm", "qwen", "evt_zh", { llm: "qwen" });
+  c.propose("tts", "auto", "evt_zh", { voice: "auto" });
+  assert.ok(c.isPending("llm"));
+  assert.deepEqual(c.refuse("evt_zh", "session.model"), { slot: "llm", key: "qwen" });
+  assert.ok(!c.isPending("llm"));
+  // the session.updated that follows settles the others
+  assert.equal(c.settle("asr", "whisper-base"), "used");
+  assert.equal(c.settle("tts", "auto"), "used");
+  assert.deepEqual(c.wanted(), { transcriptionModel: "whisper-base", voice: "auto" });
+});
+
+test("a field the server refused is not asked for again", () => {
+  const c = new Choices();
+  c.remember({ transcriptionLanguage: "zh", speed: 1 });
+  c.forget("transcriptionLanguage");
+  assert.deepEqual(c.wanted(), { speed: 1 });
+});

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { accepts, currentKey, fieldsFor, palettes, slotDragType, slotFromDragTypes, turnDetectionValue } from "../../web/lib/components.js";
+import { accepts, chineseDefaults, componentLabel, currentKey, fieldsFor, palettes, slotDragType, slotFromDragTypes, slotsOfFields, slotTitle, turnDetectionValue } from "../../web/lib/components.js";
+import { setLanguage } from "../../web/lib/i18n.js";
 import { Backoff } from "../../web/lib/backoff.js";
 
 const BODY = {
@@ -70,4 +71,55 @@ test("reconnect backoff grows, is capped, and resets", () => {
   assert.equal(b.next(), 500);
   const low = new Backoff({ base: 500, cap: 4000, random: () => 0 });
   assert.equal(low.next(), 250, "jitter keeps at least half");
+});
+
+const ZH_BODY = {
+  ...BODY,
+  asr: [
+    { id: "whisper-tiny.en", label: "whisper-tiny.en (English only)", available: true, active: true, languages: ["en"] },
+    { id: "whisper-small", label: "whisper-small (99 languages)", available: true, languages: ["en", "zh", "ja"] },
+    { id: "whisper-base", label: "whisper-base (99 languages)", available: true, languages: ["en", "zh", "ja"] },
+  ],
+  tts: [{ id: "piper", available: true }, { id: "auto", available: true, engine: "auto" }],
+};
+const DEFAULT_VIEW = { transcriptionModel: "whisper-tiny.en", voice: "piper", turnDetection: { type: "server_vad" } };
+
+test("opened in Chinese: whisper-base, Qwen and the voice auto, where the server offers them", () => {
+  const p = palettes(ZH_BODY);
+  assert.deepEqual(chineseDefaults(p, DEFAULT_VIEW), [
+    ["asr", "whisper-base"],
+    ["llm", "qwen2.5-coder-0.5b-instruct"],
+    ["tts", "auto"],
+  ]);
+  // what the user chose stays; what the session has already is not asked for again
+  assert.deepEqual(chineseDefaults(p, DEFAULT_VIEW, ["llm", "tts"]), [["asr", "whisper-base"]]);
+  const chinese = { ...DEFAULT_VIEW, transcriptionModel: "whisper-small", voice: "auto", llm: "qwen2.5-coder-0.5b-instruct" };
+  assert.deepEqual(chineseDefaults(p, chinese), []);
+});
+
+test("opened in Chinese on a server without them: nothing asked for", () => {
+  const bare = palettes({ ...BODY, llm: [{ id: "smollm2-135m-instruct", available: true, active: true }, { id: "qwen2.5-coder-0.5b-instruct", available: false, reason: "not prepared" }] });
+  assert.deepEqual(chineseDefaults(bare, DEFAULT_VIEW), []); // whisper-base unavailable, no languages said, no auto
+  const noBase = palettes({ ...ZH_BODY, asr: ZH_BODY.asr.filter((r) => r.id !== "whisper-base") });
+  assert.deepEqual(chineseDefaults(noBase, DEFAULT_VIEW, ["llm", "tts"]), [["asr", "whisper-small"]]); // another multilingual one
+});
+
+test("which slots the user's fields chose", () => {
+  assert.deepEqual(slotsOfFields({ voice: "a", speed: 1, transcriptionModel: "m", transcriptionLanguage: "zh" }).sort(), ["asr", "tts"]);
+  assert.deepEqual(slotsOfFields(null), []);
+});
+
+test("the page's words for what it knows; the server's labels and names otherwise", () => {
+  try {
+    assert.equal(componentLabel("turn", "none", "Manual (push-to-talk)"), "Manual (push-to-talk)");
+    assert.equal(slotTitle("llm"), "Language model");
+    setLanguage("zh-CN");
+    assert.equal(componentLabel("turn", "none", "Manual (push-to-talk)"), "手动（按键说话）");
+    assert.equal(componentLabel("tts", "auto", "Auto: a voice of the answer's language"), "自动：与回答语言一致的声音");
+    assert.equal(componentLabel("asr", "whisper-base", "whisper-base (99 languages)"), "whisper-base (99 languages)");
+    assert.equal(componentLabel("turn", "future_vad", "Future VAD"), "Future VAD");
+    assert.equal(slotTitle("llm"), "语言模型");
+  } finally {
+    setLanguage("en");
+  }
 });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
+import { setLanguage } from "../../web/lib/i18n.js";
 import { closeInfo, shorten, elide, errorMessage, isAudioEvent, looksLikeAudio, micErrorMessage, parseEvent, retryView, sessionPatch, sessionUpdate, sessionView, slotOfParam, thinkingSummary } from "../../web/lib/events.js";
 
 test("GA events pass as they are; beta names map to GA", () => {
@@ -49,7 +50,10 @@ test("the session view reads the beta shape, and null turn detection is manual",
   assert.equal(v.voice, "alloy");
   assert.equal(v.turnDetection, null);
   assert.equal(v.transcriptionModel, "whisper-1");
+  assert.equal(v.transcriptionLanguage, null, "not said: detected per turn");
   assert.equal(v.temperature, 0.7);
+  assert.equal(sessionView({ input_audio_transcription: { model: "whisper-base", language: "zh" } }).transcriptionLanguage, "zh");
+  assert.equal(sessionView({ audio: { input: { transcription: { model: "whisper-base", language: "en" } } } }).transcriptionLanguage, "en");
   assert.deepEqual(sessionView(undefined).voice, undefined);
 });
 
@@ -62,6 +66,9 @@ test("session.update is GA-shaped and carries only what changes", () => {
     audio: { input: { transcription: { model: "whisper-base" } }, output: { speed: 2 } },
   });
   assert.deepEqual(sessionPatch({ llm: "qwen2.5-coder-0.5b-instruct" }), { type: "realtime", model: "qwen2.5-coder-0.5b-instruct" });
+  // the speech language rides with the transcription model, or alone (null: detect it)
+  assert.deepEqual(sessionPatch({ transcriptionModel: "whisper-base", transcriptionLanguage: "zh" }).audio.input.transcription, { model: "whisper-base", language: "zh" });
+  assert.deepEqual(sessionPatch({ transcriptionLanguage: null }), { type: "realtime", audio: { input: { transcription: { language: null } } } });
   const ev = sessionUpdate({ voice: "a" }, "evt_1");
   assert.equal(ev.type, "session.update");
   assert.equal(ev.event_id, "evt_1");
@@ -86,6 +93,7 @@ test("a refused field names its pipeline slot", () => {
   assert.equal(slotOfParam("session.audio.input.turn_detection.type"), "turn");
   assert.equal(slotOfParam("session.input_audio_transcription.model"), "asr");
   assert.equal(slotOfParam("session.instructions"), null);
+  assert.equal(slotOfParam("session.input_audio_transcription.language"), null, "the speech language is no card's");
   assert.equal(slotOfParam(null), null);
 });
 
@@ -148,4 +156,22 @@ test("the thinking panel says when the budget cut the thinking", () => {
   assert.equal(thinkingSummary({ type: "r1voice.reasoning.done", item_id: "item_1", cut: false }), "thinking");
   assert.equal(thinkingSummary({ type: "r1voice.reasoning.done", item_id: "item_1" }), "thinking");
   assert.equal(thinkingSummary(undefined), "thinking");
+});
+
+test("the page's own words follow its language; the server's message does not", () => {
+  try {
+    setLanguage("zh-CN");
+    const refused = { code: "unsupported_language", message: "'whisper-tiny.en' transcribes only en; for 'zh' choose 'whisper-base'" };
+    assert.equal(errorMessage(refused), "语音识别模型不支持这种语言。 ('whisper-tiny.en' transcribes only en; for 'zh' choose 'whisper-base')");
+    assert.equal(errorMessage({ code: "weird", message: "Something." }), "Something.");
+    assert.equal(errorMessage(undefined), "未知错误");
+    assert.equal(closeInfo(1006).message, "与服务器的连接已断开（代码 1006）。");
+    assert.equal(retryView(closeInfo(1013), 2600, false).status, "服务器正在启动；3 秒后重试…");
+    assert.equal(micErrorMessage({ name: "NotAllowedError" }).kind, "denied");
+    assert.match(micErrorMessage({ name: "NotAllowedError" }).message, /麦克风权限被拒绝/);
+    assert.equal(thinkingSummary({ cut: true }), "思考（达到预算后被截断）");
+  } finally {
+    setLanguage("en");
+  }
+  assert.match(errorMessage({ code: "unsupported_language", message: "x" }), /^The speech recognition model cannot take that language\. \(x\)$/);
 });

@@ -3,6 +3,8 @@
 // secret minted by POST /v1/realtime/client_secrets (OpenAI's GA ephemeral keys), so the
 // key itself is never put in the WebSocket handshake.
 
+import { t } from "./i18n.js";
+
 export const KEY_ITEM = "r1voice.apiKey";
 export const KEY_SUBPROTOCOL = "openai-insecure-api-key.";
 
@@ -27,7 +29,7 @@ export async function realtimeProtocols(fetchImpl, storage) {
   });
   if (res.status === 401) {
     storage.removeItem(KEY_ITEM);
-    throw new KeyRequired("The server refused this API key.");
+    throw new KeyRequired(t("notice.keyRefused"));
   }
   if (!res.ok) throw new Error(`client secret request failed (HTTP ${res.status})`);
   const { value } = await res.json();

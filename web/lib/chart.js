@@ -1,6 +1,7 @@
 // The per-turn latency chart: from `r1voice.turn.metrics` (milliseconds from the end of
 // speech to the final transcript, the first LLM token and the first audio byte) to
 // stacked bars ASR | LLM | TTS whose total is the voice-to-voice latency, drawn as SVG.
+import { t } from "./i18n.js";
 
 export const STAGES = [
   { key: "asr", label: "ASR", color: "#3182ce" },
@@ -60,7 +61,7 @@ export function chartModel(turns, { width = 600, height = 160, maxTurns = 20, pa
 /** The last turn's latencies as one line of text (a dash for a stage that did not run). */
 export function metricsLine(metrics) {
   const ms = (v) => (v === null || v === undefined ? "–" : Math.round(v));
-  return `end of speech → transcript ${ms(metrics.speech_stopped_to_transcript_ms)} ms · first token ${ms(metrics.speech_stopped_to_first_token_ms)} ms · first audio ${ms(metrics.speech_stopped_to_first_audio_ms)} ms`;
+  return t("metrics.line", { transcript: ms(metrics.speech_stopped_to_transcript_ms), token: ms(metrics.speech_stopped_to_first_token_ms), audio: ms(metrics.speech_stopped_to_first_audio_ms) });
 }
 
 const fmt = (ms) => (ms === null || ms === undefined ? "–" : `${Math.round(ms)} ms`);
@@ -71,9 +72,7 @@ const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&l
 export function chartSvg(turns, opts = {}) {
   const m = chartModel(turns, opts);
   const last = m.bars[m.bars.length - 1];
-  const label = last
-    ? `Voice-to-voice latency of the last ${m.bars.length} turns; last turn ${fmt(last.total)}`
-    : "No voice turns yet";
+  const label = last ? t("chart.label", { count: m.bars.length, ms: fmt(last.total) }) : t("chart.empty");
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${m.width} ${m.height}" role="img" aria-label="${esc(label)}">`,
     `<line x1="${m.pad}" y1="${m.plotBottom}" x2="${m.width}" y2="${m.plotBottom}" class="axis"/>`,
@@ -85,7 +84,7 @@ export function chartSvg(turns, opts = {}) {
       const r = bar.rects.find((x) => x.stage === s.key);
       return `${s.label} ${fmt(r ? r.ms : null)}`;
     }).join(", ");
-    parts.push(`<g class="bar" data-turn="${bar.turn}"><title>Turn ${bar.turn}: ${esc(title)}; total ${fmt(bar.total)}</title>`);
+    parts.push(`<g class="bar" data-turn="${bar.turn}"><title>${esc(t("chart.bar", { turn: bar.turn, stages: title, ms: fmt(bar.total) }))}</title>`);
     for (const r of bar.rects) {
       parts.push(`<rect x="${r.x.toFixed(1)}" y="${r.y.toFixed(1)}" width="${r.w.toFixed(1)}" height="${r.h.toFixed(1)}" fill="${r.color}" data-stage="${r.stage}"/>`);
     }

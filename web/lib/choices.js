@@ -15,6 +15,16 @@ export class Choices {
     Object.assign(this.desired, fields);
   }
 
+  /** Stop sending `field` on new sessions (the server refused it). */
+  forget(field) {
+    delete this.desired[field];
+  }
+
+  /** Whether a choice for `slot` is waiting for the server. */
+  isPending(slot) {
+    return Boolean(this.pending[slot]);
+  }
+
   /** What to send on a new session, or null when the user chose nothing. */
   wanted() {
     return Object.keys(this.desired).length ? { ...this.desired } : null;
@@ -36,15 +46,14 @@ export class Choices {
     return "used";
   }
 
-  /** An error refused a pending choice, by the event it answers or else by the field it
-   *  names: {slot, key} of that choice (no longer pending), or null when none was. */
+  /** An error refused a pending choice, by the event it answers (of several choices sent
+   *  in one event, the one whose field it names) or else by the field it names: {slot,
+   *  key} of that choice (no longer pending), or null when none was. */
   refuse(eventId, param) {
-    let slot = null;
-    for (const [s, p] of Object.entries(this.pending)) if (p.eventId === eventId) slot = s;
-    if (!slot) {
-      const bySlot = slotOfParam(param);
-      if (bySlot && this.pending[bySlot]) slot = bySlot;
-    }
+    const bySlot = slotOfParam(param);
+    const answered = Object.keys(this.pending).filter((s) => eventId && this.pending[s].eventId === eventId);
+    let slot = answered.length > 1 && answered.includes(bySlot) ? bySlot : (answered.at(-1) ?? null);
+    if (!slot && bySlot && this.pending[bySlot]) slot = bySlot;
     if (!slot) return null;
     const { key } = this.pending[slot];
     delete this.pending[slot];

@@ -1,13 +1,28 @@
 // The pipeline's swappable parts: the components endpoint's lists as palettes, which card
 // takes which kind, and what `session.update` a drop sends.
+import { has, t } from "./i18n.js";
 
-/** Slots of the pipeline: the stage card each sits on and its palette title. */
+/** Slots of the pipeline: the stage card each sits on, its field, its list in the endpoint. */
 export const SLOTS = {
-  turn: { card: "input", title: "Turn detection", field: "turnDetection", list: "turn_detection" },
-  asr: { card: "input", title: "Speech recognition", field: "transcriptionModel", list: "asr" },
-  llm: { card: "llm", title: "Language model", field: "llm", list: "llm" },
-  tts: { card: "tts", title: "Voice", field: "voice", list: "tts" },
+  turn: { card: "input", field: "turnDetection", list: "turn_detection" },
+  asr: { card: "input", field: "transcriptionModel", list: "asr" },
+  llm: { card: "llm", field: "llm", list: "llm" },
+  tts: { card: "tts", field: "voice", list: "tts" },
 };
+
+/** A slot's palette title, in the page's language. */
+export function slotTitle(slot) {
+  return t(`slot.${slot}`);
+}
+
+/** What an entry is called on the page: the page's own words for what it knows (the
+ *  turn-detection modes, the `auto` voice), else the server's label; model and voice
+ *  names are never translated. */
+export function componentLabel(slot, key, serverLabel) {
+  if (slot === "turn" && has(`turn.${key}`)) return t(`turn.${key}`);
+  if (slot === "tts" && key === "auto") return t("voice.auto");
+  return serverLabel ?? key;
+}
 
 export const CARD_OF = { turn: "input", asr: "input", llm: "llm", tts: "tts" };
 
@@ -85,4 +100,37 @@ export function slotFromDragTypes(types) {
     if (m) return m[1];
   }
   return null;
+}
+
+/** The slot a `sessionPatch` field chooses (fields the settings or choices hold). */
+const SLOT_OF_FIELD = { transcriptionModel: "asr", llm: "llm", voice: "tts", turnDetection: "turn" };
+
+export function slotsOfFields(fields) {
+  return Object.keys(fields || {})
+    .map((f) => SLOT_OF_FIELD[f])
+    .filter(Boolean);
+}
+
+/** The pipeline the page asks for when it opens in Chinese: [[slot, key], ...] for a
+ *  speech recognizer that takes Chinese (whisper-base before others: small and quick),
+ *  an LLM that answers in Chinese (Qwen), and the voice `auto` (a voice of the answer's
+ *  language). Each only when the server offers it available, the session does not have
+ *  one already, and the user has not chosen that slot (`chosen`: slot names). The
+ *  transcription language is left to the session (null: detected per turn). */
+export function chineseDefaults(palettes, view, chosen = []) {
+  const out = [];
+  const usable = (slot) => ((palettes && palettes[slot]) || []).filter((r) => r.available);
+  const takesChinese = (r) => Array.isArray(r.languages) && r.languages.includes("zh");
+  if (!chosen.includes("asr")) {
+    const rows = usable("asr");
+    const current = rows.find((r) => r.key === view.transcriptionModel);
+    const pick = rows.find((r) => r.key === "whisper-base" && takesChinese(r)) || rows.find(takesChinese);
+    if (pick && !(current && takesChinese(current))) out.push(["asr", pick.key]);
+  }
+  if (!chosen.includes("llm")) {
+    const pick = usable("llm").find((r) => /qwen/i.test(r.key));
+    if (pick && pick.key !== currentKey("llm", view, palettes.llm || [])) out.push(["llm", pick.key]);
+  }
+  if (!chosen.includes("tts") && view.voice !== "auto" && usable("tts").some((r) => r.key === "auto")) out.push(["tts", "auto"]);
+  return out;
 }

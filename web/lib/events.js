@@ -3,6 +3,7 @@
 // either shape, `session.update` built in the GA shape, log-friendly copies of events
 // with audio payloads elided, and user-facing messages for errors and socket closes.
 
+import { t } from "./i18n.js";
 import { base64Size } from "./pcm.js";
 
 const BETA_TO_GA = {
@@ -41,6 +42,7 @@ export function sessionView(session) {
     speed: pick(output.speed, s.speed),
     turnDetection: pick(input.turn_detection, s.turn_detection),
     transcriptionModel: transcription ? transcription.model : null,
+    transcriptionLanguage: transcription ? (transcription.language ?? null) : null, // null: detected per turn
     instructions: s.instructions,
     temperature: s.temperature,
     modalities: pick(s.output_modalities, s.modalities),
@@ -50,7 +52,8 @@ export function sessionView(session) {
 }
 
 /** The GA `session` object of a `session.update` changing only the given fields.
- *  fields: {voice, speed, turnDetection (object or null), transcriptionModel, llm,
+ *  fields: {voice, speed, turnDetection (object or null), transcriptionModel,
+ *  transcriptionLanguage (an ISO 639-1 code, or null: detect it per turn), llm,
  *  instructions, temperature}. */
 export function sessionPatch(fields) {
   const session = { type: "realtime" };
@@ -60,6 +63,7 @@ export function sessionPatch(fields) {
   if (fields.speed !== undefined) output.speed = fields.speed;
   if (fields.turnDetection !== undefined) input.turn_detection = fields.turnDetection;
   if (fields.transcriptionModel !== undefined) input.transcription = { model: fields.transcriptionModel };
+  if (fields.transcriptionLanguage !== undefined) input.transcription = { ...input.transcription, language: fields.transcriptionLanguage };
   if (fields.llm !== undefined) session.model = fields.llm;
   if (fields.instructions !== undefined) session.instructions = fields.instructions;
   if (fields.temperature !== undefined) session.temperature = fields.temperature;
@@ -100,6 +104,7 @@ export function isAudioEvent(ev) {
 /** Which pipeline slot a refused `session.update` field belongs to, from `error.param`. */
 export function slotOfParam(param) {
   if (!param) return null;
+  if (/transcription\.language/.test(param)) return null; // the settings' speech language, not a component
   if (/voice|speed/.test(param)) return "tts";
   if (/turn_detection/.test(param)) return "turn";
   if (/transcription/.test(param)) return "asr";
@@ -107,14 +112,8 @@ export function slotOfParam(param) {
   return null;
 }
 
-const ERROR_HINTS = {
-  server_busy: "The server is busy (its queue is full), so this answer was not generated. Try again in a moment.",
-  unsupported_voice: "The server does not offer that voice.",
-  unsupported_model: "The server does not run that model.",
-  input_audio_buffer_commit_empty: "That was too short to hear: hold the button (or the space bar) while you speak.",
-  conversation_already_has_active_response: "An answer is still being generated; wait for it or interrupt it.",
-  tts_failed: "The voice failed to speak this answer.",
-};
+// The error codes the page explains in its own words (`error.<code>` in i18n.js).
+const ERROR_HINTS = ["server_busy", "unsupported_voice", "unsupported_model", "unsupported_language", "input_audio_buffer_commit_empty", "conversation_already_has_active_response", "tts_failed"];
 
 /** A server message made short enough for a card: long lists elided, then cut. */
 export function shorten(message, max = 200) {
@@ -122,21 +121,24 @@ export function shorten(message, max = 200) {
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
 
-/** A message for a person, from an `error` event's `error` object. */
+/** A message for a person, from an `error` event's `error` object: the page's words for
+ *  a code it knows, with the server's own message (untranslated) in brackets. */
 export function errorMessage(error) {
   const e = error || {};
-  const hint = ERROR_HINTS[e.code];
-  if (hint) return e.message && e.code !== "server_busy" ? `${hint} (${shorten(e.message)})` : hint;
-  return shorten(e.message || e.code || "unknown error");
+  if (ERROR_HINTS.includes(e.code)) {
+    const hint = t(`error.${e.code}`);
+    return e.message && e.code !== "server_busy" ? `${hint} (${shorten(e.message)})` : hint;
+  }
+  return shorten(e.message || e.code || t("error.unknown"));
 }
 
 /** What a WebSocket close means for a person, and whether to reconnect. */
 export function closeInfo(code, reason) {
-  if (code === 1013) return { kind: "not_ready", message: "The server is starting up (loading and warming up its models).", retry: true };
-  if (code === 1008) return { kind: "refused", message: `The server refused the connection${reason ? `: ${reason}` : ""}.`, retry: false };
-  if (code === 4000) return { kind: "unreachable", message: "The server cannot be reached.", retry: true };
-  if (code === 1000) return { kind: "closed", message: "The connection was closed.", retry: true };
-  return { kind: "lost", message: `Lost the connection to the server${reason ? ` (${reason})` : code ? ` (code ${code})` : ""}.`, retry: true };
+  if (code === 1013) return { kind: "not_ready", message: t("close.notReady"), retry: true };
+  if (code === 1008) return { kind: "refused", message: reason ? t("close.refusedWhy", { reason }) : t("close.refused"), retry: false };
+  if (code === 4000) return { kind: "unreachable", message: t("close.unreachable"), retry: true };
+  if (code === 1000) return { kind: "closed", message: t("close.closed"), retry: true };
+  return { kind: "lost", message: reason ? t("close.lostWhy", { reason }) : code ? t("close.lostCode", { code }) : t("close.lost"), retry: true };
 }
 
 /** What the page shows while it waits `delayMs` to reconnect after a close (closeInfo's
@@ -146,10 +148,10 @@ export function retryView(info, delayMs, everConnected) {
   const starting = info.kind === "not_ready";
   return {
     state: starting ? "not-ready" : "reconnecting",
-    status: `${starting ? "server starting" : "disconnected"}; retrying in ${seconds} s…`,
+    status: t(starting ? "status.starting" : "status.retrying", { seconds }),
     notice: starting ? "not-ready" : "connection",
     replaces: starting ? "connection" : "not-ready",
-    message: `${info.message} Reconnecting in ${seconds} s${everConnected ? "; the conversation stays on screen" : ""}.`,
+    message: t(everConnected ? "notice.retryInKept" : "notice.retryIn", { message: info.message, seconds }),
   };
 }
 
@@ -157,18 +159,18 @@ export function retryView(info, delayMs, everConnected) {
 export function micErrorMessage(err) {
   const name = err && err.name;
   if (name === "NotAllowedError" || name === "SecurityError" || name === "PermissionDeniedError") {
-    return { kind: "denied", message: "Microphone access was denied. Allow the microphone for this site in the browser's settings, then press Retry. You can still type or drop an audio file." };
+    return { kind: "denied", message: t("mic.denied") };
   }
   if (name === "NotFoundError" || name === "OverconstrainedError" || name === "DevicesNotFoundError") {
-    return { kind: "missing", message: "No microphone was found. Connect one (or choose another in the list), then press Retry. You can still type or drop an audio file." };
+    return { kind: "missing", message: t("mic.missing") };
   }
   if (name === "NotReadableError" || name === "AbortError") {
-    return { kind: "busy", message: "The microphone could not be opened (another application may be using it). Press Retry." };
+    return { kind: "busy", message: t("mic.busy") };
   }
   if (name === "NoMediaDevices") {
-    return { kind: "insecure", message: "This browser offers no microphone here: the page needs HTTPS or http://localhost." };
+    return { kind: "insecure", message: t("mic.insecure") };
   }
-  return { kind: "other", message: `The microphone failed: ${(err && err.message) || err}. Press Retry.` };
+  return { kind: "other", message: t("mic.other", { message: (err && err.message) || err }) };
 }
 
 const AUDIO_TYPES = /^audio\/|^video\/(webm|ogg|mp4)$/;
@@ -182,5 +184,5 @@ export function looksLikeAudio(file) {
 /** The thinking panel's summary once `r1voice.reasoning.done` says how thinking ended:
  *  cut by the session's budget (the model was stopped), or finished by the model. */
 export function thinkingSummary(done) {
-  return done && done.cut === true ? "thinking (cut at the budget)" : "thinking";
+  return t(done && done.cut === true ? "log.thinkingCut" : "log.thinking");
 }

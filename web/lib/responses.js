@@ -1,6 +1,7 @@
 // The answers as the page tracks them: the voice each response used, its answer item,
 // whether its audio is still wanted (a barge-in stops it), and how each answer ended.
 import { errorMessage } from "./events.js";
+import { t } from "./i18n.js";
 
 /** The voice of a response: its own, else the session's (null when neither says). */
 export function responseVoice(response, sessionVoice) {
@@ -75,9 +76,9 @@ export function answerOutcome(response, item, voice, playedMs) {
   const cut = response.status === "incomplete";
   const interrupted = response.status === "cancelled" || (item.status === "incomplete" && !cut);
   const meta = [
-    voice ? `voice ${voice}` : null,
-    interrupted ? `heard ${(playedMs / 1000).toFixed(1)} s` : null,
-    cut ? "cut at max_output_tokens" : null,
+    voice ? t("log.voice", { voice }) : null,
+    interrupted ? t("log.heardSeconds", { seconds: (playedMs / 1000).toFixed(1) }) : null,
+    cut ? t("log.cutAtMax") : null,
   ].filter(Boolean).join(" · ");
   return {
     interrupted,
@@ -95,5 +96,5 @@ export function answerFailure(response) {
   const err = (response.status_details && response.status_details.error) || {};
   if (err.code === "server_busy") return "busy";
   if (err.code === "tts_failed") return null;
-  return { note: `The answer failed: ${errorMessage(err)}` };
+  return { note: t("log.answerFailed", { message: errorMessage(err) }) };
 }

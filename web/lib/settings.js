@@ -2,10 +2,11 @@
 // the fields of a `session.update`.
 
 /** The form's values for a sessionView. A knob the session does not set (silence,
- *  eagerness, temperature) is left out, so the form keeps what it shows. */
+ *  eagerness, temperature) is left out, so the form keeps what it shows. The speech
+ *  language is "auto" when the session detects it per turn. */
 export function formValues(view, palettes) {
   const turn = view.turnDetection;
-  const values = { instructions: view.instructions ?? "", speed: view.speed ?? 1, turn: turn ? turn.type : "none" };
+  const values = { instructions: view.instructions ?? "", speed: view.speed ?? 1, turn: turn ? turn.type : "none", language: view.transcriptionLanguage || "auto" };
   if (turn && turn.silence_duration_ms) values.silence = turn.silence_duration_ms;
   if (turn && turn.eagerness) values.eagerness = turn.eagerness;
   if (typeof view.temperature === "number") values.temperature = view.temperature;
@@ -16,7 +17,8 @@ export function formValues(view, palettes) {
 }
 
 /** The form's values (strings, as inputs hold them) -> sessionPatch fields. Server VAD
- *  keeps the session's other knobs; semantic VAD has only its eagerness. */
+ *  keeps the session's other knobs; semantic VAD has only its eagerness; the speech
+ *  language "auto" is null (detected per turn). */
 export function formFields(values, view) {
   let turnDetection = null;
   if (values.turn === "server_vad") {
@@ -29,5 +31,6 @@ export function formFields(values, view) {
     speed: Number(values.speed),
     turnDetection,
     temperature: Number(values.temperature),
+    transcriptionLanguage: !values.language || values.language === "auto" ? null : values.language,
   };
 }

@@ -1,5 +1,6 @@
 // The live state of each pipeline stage, from Realtime events and the page's own
 // signals (microphone open, audio playing). A pure reducer: state, input -> state.
+import { has, t } from "./i18n.js";
 
 export const IDLE = { asr: "idle", llm: "idle", tts: "idle", mic: false, speaking: false, responding: false };
 
@@ -79,12 +80,7 @@ export class StageTracker {
   }
 }
 
-export const STATE_LABELS = {
-  idle: "idle",
-  listening: "listening",
-  hearing: "hearing speech",
-  transcribing: "transcribing",
-  thinking: "thinking",
-  writing: "answering",
-  speaking: "speaking",
-};
+/** What a card says of a stage's state, in the page's language. */
+export function stateLabel(state) {
+  return has(`state.${state}`) ? t(`state.${state}`) : String(state);
+}

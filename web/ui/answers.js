@@ -2,6 +2,7 @@
 // barge-in (the audio stops; the answer is cancelled or truncated at what was heard), each
 // answer's bubble from its first word to how it ended, and the busy notice with a retry.
 import { errorMessage } from "../lib/events.js";
+import { t } from "../lib/i18n.js";
 import { decodeAudio } from "../lib/pcm.js";
 import { PlaybackSchedule } from "../lib/playback.js";
 import { answerFailure, answerItems, answerOutcome, responseVoice, Responses } from "../lib/responses.js";
@@ -27,7 +28,7 @@ export class Answers {
   itemStarted(responseId, item) {
     if (!item || !item.id || this.conversation.has(item.id)) return;
     const r = this.responses.setItem(responseId, item.id);
-    this.conversation.assistantStart(item.id, r && r.voice ? `voice ${r.voice}` : "");
+    this.conversation.assistantStart(item.id, r && r.voice ? t("log.voice", { voice: r.voice }) : "");
   }
 
   /** A delta of the answer's transcript or text. */
@@ -117,7 +118,7 @@ export class Answers {
       this.notices.clear("server-busy");
       this.client.send({ type: "response.create" });
     };
-    this.notices.show("server-busy", errorMessage({ code: "server_busy" }), [{ label: "Retry", run: retry }]);
+    this.notices.show("server-busy", () => errorMessage({ code: "server_busy" }), [{ label: () => t("notice.retry"), run: retry }]);
   }
 
   _truncate(itemId, ms) {

@@ -4,6 +4,7 @@
 import { KEY_ITEM, KeyRequired, keyWanted, realtimeProtocols } from "../lib/auth.js";
 import { Backoff } from "../lib/backoff.js";
 import { closeInfo, parseEvent, retryView } from "../lib/events.js";
+import { t } from "../lib/i18n.js";
 import { $, h } from "./dom.js";
 
 export class RealtimeClient {
@@ -19,6 +20,7 @@ export class RealtimeClient {
     this.sessions = 0; // sessions started since the page loaded
     this.background = new Set(); // client events whose errors only go to the log
     this.counter = 0;
+    this.status = { state: "connecting", text: () => t("status.connecting") };
   }
 
   get isOpen() {
@@ -49,23 +51,29 @@ export class RealtimeClient {
     return Boolean(eventId) && this.background.has(eventId);
   }
 
+  /** The status line: `text` is () => what it says (written again in another language). */
   setStatus(state, text) {
-    $("status").dataset.state = state;
-    $("status").textContent = text;
+    this.status = { state, text };
+    this.relabel();
+  }
+
+  relabel() {
+    $("status").dataset.state = this.status.state;
+    $("status").textContent = this.status.text();
   }
 
   async connect() {
     clearTimeout(this.reconnectTimer);
     this.reconnectTimer = null;
     if (this.ws && this.ws.readyState <= WebSocket.OPEN) return;
-    this.setStatus("connecting", "connecting…");
+    this.setStatus("connecting", () => t("status.connecting"));
     if (this.connecting) return;
     this.connecting = true;
     let protocols;
     try {
       protocols = await realtimeProtocols(fetch, sessionStorage);
     } catch (err) {
-      if (err instanceof KeyRequired) return this._askForKey(err.message);
+      if (err instanceof KeyRequired) return this._askForKey(() => t("notice.keyRefused"));
       return this._closed(4000, "");
     } finally {
       this.connecting = false;
@@ -95,7 +103,7 @@ export class RealtimeClient {
     this.backoff.reset();
     this.notices.clear("connection");
     this.notices.clear("not-ready");
-    this.setStatus("connected", "connected");
+    this.setStatus("connected", () => t("status.connected"));
     return this.sessions > 1;
   }
 
@@ -114,25 +122,28 @@ export class RealtimeClient {
   _closed(code, reason) {
     this.ws = null;
     this.hooks.onClosed();
-    if (code === 4001) return this._askForKey("This server needs an API key.");
+    if (code === 4001) return this._askForKey(() => t("notice.keyNeeded"));
     const info = closeInfo(code, reason);
     if (!info.retry) {
-      this.setStatus("closed", "disconnected");
-      this.notices.show("connection", info.message, [{ label: "Reconnect", run: () => this.connect() }]);
+      this.setStatus("closed", () => t("status.disconnected"));
+      this.notices.show("connection", () => closeInfo(code, reason).message, [{ label: () => t("notice.reconnect"), run: () => this.connect() }]);
       return;
     }
     const delay = this.backoff.next();
-    const retry = retryView(info, delay, this.sessions > 0);
-    this.setStatus(retry.state, retry.status);
-    this.notices.show(retry.notice, retry.message, [{ label: "Reconnect now", run: () => this.connect() }]);
+    const everConnected = this.sessions > 0;
+    const retry = retryView(info, delay, everConnected);
+    const again = () => retryView(closeInfo(code, reason), delay, everConnected); // in the page's language now
+    this.setStatus(retry.state, () => again().status);
+    this.notices.show(retry.notice, () => again().message, [{ label: () => t("notice.reconnectNow"), run: () => this.connect() }]);
     this.notices.clear(retry.replaces);
     this.reconnectTimer = setTimeout(() => this.connect(), delay);
   }
 
-  /** The server wants an API key: ask for it (kept for this tab only), then connect. */
+  /** The server wants an API key (message: () => why): ask for it (kept for this tab
+   *  only), then connect. */
   _askForKey(message) {
-    this.setStatus("closed", "API key needed");
-    const input = h("input", { type: "password", id: "api-key", autocomplete: "off", "aria-label": "API key" });
+    this.setStatus("closed", () => t("status.keyNeeded"));
+    const input = h("input", { type: "password", id: "api-key", autocomplete: "off", "aria-label": t("notice.keyLabel") });
     const submit = () => {
       if (!input.value) return;
       sessionStorage.setItem(KEY_ITEM, input.value);
@@ -141,8 +152,13 @@ export class RealtimeClient {
       this.connect();
     };
     input.addEventListener("keydown", (e) => e.key === "Enter" && submit());
-    const el = this.notices.show("api-key", `${message} Enter it to connect (it is kept for this tab only).`, [{ label: "Connect", run: submit }]);
+    const el = this.notices.show("api-key", () => t("notice.keyAsk", { message: message() }), [{ label: () => t("notice.connect"), run: submit }]);
     el.querySelector(".text").after(input);
+    const relabel = el.relabel;
+    el.relabel = () => {
+      relabel();
+      input.setAttribute("aria-label", t("notice.keyLabel"));
+    };
     input.focus();
   }
 }

@@ -1,6 +1,7 @@
 // The conversation column: user turns (partial, then final transcripts; typed text),
 // answers as they stream, an R1 model's reasoning folded in a "thinking" panel, and
 // interrupted answers marked with what was heard.
+import { t } from "../lib/i18n.js";
 import { h } from "./dom.js";
 
 export class Conversation {
@@ -42,14 +43,14 @@ export class Conversation {
     item.text = transcript;
     item.el.classList.remove("partial");
     item.el.classList.toggle("empty", !transcript);
-    item.el.textContent = transcript || "(nothing heard)";
+    item.el.textContent = transcript || t("log.nothingHeard");
   }
 
   userFailed(id, message) {
     const item = this._user(id);
     item.el.classList.remove("partial");
     item.el.classList.add("failed");
-    item.el.textContent = `(not transcribed: ${message})`;
+    item.el.textContent = t("log.notTranscribed", { message });
   }
 
   userText(id, text) {
@@ -72,7 +73,7 @@ export class Conversation {
   _assistant(id) {
     let item = this.items.get(id);
     if (!item) {
-      const thinking = h("details", { class: "thinking", hidden: true }, h("summary", {}, "thinking"), h("div", { class: "reasoning-text" }));
+      const thinking = h("details", { class: "thinking", hidden: true }, h("summary", {}, t("log.thinking")), h("div", { class: "reasoning-text" }));
       const text = h("span", { class: "text" });
       const unheard = h("span", { class: "unheard" });
       const meta = h("div", { class: "meta" });
@@ -120,7 +121,7 @@ export class Conversation {
     if (status === "cancelled") {
       item.el.classList.add("interrupted");
       this.setHeard(id, typeof heard === "string" ? heard : item.text);
-      const badge = h("span", { class: "badge" }, reason === "client_cancelled" ? "stopped" : "interrupted");
+      const badge = h("span", { class: "badge" }, t(reason === "client_cancelled" ? "log.stopped" : "log.interrupted"));
       item.parts.meta.prepend(badge, " ");
     } else if (status === "failed") {
       item.el.classList.add("failed");
@@ -135,8 +136,8 @@ export class Conversation {
     const rest = item.text.startsWith(kept) ? item.text.slice(kept.length) : "";
     item.parts.text.textContent = kept || "…";
     item.parts.unheard.textContent = rest;
-    item.parts.unheard.title = "generated but not heard";
-    item.el.setAttribute("aria-label", `Interrupted answer. Heard: ${kept || "nothing"}`);
+    item.parts.unheard.title = t("log.unheard");
+    item.el.setAttribute("aria-label", t("log.interruptedLabel", { text: kept || t("log.nothing") }));
     item.heard = kept;
   }
 

@@ -1,6 +1,7 @@
 // The developer view: Realtime events both ways, newest last, filterable; audio payloads
 // elided and runs of audio events folded into one line with a count.
 import { elide, isAudioEvent } from "../lib/events.js";
+import { t } from "../lib/i18n.js";
 import { h } from "./dom.js";
 
 const MAX_ENTRIES = 600;
@@ -58,7 +59,7 @@ export class EventLog {
       h(
         "details",
         {},
-        h("summary", {}, h("span", { class: "dir", "aria-label": dir === "in" ? "from server" : "to server" }, dir === "in" ? "↓" : "↑"), ` ${time} `, h("code", {}, type), " ", h("span", { class: "n" }), isError ? ` ${ev.error && ev.error.code}` : ""),
+        h("summary", {}, h("span", { class: "dir", "aria-label": t(dir === "in" ? "devlog.in" : "devlog.out") }, dir === "in" ? "↓" : "↑"), ` ${time} `, h("code", {}, type), " ", h("span", { class: "n" }), isError ? ` ${ev.error && ev.error.code}` : ""),
         h("pre", {}),
       ),
     );

@@ -3,6 +3,7 @@
 // In push-to-talk the page commits the file as one turn; hands-free, a silence after it
 // lets server VAD end the turn.
 import { looksLikeAudio } from "../lib/events.js";
+import { t } from "../lib/i18n.js";
 import { Pacer } from "../lib/pacing.js";
 import { concat, encodeAudio } from "../lib/pcm.js";
 import { RATE } from "./audio.js";
@@ -28,18 +29,18 @@ export class FileSender {
     const notices = this.notices;
     notices.clear("file");
     if (!looksLikeAudio(file)) {
-      notices.show("file", `“${file.name}” is not an audio file. Drop a wav, mp3, ogg, webm or flac file.`);
+      notices.show("file", () => t("file.notAudio", { name: file.name }));
       return;
     }
     if (!this.client.isOpen) {
-      notices.show("file", "Not connected to the server: the file was not sent. Try again once connected.");
+      notices.show("file", () => t("file.offline"));
       return;
     }
     let samples;
     try {
       samples = await this.audio.decodeFile(file);
     } catch (err) {
-      notices.show("file", `This browser could not decode “${file.name}” (${(err && err.message) || err}). Try a wav, mp3, ogg, webm or flac file.`);
+      notices.show("file", () => t("file.undecodable", { name: file.name, message: (err && err.message) || err }));
       return;
     }
     if (this.job) this.job.cancelled = true;
@@ -49,7 +50,7 @@ export class FileSender {
     const total = ptt ? samples : concat(samples, new Float32Array(RATE * 1.2));
     const box = $("file-progress");
     box.hidden = false;
-    box.querySelector(".name").textContent = `Sending “${file.name}” (${(samples.length / RATE).toFixed(1)} s)`;
+    box.querySelector(".name").textContent = t("file.sending", { name: file.name, seconds: (samples.length / RATE).toFixed(1) });
     const bar = box.querySelector("progress");
     box.querySelector(".stop").onclick = () => (job.cancelled = true);
     const pacer = new Pacer(total.length, RATE);
@@ -67,7 +68,7 @@ export class FileSender {
         this.client.send({ type: "response.create" });
       }
     } catch {
-      notices.show("file", `The connection closed while sending “${file.name}”.`);
+      notices.show("file", () => t("file.closed", { name: file.name }));
     } finally {
       if (this.job === job) this.job = null;
       box.hidden = true;

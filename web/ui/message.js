@@ -1,5 +1,6 @@
 // The typed message box: a message is sent as a user item and asks for an answer; it
 // interrupts what plays, as pressing Talk does.
+import { t } from "../lib/i18n.js";
 import { $ } from "./dom.js";
 
 export class MessageBox {
@@ -12,7 +13,7 @@ export class MessageBox {
     const text = $("text").value.trim();
     if (!text) return;
     if (!this.client.isOpen) {
-      this.notices.show("connection", "Not connected: the message was not sent. It stays in the box; send it again once connected.");
+      this.notices.show("connection", () => t("message.offline"));
       return;
     }
     $("text").value = "";

@@ -1,13 +1,16 @@
 // The pipeline on screen: stage cards Input (turn detection + ASR) -> LLM -> TTS with
 // their component, live state and last-turn latency; a palette per stage built from
 // GET /v1/r1voice/components whose entries can be dragged onto a card (HTML5 drag and
-// drop) or chosen by click / keyboard; and the per-turn latency chart.
-import { accepts, CARD_OF, DRAG_TYPE, SLOTS, slotDragType, slotFromDragTypes } from "../lib/components.js";
+// drop) or chosen by click / keyboard; the language the last spoken turn was heard in;
+// and the per-turn latency chart. Everything it writes is kept, to be written again in
+// another language (relabel).
+import { accepts, CARD_OF, componentLabel, DRAG_TYPE, slotDragType, slotFromDragTypes, slotTitle } from "../lib/components.js";
 import { chartSvg, STAGES } from "../lib/chart.js";
-import { STATE_LABELS } from "../lib/stages.js";
+import { languageName, t } from "../lib/i18n.js";
+import { IDLE, stateLabel } from "../lib/stages.js";
 import { $, h } from "./dom.js";
 
-const fmtMs = (ms) => (ms === null || ms === undefined ? "–" : `${Math.round(ms)} ms`);
+const fmtMs = (ms, plus = "") => (ms === null || ms === undefined ? "–" : `${plus}${Math.round(ms)} ms`);
 
 export class PipelineView {
   /** hooks: onChoose(slot, key) */
@@ -15,6 +18,13 @@ export class PipelineView {
     this.hooks = hooks;
     this.palettes = {};
     this.cards = {};
+    this.loading = null; // () => the palettes' loading message, while they load
+    this.current = {}; // slot -> the key the server confirmed
+    this.pending = {}; // slot -> the key asked for, not confirmed yet
+    this.stages = { ...IDLE };
+    this.latency = null; // the last turn's turnSegments
+    this.turns = [];
+    this.heard = undefined; // the language the last spoken turn was heard in
     for (const card of document.querySelectorAll(".card[data-card]")) {
       this.cards[card.dataset.card] = card;
       this._dropTarget(card);
@@ -54,7 +64,7 @@ export class PipelineView {
         return;
       }
       if (!accepts(name, payload.slot)) {
-        this.setRefusal(payload.slot, `A ${SLOTS[payload.slot].title.toLowerCase()} component goes on the ${CARD_OF[payload.slot].toUpperCase()} card.`, name);
+        this.setRefusal(payload.slot, t("card.wrongCard", { component: slotTitle(payload.slot), card: CARD_OF[payload.slot].toUpperCase() }), name);
         return;
       }
       this.hooks.onChoose(payload.slot, payload.key, "drop");
@@ -70,15 +80,18 @@ export class PipelineView {
     if (target) target.focus();
   }
 
+  /** message: () => the text (it is written again when the language changes). */
   setPalettesLoading(message) {
+    this.loading = message;
     for (const card of Object.keys(this.cards)) {
       const list = $(`palette-${card}`).querySelector(".lists");
-      list.replaceChildren(h("p", { class: "loading" }, message));
+      list.replaceChildren(h("p", { class: "loading" }, message()));
     }
   }
 
   setPalettes(palettes) {
     this.palettes = palettes;
+    this.loading = null;
     const byCard = { input: [], llm: [], tts: [] };
     for (const [slot, rows] of Object.entries(palettes)) byCard[CARD_OF[slot]].push([slot, rows]);
     for (const [card, groups] of Object.entries(byCard)) {
@@ -88,7 +101,7 @@ export class PipelineView {
   }
 
   _group(slot, rows) {
-    const title = SLOTS[slot].title;
+    const title = slotTitle(slot);
     const headingId = `palette-${slot}-title`;
     if (slot !== "tts") {
       return h("div", { class: "group" }, h("h4", { id: headingId }, title), this._list(slot, rows, headingId));
@@ -97,7 +110,7 @@ export class PipelineView {
     const langs = rows.filter((r) => r.engine === "espeak-ng" && r.id !== "espeak-ng");
     const aliases = rows.filter((r) => r.engine === "alias");
     const main = rows.filter((r) => !langs.includes(r) && !aliases.includes(r));
-    const filter = h("input", { type: "search", class: "filter", placeholder: "filter languages", "aria-label": "Filter espeak-ng languages" });
+    const filter = h("input", { type: "search", class: "filter", placeholder: t("palette.filter"), "aria-label": t("palette.filterLabel") });
     const langList = this._list(slot, langs, headingId);
     filter.addEventListener("input", () => {
       const q = filter.value.trim().toLowerCase();
@@ -108,8 +121,8 @@ export class PipelineView {
       { class: "group" },
       h("h4", { id: headingId }, title),
       this._list(slot, main, headingId),
-      langs.length ? h("details", { class: "more" }, h("summary", {}, `espeak-ng languages (${langs.length})`), filter, langList) : null,
-      aliases.length ? h("details", { class: "more" }, h("summary", {}, `OpenAI voice names (${aliases.length})`), this._list(slot, aliases, headingId)) : null,
+      langs.length ? h("details", { class: "more" }, h("summary", {}, t("palette.espeakLanguages", { count: langs.length })), filter, langList) : null,
+      aliases.length ? h("details", { class: "more" }, h("summary", {}, t("palette.openaiVoices", { count: aliases.length })), this._list(slot, aliases, headingId)) : null,
     );
   }
 
@@ -129,17 +142,17 @@ export class PipelineView {
         "aria-disabled": row.available ? undefined : "true",
         "aria-pressed": "false",
         "aria-describedby": row.reason || row.description ? reasonId : undefined,
-        title: row.available ? `Drag onto the ${card} card, or press to use it` : row.reason,
+        title: row.available ? t("palette.dragTitle", { card }) : row.reason,
         dataset: { slot, key: row.key },
       },
-      h("span", { class: "label" }, row.label),
+      h("span", { class: "label" }, componentLabel(slot, row.key, row.label)),
       row.reason ? h("small", { class: "reason", id: reasonId }, row.reason) : row.description ? h("small", { class: "desc", id: reasonId }, row.description) : null,
     );
     btn.addEventListener("click", () => this.hooks.onChoose(slot, row.key, "click"));
     btn.addEventListener("dragstart", (e) => {
       if (!row.available) {
         e.preventDefault();
-        this.setRefusal(slot, row.reason || "not available");
+        this.setRefusal(slot, row.reason || t("palette.notAvailable"));
         return;
       }
       e.dataTransfer.setData(DRAG_TYPE, JSON.stringify({ slot, key: row.key }));
@@ -158,13 +171,15 @@ export class PipelineView {
 
   labelOf(slot, key) {
     const row = (this.palettes[slot] || []).find((r) => r.key === key);
-    if (row) return row.label;
-    if (slot === "turn") return key === "none" ? "Manual (push-to-talk)" : key;
-    return key ?? "–";
+    if (row) return componentLabel(slot, key, row.label);
+    if (key === null || key === undefined) return "–";
+    return componentLabel(slot, key, key);
   }
 
   /** The server's confirmed choice for a slot. */
   setCurrent(slot, key) {
+    this.current[slot] = key;
+    delete this.pending[slot];
     const el = document.querySelector(`[data-slot-value="${slot}"]`);
     el.textContent = this.labelOf(slot, key);
     el.dataset.key = key ?? "";
@@ -175,8 +190,9 @@ export class PipelineView {
   }
 
   setPending(slot, key) {
+    this.pending[slot] = key;
     const el = document.querySelector(`[data-slot-value="${slot}"]`);
-    el.textContent = `${this.labelOf(slot, key)} (waiting for the server…)`;
+    el.textContent = t("card.pending", { label: this.labelOf(slot, key) });
     el.classList.add("pending");
     this.setRefusal(slot, null);
   }
@@ -193,27 +209,57 @@ export class PipelineView {
   }
 
   setStages(stages) {
+    this.stages = stages;
     for (const [card, key] of [["input", "asr"], ["llm", "llm"], ["tts", "tts"]]) {
       const el = this.cards[card].querySelector(".state");
       el.dataset.state = stages[key];
-      el.textContent = STATE_LABELS[stages[key]] || stages[key];
+      el.textContent = stateLabel(stages[key]);
       this.cards[card].dataset.state = stages[key];
     }
   }
 
-  /** The last turn's per-stage latency (from turnSegments). */
+  /** The last turn's per-stage latency (from turnSegments; null: no turn yet). */
   setLatency(seg) {
-    this.cards.input.querySelector(".latency").textContent = `transcript ${fmtMs(seg.asr)}`;
-    this.cards.llm.querySelector(".latency").textContent = `first token +${fmtMs(seg.llm)}`;
-    this.cards.tts.querySelector(".latency").textContent = `first audio +${fmtMs(seg.tts)}`;
-    for (const c of Object.values(this.cards)) c.querySelector(".latency").dataset.filled = "true";
+    this.latency = seg;
+    const s = seg || {};
+    this.cards.input.querySelector(".latency").textContent = t("card.asrLatency", { ms: fmtMs(s.asr) });
+    this.cards.llm.querySelector(".latency").textContent = t("card.llmLatency", { ms: fmtMs(s.llm, "+") });
+    this.cards.tts.querySelector(".latency").textContent = t("card.ttsLatency", { ms: fmtMs(s.tts, "+") });
+    for (const c of Object.values(this.cards)) c.querySelector(".latency").toggleAttribute("data-filled", Boolean(seg));
+  }
+
+  /** The language the last spoken turn was heard in (an ISO 639-1 code; null when the
+   *  server did not say; undefined: no spoken turn yet, the line is hidden). */
+  setHeard(language) {
+    this.heard = language;
+    const el = this.cards.input.querySelector(".heard");
+    el.hidden = language === undefined;
+    el.dataset.language = language ?? "";
+    el.textContent = language === undefined ? "" : t("card.heard", { language: languageName(language) });
   }
 
   setTurns(turns) {
+    this.turns = turns;
     $("chart-svg").innerHTML = turns.length ? chartSvg(turns) : "";
     $("chart-legend").replaceChildren(
       ...STAGES.map((s) => h("span", { class: "key" }, h("i", { style: `background:${s.color}` }), s.label)),
-      h("span", { class: "hint" }, turns.length ? `voice-to-voice, ms, per turn (${turns.length})` : "speak a turn to see its latency"),
+      h("span", { class: "hint" }, turns.length ? t("chart.hint", { count: turns.length }) : t("chart.hintEmpty")),
     );
+  }
+
+  /** Write everything again in the page's (new) language; what is shown stays. */
+  relabel() {
+    if (this.loading) this.setPalettesLoading(this.loading);
+    else if (Object.keys(this.palettes).length) this.setPalettes(this.palettes);
+    for (const [slot, key] of Object.entries(this.current)) if (!(slot in this.pending)) this.setCurrent(slot, key);
+    for (const [slot, key] of Object.entries(this.pending)) {
+      const current = this.current[slot];
+      if (current !== undefined) this.setCurrent(slot, current); // the palette's pressed entry
+      this.setPending(slot, key);
+    }
+    this.setStages(this.stages);
+    this.setLatency(this.latency);
+    this.setTurns(this.turns);
+    this.setHeard(this.heard);
   }
 }

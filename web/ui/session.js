@@ -1,11 +1,13 @@
 // The session's configuration as the server confirms it: what each pipeline card shows,
 // the choices the user makes on the cards and palettes (sent as `session.update`, then
-// confirmed by the session or refused by an error), the mode switch, and the components
-// list the palettes come from.
+// confirmed by the session or refused by an error), the mode switch, the components
+// list the palettes come from, and the pipeline asked for once the components are known
+// when the page opens in Chinese (see chineseDefaults).
 import { authHeaders } from "../lib/auth.js";
 import { Choices } from "../lib/choices.js";
-import { currentKey, fieldsFor, palettes as toPalettes } from "../lib/components.js";
+import { currentKey, fieldsFor, slotsOfFields, palettes as toPalettes } from "../lib/components.js";
 import { errorMessage, sessionUpdate, sessionView } from "../lib/events.js";
+import { t } from "../lib/i18n.js";
 import { announce } from "./dom.js";
 
 const SLOTS = ["turn", "asr", "tts", "llm"];
@@ -20,6 +22,22 @@ export class SessionConfig {
     this.palettes = null; // the components list, per slot
     this.choices = new Choices();
     this.handsFreeTurn = "server_vad"; // what hands-free mode returns to
+    this.defaults = null; // (palettes, view, chosenSlots) => [[slot, key]]: asked for once
+  }
+
+  /** Ask once, when the components list and a session are both there, for the choices
+   *  `defaults` picks (slots the user has chosen are passed to it, to leave alone). */
+  wantDefaults(defaults) {
+    this.defaults = defaults;
+    this._applyDefaults();
+  }
+
+  _applyDefaults() {
+    if (!this.defaults || !this.palettes || !this.raw || !this.client.isOpen) return;
+    const chosen = [...slotsOfFields(this.choices.wanted()), ...Object.keys(this.choices.pending)];
+    const picks = this.defaults(this.palettes, this.view, chosen);
+    this.defaults = null;
+    if (picks.length) this.chooseAll(picks);
   }
 
   /** Push-to-talk: the session has no turn detection. */
@@ -35,22 +53,26 @@ export class SessionConfig {
     const wanted = this.choices.wanted();
     if (wanted) this.client.send(sessionUpdate(wanted)); // keep the user's choices
     if (!this.palettes) this.load();
+    else this._applyDefaults();
   }
 
-  /** The session as the server confirmed it: the cards, the mode switch, pending choices settled. */
-  show(session) {
+  /** The session as the server confirmed it: the cards, the mode switch, pending choices
+   *  settled (settle: false only shows it again, the choices still waiting). */
+  show(session, { settle = true } = {}) {
     this.raw = session;
     this.view = sessionView(session);
     this.debug.session = this.view;
     const pipeline = this.pipeline;
     for (const slot of SLOTS) {
       const key = currentKey(slot, this.view, this.palettes ? this.palettes.llm : []);
-      const outcome = this.choices.settle(slot, key);
+      const outcome = settle ? this.choices.settle(slot, key) : null;
       if (outcome === "used") {
-        announce(`${pipeline.labelOf(slot, key)} is now in use.`);
+        announce(t("choice.used", { label: pipeline.labelOf(slot, key) }));
         pipeline.setRefusal(slot, null);
-      } else if (outcome === "kept") pipeline.setRefusal(slot, `The server kept ${pipeline.labelOf(slot, key)}.`);
+      } else if (outcome === "kept") pipeline.setRefusal(slot, t("choice.kept", { label: pipeline.labelOf(slot, key) }));
       pipeline.setCurrent(slot, key);
+      const waiting = this.choices.pending[slot];
+      if (waiting) pipeline.setPending(slot, waiting.key);
     }
     for (const input of document.querySelectorAll("input[name=mode]")) {
       input.checked = input.value === (this.isPtt() ? "push-to-talk" : "hands-free");
@@ -60,31 +82,51 @@ export class SessionConfig {
 
   /** Put component `key` in `slot` (a drop, a click, the mode switch). */
   choose(slot, key) {
+    this.chooseAll([[slot, key]]);
+  }
+
+  /** Several choices ([[slot, key], ...]) in one `session.update`, each card waiting
+   *  for the session it confirms. */
+  chooseAll(picks) {
     const pipeline = this.pipeline;
-    const rows = (this.palettes && this.palettes[slot]) || [];
-    const row = rows.find((r) => r.key === key);
-    if (row && !row.available) {
-      pipeline.setRefusal(slot, `${row.label}: ${row.reason || "not available"}`);
-      announce(`${row.label} is not available: ${row.reason}`);
-      return;
+    const proposed = [];
+    for (const [slot, key] of picks) {
+      const rows = (this.palettes && this.palettes[slot]) || [];
+      const row = rows.find((r) => r.key === key);
+      if (row && !row.available) {
+        const label = pipeline.labelOf(slot, key);
+        pipeline.setRefusal(slot, t("choice.unavailable", { label, reason: row.reason || t("palette.notAvailable") }));
+        announce(t("choice.unavailableSaid", { label, reason: row.reason || t("palette.notAvailable") }));
+        continue;
+      }
+      const id = row ? row.id : key === "none" ? null : key;
+      const fields = fieldsFor(slot, id, this.view);
+      if (fields) proposed.push({ slot, key, fields });
     }
-    const id = row ? row.id : key === "none" ? null : key;
-    const fields = fieldsFor(slot, id, this.view);
-    if (!fields) return;
+    if (!proposed.length) return;
     if (!this.client.isOpen) {
-      pipeline.setRefusal(slot, "Not connected: the choice will be tried when the page reconnects.");
-      this.choices.remember(fields);
+      for (const { slot, fields } of proposed) {
+        pipeline.setRefusal(slot, t("choice.offline"));
+        this.choices.remember(fields);
+      }
       return;
     }
     const eventId = this.client.nextId("evt_choose");
-    this.choices.propose(slot, key, eventId, fields);
-    pipeline.setPending(slot, key);
-    this.client.send(sessionUpdate(fields, eventId));
+    for (const { slot, key, fields } of proposed) {
+      this.choices.propose(slot, key, eventId, fields);
+      pipeline.setPending(slot, key);
+    }
+    this.client.send(sessionUpdate(Object.assign({}, ...proposed.map((p) => p.fields)), eventId));
   }
 
   /** Fields to keep on every new session (the settings drawer's). */
   remember(fields) {
     this.choices.remember(fields);
+  }
+
+  /** The server refused a field (the speech language): new sessions are not asked for it again. */
+  forget(field) {
+    this.choices.forget(field);
   }
 
   /** An `error` event's error: true when it refused a pending choice, which its card then
@@ -93,9 +135,9 @@ export class SessionConfig {
     const refused = this.choices.refuse(err.event_id || null, err.param);
     if (!refused) return false;
     const label = this.pipeline.labelOf(refused.slot, refused.key);
-    this.pipeline.setRefusal(refused.slot, `${label} was refused: ${errorMessage(err)}`);
-    announce(`${label} was refused: ${err.message || err.code}`);
-    if (this.raw) this.show(this.raw);
+    this.pipeline.setRefusal(refused.slot, t("choice.refused", { label, message: errorMessage(err) }));
+    announce(t("choice.refused", { label, message: err.message || err.code }));
+    if (this.raw) this.show(this.raw, { settle: false }); // its session.updated settles the rest
     return true;
   }
 
@@ -108,13 +150,15 @@ export class SessionConfig {
     try {
       const res = await fetch("/v1/r1voice/components", { headers: authHeaders(sessionStorage) });
       if (res.status === 401) return; // the key prompt is up; a connect loads them again
-      if (res.status === 503) throw new Error("the server is still loading its models");
+      if (res.status === 503) throw Object.assign(new Error("not ready"), { loading: true });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
       this.palettes = toPalettes(await res.json());
       this.pipeline.setPalettes(this.palettes);
-      if (this.raw) this.show(this.raw);
+      if (this.raw) this.show(this.raw, { settle: false });
+      this._applyDefaults();
     } catch (err) {
-      this.pipeline.setPalettesLoading(`Components not available yet (${err.message}); retrying…`);
+      const why = () => (err.loading ? t("palette.stillLoading") : err.message);
+      this.pipeline.setPalettesLoading(() => t("palette.retrying", { message: why() }));
       setTimeout(() => this.load(attempt + 1), Math.min(10000, 1000 * 2 ** attempt));
     }
   }

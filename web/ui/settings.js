@@ -1,14 +1,18 @@
-// The settings drawer (instructions, voice speed, turn detection and its knobs,
-// temperature), filled from the confirmed session unless the user is editing it, and
+// The settings drawer: the page's language (switched at once, kept in localStorage), and
+// the session's instructions, voice speed, turn detection and its knobs, speech language
+// and temperature, filled from the confirmed session unless the user is editing it; and
 // the header's Copy config (the session as JSON).
 import { sessionUpdate } from "../lib/events.js";
+import { getLanguage, t } from "../lib/i18n.js";
 import { formFields, formValues } from "../lib/settings.js";
 import { $, announce, h } from "./dom.js";
 
 export class SettingsDrawer {
-  /** deps: session (SessionConfig), client (RealtimeClient), debug (window.r1voice.copied). */
-  constructor({ session, client, debug }) {
-    Object.assign(this, { session, client, debug });
+  /** deps: session (SessionConfig), client (RealtimeClient), debug (window.r1voice.copied),
+   *  onLanguage(lang) when the user picks the page's language. */
+  constructor({ session, client, debug, onLanguage }) {
+    Object.assign(this, { session, client, debug, onLanguage });
+    this.result = null; // () => the last Apply's outcome
   }
 
   /** Show the confirmed session, unless the user has edited the form since. */
@@ -23,17 +27,34 @@ export class SettingsDrawer {
     if (values.eagerness !== undefined) $("s-eagerness").value = values.eagerness;
     this._showTurnKnobs();
     if (values.temperature !== undefined) $("s-temperature").value = values.temperature;
+    $("s-language").value = values.language;
     $("s-turn").querySelector("option[value=semantic_vad]").disabled = !values.semanticAvailable;
   }
 
   apply(e) {
     e.preventDefault();
-    const values = { turn: $("s-turn").value, silence: $("s-silence").value, eagerness: $("s-eagerness").value, instructions: $("s-instructions").value, speed: $("s-speed").value, temperature: $("s-temperature").value };
+    const values = { turn: $("s-turn").value, silence: $("s-silence").value, eagerness: $("s-eagerness").value, instructions: $("s-instructions").value, speed: $("s-speed").value, temperature: $("s-temperature").value, language: $("s-language").value };
     const fields = formFields(values, this.session.view);
     this.session.remember(fields);
     $("settings").dataset.dirty = "false";
     const ok = this.client.send(sessionUpdate(fields));
-    $("settings-result").textContent = ok ? "Sent; the cards show what the server confirms." : "Not connected: applied when the page reconnects.";
+    this._result(() => t(ok ? "settings.sent" : "settings.offline"));
+  }
+
+  /** The server refused a setting (`message`: the page's errorMessage of it). */
+  refused(message) {
+    this._result(() => t("settings.refused", { message: message() }));
+  }
+
+  _result(text) {
+    this.result = text;
+    $("settings-result").textContent = text();
+  }
+
+  /** Write the drawer's own texts again in the page's (new) language. */
+  relabel() {
+    $("page-language").value = getLanguage();
+    if (this.result) $("settings-result").textContent = this.result();
   }
 
   toggle(open = $("settings").hidden) {
@@ -65,9 +86,9 @@ export class SettingsDrawer {
       area.remove();
     }
     const btn = $("copy-config");
-    btn.textContent = ok ? "Copied" : "Copy failed";
-    announce(ok ? "Session configuration copied as JSON" : "Could not copy: see the event log for session.updated");
-    setTimeout(() => (btn.textContent = "Copy config"), 1500);
+    btn.textContent = t(ok ? "header.copied" : "header.copyFailed");
+    announce(t(ok ? "header.copiedSaid" : "header.copyFailedSaid"));
+    setTimeout(() => (btn.textContent = t("header.copy")), 1500);
   }
 
   bind() {
@@ -81,6 +102,7 @@ export class SettingsDrawer {
     });
     $("settings").addEventListener("keydown", (e) => e.key === "Escape" && this.toggle(false));
     $("copy-config").addEventListener("click", () => this.copyConfig());
+    $("page-language").addEventListener("change", (e) => this.onLanguage(e.target.value));
   }
 
   _showTurnKnobs() {

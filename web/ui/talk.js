@@ -4,6 +4,7 @@
 // for an answer (or a clear, when the press was too short to hear).
 import { micOptions } from "../lib/devices.js";
 import { errorMessage, micErrorMessage } from "../lib/events.js";
+import { t } from "../lib/i18n.js";
 import { encodeAudio, meterValue } from "../lib/pcm.js";
 import { RATE } from "./audio.js";
 import { $, announce, h } from "./dom.js";
@@ -89,7 +90,7 @@ export class Talk {
     if (wasStreaming && commit) {
       if (this.sentSamples < RATE / 10) {
         this.client.send({ type: "input_audio_buffer.clear" });
-        this.notices.show("too-short", errorMessage({ code: "input_audio_buffer_commit_empty" }));
+        this.notices.show("too-short", () => errorMessage({ code: "input_audio_buffer_commit_empty" }));
       } else {
         this.client.send({ type: "input_audio_buffer.commit" });
         this.client.send({ type: "response.create" });
@@ -104,10 +105,10 @@ export class Talk {
     const ptt = this.session.isPtt();
     btn.disabled = !this.client.connected;
     if (ptt) {
-      btn.textContent = this.held ? "Release to send" : "Hold to talk";
+      btn.textContent = t(this.held ? "talk.release" : "talk.hold");
       btn.setAttribute("aria-pressed", String(this.held));
     } else {
-      btn.textContent = this.streaming ? "Stop" : "Talk";
+      btn.textContent = t(this.streaming ? "talk.stop" : "talk.talk");
       btn.setAttribute("aria-pressed", String(this.streaming));
     }
     btn.dataset.mode = ptt ? "push-to-talk" : "hands-free";
@@ -119,7 +120,7 @@ export class Talk {
       const mics = await this.audio.listMics();
       const select = $("mic");
       const chosen = select.value;
-      select.replaceChildren(h("option", { value: "" }, "default"), ...micOptions(mics).map((m) => h("option", { value: m.value }, m.label)));
+      select.replaceChildren(h("option", { value: "" }, t("talk.defaultMic")), ...micOptions(mics).map((m) => h("option", { value: m.value }, m.label)));
       select.value = [...select.options].some((o) => o.value === chosen) ? chosen : "";
     } catch {
       /* no device list: the default microphone still works */
@@ -188,7 +189,7 @@ export class Talk {
       this.notices.clear(kind);
       retry();
     };
-    this.notices.show(kind, info.message, [{ label: "Retry", run: again }]);
+    this.notices.show(kind, () => micErrorMessage(err).message, [{ label: () => t("notice.retry"), run: again }]);
     announce(info.message);
   }
 }
