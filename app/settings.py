@@ -30,9 +30,13 @@ class Settings:
     asr_model: str = "whisper-tiny.en"
     # a directory of faster-whisper model directories, offered beside the bundled models
     asr_models: str = ""
+    # sessions' transcription language (ISO 639-1, e.g. "zh"); empty: detected per turn
+    asr_language: str = ""
     tts_voice: str = "piper-en_US-joe-medium"
     # a directory of Piper voices (<voice>.onnx + <voice>.onnx.json), offered as piper-<voice>
     piper_voices: str = ""
+    # sessions' voice (e.g. "auto": one of each answer's language); empty: tts_voice
+    voice: str = ""
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     max_response_tokens: int = 128
     temperature: float = 0.0  # greedy by default: the small model answers best that way

@@ -13,6 +13,7 @@ from app.llm import ChatMessage, GenerationParams, LLMBackend, create_backend
 from app.llm.catalog import LLMCatalog
 from app.models import registry as model_registry
 from app.models.asr import WhisperASR
+from app.models.languages import language_error, normalize
 from app.models.piper_tts import PiperTTS
 from app.models.transcribers import TranscriberCatalog
 from app.models.turn_model import SmartTurnModel
@@ -64,6 +65,13 @@ def load_components(settings: Settings) -> Components:
             Path(settings.piper_voices) if settings.piper_voices else None,
         ),
     )
+    if settings.voice and settings.voice not in tts.voices():
+        raise ValueError(f"R1VOICE_VOICE={settings.voice!r} is not a voice here: {tts.voices()}")
+    if normalize(settings.asr_language) not in (None, *asr.languages):
+        message = language_error(
+            normalize(settings.asr_language) or "", asr.name, asr.languages, []
+        )
+        raise ValueError(f"R1VOICE_ASR_LANGUAGE: {message}")
     llm = timed(
         "llm",
         lambda: create_backend(

@@ -72,10 +72,11 @@ class SessionConfig:
         return cls(
             llm_model=llm_model,
             instructions=settings.system_prompt,
-            voice=settings.tts_voice,
+            voice=settings.voice or settings.tts_voice,
             max_output_tokens=settings.max_response_tokens,
             temperature=settings.temperature,
             transcription_model=settings.asr_model,
+            transcription_language=normalize(settings.asr_language),
             turn_detection=TurnDetection(type=settings.turn_detection),  # type: ignore[arg-type]
         )
 

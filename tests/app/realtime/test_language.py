@@ -124,3 +124,13 @@ def test_a_mandarin_turn_is_heard_in_simplified_characters_and_answered_in_chine
     assert re.search(r"[\u4e00-\u9fff]", answer), answer  # Chinese characters
     assert any(e["type"] == "response.audio.delta" for e in events)
     assert done["audio"]["output"]["voice"] == "espeak-ng:cmn"  # a Mandarin voice spoke it
+
+
+def test_a_server_for_mandarin_speakers_sets_its_sessions_defaults() -> None:
+    from app.realtime.session_config import SessionConfig
+    from app.settings import Settings
+
+    settings = Settings(asr_model="whisper-base", asr_language="zh-CN", voice="auto")
+    config = SessionConfig.default(settings, QWEN)
+    assert (config.transcription_language, config.voice) == ("zh", "auto")
+    assert SessionConfig.default(Settings(), QWEN).transcription_language is None
