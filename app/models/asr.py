@@ -27,6 +27,12 @@ MIN_WINDOW_S = 12.0
 # (bench asr --language zh). Used unless the turn is known to be English.
 MIN_WINDOW_OTHER_S = 20.0
 WINDOW_MARGIN_S = 2.0
+# A window's text is bounded by what can be said in it: fast speech is ~6 tokens a second
+# (English words, Chinese characters). Without a bound a hallucinating pass (robotic
+# Mandarin heard as Thai) decoded to the 448-token limit at each of Whisper's fallback
+# temperatures: 10 s for a 2 s question.
+MAX_TOKENS_PER_S = 12
+MAX_TOKENS_MARGIN = 24
 # Segments Whisper is likely to have hallucinated from noise or silence.
 NO_SPEECH_PROB_MAX = 0.6
 
@@ -42,6 +48,12 @@ def window_frames(samples: int, min_window_s: float) -> int:
     """Encoder frames for a clip of `samples` (16 kHz): fitted to it, at most Whisper's 30 s."""
     seconds = max(min_window_s, math.ceil(samples / 16_000 + WINDOW_MARGIN_S))
     return int(min(seconds, WINDOW_S) * FRAMES_PER_S)
+
+
+def max_new_tokens(samples: int) -> int:
+    """The most tokens a window of this clip (16 kHz) may decode (see MAX_TOKENS_PER_S)."""
+    seconds = min(samples / 16_000, WINDOW_S)
+    return min(int(seconds * MAX_TOKENS_PER_S) + MAX_TOKENS_MARGIN, 400)
 
 
 def _repeats(text: str, min_words: int = 3) -> bool:
@@ -174,6 +186,7 @@ class WhisperASR:
             initial_prompt=prompt,
             prefix=prefix,
             without_timestamps=audio_16k.size <= WINDOW_S * 16_000,
+            max_new_tokens=max_new_tokens(audio_16k.size),
         )
         kept = []
         for s in segments:

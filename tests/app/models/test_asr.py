@@ -168,3 +168,25 @@ def test_a_turn_not_known_to_be_english_gets_the_longer_window(
         base.transcribe(three_seconds, language=language)
     assert seen == [1200, 2000, 2000]
     base.executor.shutdown()
+
+
+def test_a_pass_decodes_no_more_tokens_than_the_clip_can_hold(
+    asr: WhisperASR, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug: a hallucinating pass (robotic Mandarin heard as Thai) decoded to Whisper's
+    448-token limit at each fallback temperature: 10 s for a 2 s question."""
+    from types import SimpleNamespace
+
+    from app.models.asr import max_new_tokens
+
+    asked: list[int] = []
+
+    def transcribe(audio, **options):  # type: ignore[no-untyped-def]
+        asked.append(options["max_new_tokens"])
+        return iter(()), SimpleNamespace(language="en", duration=audio.size / 16_000)
+
+    monkeypatch.setattr(asr.model, "transcribe", transcribe)
+    for seconds in (2, 10, 45):
+        asr.transcribe(np.zeros(seconds * 16_000, np.float32))
+    assert asked == [48, 144, 384]
+    assert [max_new_tokens(s * 16_000) for s in (2, 10, 45)] == asked
