@@ -40,6 +40,7 @@ from app.llm.backend import (
     LLMDelta,
 )
 from app.llm.reasoning import CLOSE, OPEN
+from app.text_units import is_cjk_letter
 
 log = logging.getLogger("r1voice.llm.remote")
 
@@ -337,8 +338,11 @@ def remote_request_id(request_id: str) -> str:
 
 
 def _estimate(text: str) -> int:
-    """Tokens of `text`, over-estimated: English runs ~4 characters per token."""
-    return math.ceil(len(text) / 3)
+    """Tokens of `text`, over-estimated: English runs ~4 characters per token, a CJK
+    character is about one token (Qwen's tokenizer: 1-1.5 characters a token), so each
+    counts as one (len / 3 undercounted Chinese 2-3 times)."""
+    cjk = sum(is_cjk_letter(char) for char in text)
+    return cjk + math.ceil((len(text) - cjk) / 3)
 
 
 def _retry_after(value: str | None) -> float:

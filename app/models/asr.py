@@ -12,7 +12,7 @@ import numpy as np
 
 from app.executor import CancelToken, ModelExecutor
 from app.models.languages import ENGLISH_ONLY, model_languages, simplified
-from app.text_units import units
+from app.text_units import is_cjk_letter, units
 
 WINDOW_S = 30  # Whisper's input window
 FRAMES_PER_S = 100  # log-mel frames (10 ms hop)
@@ -50,17 +50,21 @@ def window_frames(samples: int, min_window_s: float) -> int:
     return int(min(seconds, WINDOW_S) * FRAMES_PER_S)
 
 
-def max_new_tokens(samples: int) -> int:
-    """The most tokens a window of this clip (16 kHz) may decode (see MAX_TOKENS_PER_S)."""
+def max_new_tokens(samples: int, prompted: bool = False) -> int:
+    """The most tokens a window of this clip (16 kHz) may decode (see MAX_TOKENS_PER_S).
+    A prompt or prefix takes up to 224 of Whisper's 448 tokens: faster-whisper refuses a
+    pass whose prompt and new tokens would not fit, so a prompted pass gets 200 at most."""
     seconds = min(samples / 16_000, WINDOW_S)
-    return min(int(seconds * MAX_TOKENS_PER_S) + MAX_TOKENS_MARGIN, 400)
+    return min(int(seconds * MAX_TOKENS_PER_S) + MAX_TOKENS_MARGIN, 200 if prompted else 400)
 
 
-def _repeats(text: str, min_words: int = 3) -> bool:
+def _repeats(text: str, min_words: int = 3, min_cjk: int = 4) -> bool:
     """The same run of `min_words` or more words twice in a row: Whisper looping. Words
-    are text units: Chinese loops ("我们去吧我们去吧") repeat runs of characters."""
+    are text units: Chinese loops ("我们去吧我们去吧") repeat runs of `min_cjk` characters
+    or more (谢谢你，谢谢你 and 哈哈哈哈哈哈 are speech)."""
     words = [w.strip(".,!?;:。，！？；：、").lower() for w in units(text)]
-    for n in range(min_words, len(words) // 2 + 1):
+    cjk = sum(bool(w) and is_cjk_letter(w[0]) for w in words) * 2 > len(words)
+    for n in range(min_cjk if cjk else min_words, len(words) // 2 + 1):
         for i in range(len(words) - 2 * n + 1):
             if words[i : i + n] == words[i + n : i + 2 * n]:
                 return True
@@ -186,7 +190,7 @@ class WhisperASR:
             initial_prompt=prompt,
             prefix=prefix,
             without_timestamps=audio_16k.size <= WINDOW_S * 16_000,
-            max_new_tokens=max_new_tokens(audio_16k.size),
+            max_new_tokens=max_new_tokens(audio_16k.size, bool(prompt or prefix)),
         )
         kept = []
         for s in segments:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import shutil
@@ -38,7 +39,7 @@ class EspeakTTS:
         """Blocking: one call per clause, so `cancel` is only checked by the caller."""
         wpm = str(int(WORDS_PER_MINUTE * max(speed, 0.25)))
         voice = self.language
-        if voice in ("cmn", PINYIN_VOICE) and _HAN.search(text):
+        if voice in ("cmn", PINYIN_VOICE) and _HAN.search(text) and _has_pinyin_voice():
             voice, text = PINYIN_VOICE, to_pinyin(text)
         # "--" ends the options, so text starting with "-" is spoken, not parsed.
         result = subprocess.run(
@@ -53,6 +54,12 @@ class EspeakTTS:
             )
         audio, rate = sf.read(io.BytesIO(result.stdout), dtype="float32")
         return resample(audio, rate, out_rate)
+
+
+@functools.cache
+def _has_pinyin_voice() -> bool:
+    """Debian's espeak-ng has `cmn-latn-pinyin`; a build without it reads characters."""
+    return PINYIN_VOICE in espeak_languages()
 
 
 def espeak_languages() -> list[str]:

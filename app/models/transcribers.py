@@ -47,7 +47,7 @@ class TranscriberCatalog(ModelCatalog[WhisperASR]):
         taken = {*self.names(), *self.unavailable()}
         for path in sorted(p for p in directory.iterdir() if p.is_dir()):
             if path.name in taken:
-                self._offer(path.name, f"{path} has the name of a bundled model: rename it")
+                self._offer(str(path), f"{path} has the name of a bundled model: rename it")
             elif not (path / "model.bin").is_file():
                 self._offer(path.name, f"{path} holds no model.bin (a CTranslate2 Whisper model)")
             else:

@@ -45,16 +45,67 @@ def espeak_iso(code: str) -> str:
     return ESPEAK_ISO.get(code, code.split("-")[0])
 
 
+# Languages whose text is not in Latin letters: an answer in Latin letters after such a
+# turn is not in the language heard (a Mandarin speaker asking for English)
+NOT_LATIN = frozenset(
+    [
+        "zh",
+        "yue",
+        "ja",
+        "ko",
+        "ru",
+        "uk",
+        "be",
+        "bg",
+        "sr",
+        "mk",
+        "kk",
+        "ky",
+        "tg",
+        "mn",
+        "ar",
+        "fa",
+        "ur",
+        "ps",
+        "he",
+        "yi",
+        "el",
+        "hy",
+        "ka",
+        "hi",
+        "mr",
+        "ne",
+        "bn",
+        "pa",
+        "gu",
+        "ta",
+        "te",
+        "kn",
+        "ml",
+        "si",
+        "th",
+        "lo",
+        "km",
+        "my",
+        "bo",
+        "am",
+    ]
+)
+
+
 def text_language(text: str, heard: str | None) -> str:
     """The language an answer is in, as far as its script tells (Han: Chinese, unless
-    the user was heard in Japanese), else the language the user was heard in."""
+    the user was heard in Japanese), else the language the user was heard in when it is
+    written in Latin letters too, else English."""
     if _KANA.search(text):
         return "ja"
     if _HANGUL.search(text):
         return "ko"
     if _HAN.search(text):
         return heard if heard in ("ja", "yue") else "zh"
-    return heard or "en"
+    if heard is None or heard in NOT_LATIN:
+        return "en"
+    return heard
 
 
 OPENAI_VOICES = (

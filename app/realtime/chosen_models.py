@@ -10,6 +10,7 @@ from collections.abc import Callable
 from app.llm import LLMBackend
 from app.llm.catalog import LLMCatalog
 from app.models.components import Components
+from app.models.languages import language_error
 from app.models.registry import ModelError
 from app.models.transcribers import ChosenTranscriber, TranscriberCatalog
 from app.protocol.errors import ProtocolError
@@ -44,8 +45,17 @@ class ChosenModels:
     async def switch(self, config: SessionConfig) -> list[ProtocolError]:
         """Load the models `config` names (before `session.updated` confirms them)."""
         refused = [*await self._switch_transcriber(config), *await self._switch_llm(config)]
-        if config.transcription_language not in self.asr.model.languages:
+        language = config.transcription_language
+        if language is not None and language not in self.asr.model.languages:
             config.transcription_language = None  # an English-only model: English it is
+            message = language_error(language, self.asr.name, self.asr.model.languages, [])
+            refused.append(
+                ProtocolError(
+                    "unsupported_language",
+                    f"{message}; the session's language is now null (detected)",
+                    param="session.input_audio_transcription.language",
+                )
+            )
         self.asr.language = config.transcription_language
         return refused
 

@@ -153,18 +153,22 @@ class Conversation:
         count_tokens: TokenCounter,
         pending_user_text: str | None = None,
         expected_language: str | None = None,
+        pending_language: str | None = None,
     ) -> History:
         """The chat so far within `budget` tokens, waiting for turns still being transcribed.
 
         `pending_user_text` is a user turn not in the conversation yet (an early answer
         to a turn still being spoken). Dropped items are removed from the conversation.
         When the last spoken turn was heard in another language than `expected_language`
-        (the session's; None: English, the instructions' own), the instructions say so.
+        (the session's; None: English, the instructions' own), the instructions say so;
+        `pending_language` is the pending turn's.
         """
         for item in list(self.items):
             await item.ready.wait()
         items = [item for item in self.items if item.text]
         heard = next((i.language for i in reversed(items) if i.role == "user"), None)
+        if pending_user_text:  # the turn being answered is that one, not the last item
+            heard = pending_language
         if heard is not None and heard != (expected_language or "en"):
             name = language_name(heard)
             instructions += f"\nThe user is speaking {name}: answer in {name}."

@@ -76,6 +76,7 @@ class Session:
         self._dialect_fixed = dialect is not None  # told by the handshake
         self.models = ChosenModels(components, meter_llm)  # the server's to begin with
         self.config = SessionConfig.default(settings, self.models.llm.model)
+        self.models.asr.language = self.config.transcription_language  # the server's default
         self._voices = components.tts.voices()
         self.conversation = Conversation(
             ConversationLimits(

@@ -227,6 +227,7 @@ class Response:
             llm.count_tokens,
             spec.early_user_text,
             spec.language,
+            spec.early_language,
         )
         self.heard_language = history.language
         for item in history.dropped:  # the conversation really lost them: say so now

@@ -46,8 +46,10 @@ class Responses:
         options: ResponseOptions | None = None,
         timing: TurnTiming | None = None,
         early_user_text: str | None = None,
+        early_language: str | None = None,
     ) -> Response | None:
-        """Start an answer; None once the session is closing. Refused while one runs."""
+        """Start an answer; None once the session is closing. Refused while one runs.
+        `early_user_text`: a turn still being spoken, heard in `early_language`."""
         if self._closed:
             return None
         if self.active is not None:
@@ -56,7 +58,8 @@ class Responses:
                 f"response {self.active.id} is still in progress; cancel it first or wait "
                 "for response.done",
             )
-        response = Response(self._spec(options, early_user_text), self._deps, timing, self._ended)
+        spec = self._spec(options, early_user_text, early_language)
+        response = Response(spec, self._deps, timing, self._ended)
         self.active = response
         self._recent[response.item_id] = response
         while len(self._recent) > RECENT_RESPONSES:
@@ -95,7 +98,12 @@ class Responses:
             self._recent.pop(response.item_id, None)
         self._on_outcome(outcome)
 
-    def _spec(self, options: ResponseOptions | None, early_user_text: str | None) -> ResponseSpec:
+    def _spec(
+        self,
+        options: ResponseOptions | None,
+        early_user_text: str | None,
+        early_language: str | None = None,
+    ) -> ResponseSpec:
         cfg = self._config
         opts = options or ResponseOptions()
         modalities = opts.output_modalities or opts.modalities or cfg.modalities
@@ -115,6 +123,7 @@ class Responses:
             speed=cfg.speed,
             output_format=cfg.output_format,
             early_user_text=early_user_text,
+            early_language=early_language,
             in_conversation=opts.conversation != "none",
             metadata=opts.metadata,
             tools=tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools),

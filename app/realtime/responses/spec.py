@@ -36,6 +36,7 @@ class ResponseSpec:
     speed: float
     output_format: AudioFormat
     early_user_text: str | None = None  # an early answer to a turn not yet committed
+    early_language: str | None = None  # the language that turn was heard in
     in_conversation: bool = True  # False for `conversation: "none"` (out of band)
     metadata: dict[str, str] | None = None  # echoed in the response object
     tools: tuple[ToolSpec, ...] = ()  # functions the model may call

@@ -167,7 +167,8 @@ class TurnCoordinator:
         if self.turn is not turn or not (td and td.create_response and text):
             return
         if turn.transcriber.paused and not self.responses.responding:
-            turn.early = self.responses.start(early_user_text=text)
+            language = turn.transcriber.language  # what the early pass heard
+            turn.early = self.responses.start(early_user_text=text, early_language=language)
 
     def _send_delta(self, item_id: str, delta: str) -> None:
         if self.show_transcripts:

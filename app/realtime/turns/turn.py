@@ -40,7 +40,11 @@ class ResponseStarter(Protocol):
     def responding(self) -> bool: ...
 
     def start(
-        self, *, timing: TurnTiming | None = None, early_user_text: str | None = None
+        self,
+        *,
+        timing: TurnTiming | None = None,
+        early_user_text: str | None = None,
+        early_language: str | None = None,
     ) -> Answer | None: ...
 
     async def interrupt(self, reason: str) -> None: ...

@@ -111,6 +111,8 @@ def test_repeats_finds_a_loop_not_a_repeated_word() -> None:
         ("what colour is the sky 天空是什么颜色天空是什么颜色", True),  # mixed
         ("今天天气很好，我们去公园吧。", False),
         ("谢谢谢谢", False),  # a repeated word of two characters is speech
+        ("谢谢你，谢谢你。", False),  # so is a repeated phrase of three
+        ("哈哈哈哈哈哈", False),  # and laughter
         ("我们去吧", False),
         ("我想去 Paris 我想去 London", False),
     ],
@@ -190,3 +192,5 @@ def test_a_pass_decodes_no_more_tokens_than_the_clip_can_hold(
         asr.transcribe(np.zeros(seconds * 16_000, np.float32))
     assert asked == [48, 144, 384]
     assert [max_new_tokens(s * 16_000) for s in (2, 10, 45)] == asked
+    # a prompt or prefix shares Whisper's 448 tokens: faster-whisper refused 27 s passes
+    assert max_new_tokens(27 * 16_000, prompted=True) == 200

@@ -26,7 +26,8 @@ DEFAULT = "piper-en_US-joe-medium"
         ("東京", "ja", "ja"),  # Han alone: the heard language decides between zh and ja
         ("서울은 한국의 수도입니다.", None, "ko"),
         ("Paris est la capitale de la France.", "fr", "fr"),
-        ("OK", "zh", "zh"),  # no script to tell: what the user spoke
+        ("OK, it is sunny.", "zh", "en"),  # Latin letters after Chinese: English
+        ("Bonjour !", "fr", "fr"),  # Latin letters, a language written in them
     ],
 )
 def test_text_language(text: str, heard: str | None, expected: str) -> None:

@@ -86,3 +86,34 @@ def test_counts_are_cached_and_redone_when_text_changes() -> None:
     asyncio.run(conv.history("x", 1000, counting))
     item_calls = [c for c in calls if c != ["x"]]
     assert item_calls == [["a b c", "d e f g"], ["d e"]]
+
+
+def _spoken(*turns: tuple[str, str, str | None]) -> Conversation:
+    conv = Conversation()
+    for i, (role, text, language) in enumerate(turns):
+        conv.add(Item(id=f"i{i}", role=role, text=text, language=language))
+    return conv
+
+
+def test_the_instructions_name_the_language_the_user_was_heard_in() -> None:
+    conv = _spoken(("user", "你好", "zh"), ("assistant", "你好！", None))
+    system = asyncio.run(conv.history("be brief", 10_000, words)).messages[0].content
+    assert (
+        system
+        == "be brief\nThe user is speaking Chinese (Mandarin, simplified characters): answer in Chinese (Mandarin, simplified characters)."
+    )
+    # the session's own language, or English when unset: nothing to say
+    for expected, heard in (("zh", "zh"), (None, "en")):
+        conv = _spoken(("user", "hi", heard))
+        out = asyncio.run(conv.history("be brief", 10_000, words, expected_language=expected))
+        assert out.messages[0].content == "be brief"
+
+
+def test_an_early_answer_follows_the_language_of_the_turn_it_answers() -> None:
+    """Bug: an early answer (to a turn not yet in the conversation) took the previous
+    turn's language: an English question after a Mandarin one was answered in Chinese."""
+    conv = _spoken(("user", "你好", "zh"), ("assistant", "你好！", None))
+    out = asyncio.run(
+        conv.history("be brief", 10_000, words, "What time is it?", pending_language="en")
+    )
+    assert out.messages[0].content == "be brief" and out.language == "en"

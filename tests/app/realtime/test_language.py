@@ -134,3 +134,46 @@ def test_a_server_for_mandarin_speakers_sets_its_sessions_defaults() -> None:
     config = SessionConfig.default(settings, QWEN)
     assert (config.transcription_language, config.voice) == ("zh", "auto")
     assert SessionConfig.default(Settings(), QWEN).transcription_language is None
+
+
+def test_the_servers_default_language_reaches_the_asr_without_an_update(
+    shared_components: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug: R1VOICE_ASR_LANGUAGE showed in session.created but reached the ASR only after
+    a session.update."""
+    from app.models.asr import Transcript, WhisperASR
+
+    seen: list[str | None] = []
+    original = WhisperASR.run
+
+    async def run(self, audio, prefix=None, language=None) -> Transcript:  # type: ignore[no-untyped-def]
+        seen.append(language)
+        return await original(self, audio, prefix=prefix, language=language)
+
+    monkeypatch.setattr(WhisperASR, "run", run)
+    speech = shared_components.tts.synthesize("Hello there, how are you?", REALTIME_RATE)
+    silence = np.zeros(REALTIME_RATE, dtype=np.float32)
+    client = client_with(shared_components, asr_language="zh")
+    with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
+        created = ws.receive_json()
+        assert created["session"]["input_audio_transcription"]["language"] == "zh"
+        stream_audio(ws, np.concatenate([silence[:4800], speech, silence]))
+        receive_until(ws, lambda e: e["type"] == TRANSCRIBED)
+    assert seen and set(seen) == {"zh"}
+
+
+def test_switching_to_an_english_only_model_says_the_language_was_dropped(
+    shared_components: Any,
+) -> None:
+    with client_with(shared_components).websocket_connect("/v1/realtime?dialect=beta") as ws:
+        ws.receive_json()
+        assert [e["type"] for e in _update(ws, _transcription("zh"))] == ["session.updated"]
+        events = _update(ws, {"input_audio_transcription": {"model": "whisper-tiny.en"}})
+    error = next(e for e in events if e["type"] == "error")["error"]
+    assert error["code"] == "unsupported_language"
+    assert "'whisper-tiny.en' transcribes only en" in error["message"]
+    assert "now null" in error["message"]
+    assert events[-1]["session"]["input_audio_transcription"] == {
+        "model": "whisper-tiny.en",
+        "language": None,
+    }

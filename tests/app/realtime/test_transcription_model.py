@@ -112,6 +112,7 @@ def test_a_model_directory_the_user_brings_is_offered_and_transcribes(
     (here whisper-base's files under another name); what is not a model is listed
     with why, and the server starts anyway."""
     from app.models import registry
+    from bench.voice.stats import word_errors
 
     base = registry.locate("whisper-base", "asr")
     mine = tmp_path / "my-whisper"
@@ -124,7 +125,8 @@ def test_a_model_directory_the_user_brings_is_offered_and_transcribes(
     assert catalog.names()[-1] == "my-whisper"
     assert "zh" in catalog.languages("my-whisper")
     assert "holds no model.bin" in catalog.unavailable()["notes"]
-    assert "name of a bundled model" in catalog.unavailable()["whisper-tiny.en"]
+    assert "name of a bundled model" in catalog.unavailable()[str(tmp_path / "whisper-tiny.en")]
+    assert "whisper-tiny.en" not in catalog.unavailable()  # the bundled one stays offered
     components = dataclasses.replace(shared_components, transcribers=catalog)
     speech = load_clip("zh/funasr_asr_example.wav")
     silence = np.zeros(REALTIME_RATE, dtype=np.float32)
@@ -136,7 +138,8 @@ def test_a_model_directory_the_user_brings_is_offered_and_transcribes(
             stream_audio(ws, np.concatenate([silence[:4800], speech, silence, silence]))
             events = receive_until(ws, lambda e: e["type"] == TRANSCRIBED)
         assert events[-1]["language"] == "zh"
-        assert "语音识别" in events[-1]["transcript"]
+        errors, chars = word_errors("欢迎大家来体验达摩院推出的语音识别模型", events[-1]["transcript"])
+        assert errors / chars <= 0.25  # whisper-base: near-misses happen (运音 for 语音)
     finally:  # close what this catalog loaded, not the shared default's executor
         for model in catalog._stop_loading()[1:]:
             model.executor.shutdown()
