@@ -138,7 +138,9 @@ def test_a_model_directory_the_user_brings_is_offered_and_transcribes(
             stream_audio(ws, np.concatenate([silence[:4800], speech, silence, silence]))
             events = receive_until(ws, lambda e: e["type"] == TRANSCRIBED)
         assert events[-1]["language"] == "zh"
-        errors, chars = word_errors("欢迎大家来体验达摩院推出的语音识别模型", events[-1]["transcript"])
+        errors, chars = word_errors(
+            "欢迎大家来体验达摩院推出的语音识别模型", events[-1]["transcript"]
+        )
         assert errors / chars <= 0.25  # whisper-base: near-misses happen (运音 for 语音)
     finally:  # close what this catalog loaded, not the shared default's executor
         for model in catalog._stop_loading()[1:]:
