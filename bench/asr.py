@@ -76,18 +76,6 @@ def _clips(quick: bool) -> list[tuple[str, str, Any]]:
     return clips
 
 
-# Mandarin questions read by espeak-ng (turn-taking material: robotic, but words Whisper
-# should hear).
-ZH_QUESTIONS = [
-    "中国的首都是哪里？",
-    "一个星期有几天？",
-    "天空是什么颜色的？",
-    "热的反义词是什么？",
-    "蜘蛛有几条腿？",
-    "请说一种黄色的水果。",
-]
-
-
 def _zh_clips(quick: bool) -> list[tuple[str, str, Any]]:
     import re
 
@@ -96,7 +84,7 @@ def _zh_clips(quick: bool) -> list[tuple[str, str, Any]]:
 
     from app.audio import resample
     from app.models.espeak_tts import EspeakTTS
-    from bench.voice.workload import speech_dir, trim_silence
+    from bench.voice.workload import QUESTIONS_ZH, speech_dir, trim_silence
 
     folder = speech_dir() / "zh"
     readme = (folder / "README.md").read_text(encoding="utf-8")
@@ -107,7 +95,7 @@ def _zh_clips(quick: bool) -> list[tuple[str, str, Any]]:
     if not clips:
         raise SystemExit(f"no Mandarin recordings listed in {folder / 'README.md'}")
     tts = EspeakTTS("cmn")
-    for i, text in enumerate(ZH_QUESTIONS[:2] if quick else ZH_QUESTIONS):
+    for i, text in enumerate(QUESTIONS_ZH[:2] if quick else QUESTIONS_ZH):
         samples = np.asarray(tts.synthesize(text, PIPELINE_RATE), dtype=np.float32)
         clips.append((f"espeak-cmn-{i + 1}", text, trim_silence(samples, PIPELINE_RATE)))
     return clips
