@@ -62,11 +62,17 @@ class FakeResponses:
     responding: bool = False
     started: list[FakeAnswer] = field(default_factory=list)
     interrupts: list[str] = field(default_factory=list)
+    languages: list[str | None] = field(default_factory=list)  # of each early answer's turn
 
     def start(
-        self, *, timing: TurnTiming | None = None, early_user_text: str | None = None
+        self,
+        *,
+        timing: TurnTiming | None = None,
+        early_user_text: str | None = None,
+        early_language: str | None = None,
     ) -> FakeAnswer:
         answer = FakeAnswer(early_user_text)
+        self.languages.append(early_language)
         self.started.append(answer)
         return answer
 
@@ -217,6 +223,7 @@ def test_early_answer_released_when_the_final_transcript_matches() -> None:
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()  # the early pass finished: an early answer started
         assert [a.early_user_text for a in h.responses.started] == ["what time is it"]
+        assert h.responses.languages == ["en"]  # what the early pass heard
         await h.feed(8000, [("speech_stopped", 30_000)], False)
         await h.settle()
 
