@@ -92,6 +92,11 @@ def units(text: str) -> list[str]:
     return [unit for chunk in text.split() for unit in _chunk_units(chunk)]
 
 
+def has_han(text: str) -> bool:
+    """Whether `text` holds a Han (Chinese) character."""
+    return any(is_cjk_letter(c) and unicodedata.name(c, "").startswith("CJK") for c in text)
+
+
 def count_units(text: str) -> int:
     """How many units `text` holds (its word count, counting CJK characters one by one)."""
     return len(units(text))

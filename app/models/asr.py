@@ -12,7 +12,7 @@ import numpy as np
 
 from app.executor import CancelToken, ModelExecutor
 from app.models.languages import ENGLISH_ONLY, model_languages, simplified
-from app.text_units import is_cjk_letter, units
+from app.text_units import is_cjk_letter, join, units
 
 WINDOW_S = 30  # Whisper's input window
 FRAMES_PER_S = 100  # log-mel frames (10 ms hop)
@@ -198,8 +198,7 @@ class WhisperASR:
                 break
             if s.no_speech_prob < NO_SPEECH_PROB_MAX or s.avg_logprob > -0.5:
                 kept.append(s.text.strip())
-        # Chinese and Japanese put no space between sentences
-        text = ("" if info.language in ("zh", "ja") else " ").join(t for t in kept if t)
+        text = join(kept)  # spaces only where the script wants them (none in Chinese)
         if info.language == "zh":
             text = simplified(text)
         return Transcript(text=text, language=info.language, duration_s=info.duration)

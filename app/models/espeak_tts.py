@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import io
-import re
 import shutil
 import subprocess
 
@@ -14,8 +13,7 @@ import soundfile as sf
 from app.audio import resample
 from app.executor import CancelToken
 from app.models.mandarin import PINYIN_VOICE, to_pinyin
-
-_HAN = re.compile(r"[\u3400-\u9fff]")
+from app.text_units import has_han
 
 WORDS_PER_MINUTE = 175  # espeak-ng's default rate, scaled by the session's speed
 
@@ -39,7 +37,7 @@ class EspeakTTS:
         """Blocking: one call per clause, so `cancel` is only checked by the caller."""
         wpm = str(int(WORDS_PER_MINUTE * max(speed, 0.25)))
         voice = self.language
-        if voice in ("cmn", PINYIN_VOICE) and _HAN.search(text) and _has_pinyin_voice():
+        if voice in ("cmn", PINYIN_VOICE) and has_han(text) and _has_pinyin_voice():
             voice, text = PINYIN_VOICE, to_pinyin(text)
         # "--" ends the options, so text starting with "-" is spoken, not parsed.
         result = subprocess.run(

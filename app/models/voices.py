@@ -29,6 +29,7 @@ import numpy as np
 from app.executor import CancelToken, ModelExecutor
 from app.models.espeak_tts import EspeakTTS, espeak_languages
 from app.models.piper_tts import PiperTTS, piper_language
+from app.text_units import has_han
 
 log = logging.getLogger("r1voice.tts")
 AUTO = "auto"
@@ -36,7 +37,6 @@ AUTO = "auto"
 ESPEAK_ISO = {"cmn": "zh", "cmn-latn-pinyin": "zh", "yue": "yue", "hak": "zh", "en-us": "en"}
 # The espeak-ng voice `auto` prefers for a language with several
 ESPEAK_FIRST = {"zh": "cmn", "en": "en-us", "pt": "pt-br"}
-_HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _HANGUL = re.compile(r"[\uac00-\ud7af]")
 
@@ -101,7 +101,7 @@ def text_language(text: str, heard: str | None) -> str:
         return "ja"
     if _HANGUL.search(text):
         return "ko"
-    if _HAN.search(text):
+    if has_han(text):
         return heard if heard in ("ja", "yue") else "zh"
     if heard is None or heard in NOT_LATIN:
         return "en"

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from app.models.mandarin import read_numbers
-from app.text_units import units
+from app.text_units import has_han, units
 from bench.voice.common import ANSWERED, TARGETS_MS
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ def normalize_words(text: str) -> list[str]:
     text units, so Chinese counts characters (its error rate is the usual CER), with
     its numbers read out."""
     text = text.lower().replace("'", "").replace("’", "")
-    if re.search(r"[\u4e00-\u9fff]", text):
+    if has_han(text):
         text = read_numbers(text)
     return units(re.sub(r"[^\w\s]|_", " ", text))
 

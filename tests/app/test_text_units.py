@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.text_units import count_units, is_cjk, is_cjk_letter, join, units
+from app.text_units import count_units, has_han, is_cjk, is_cjk_letter, join, units
 
 
 @pytest.mark.parametrize(
@@ -112,3 +112,12 @@ def test_count_units(text: str, count: int) -> None:
 def test_is_cjk(char: str, cjk: bool, letter: bool) -> None:
     assert is_cjk(char) is cjk
     assert is_cjk_letter(char) is letter
+
+
+@pytest.mark.parametrize(
+    ("text", "han"),
+    [("北京", True), ("東京は", True), ("豈", True), ("ひらがな", False), ("서울", False),
+     ("Paris，", False), ("3个", True), ("", False)],
+)  # fmt: skip
+def test_has_han(text: str, han: bool) -> None:
+    assert has_han(text) is han

@@ -5,18 +5,13 @@ Chinese by a Mandarin voice."""
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
-from app.llm.catalog import LLMCatalog
-from app.models import registry
 from app.models.languages import simplified
 from bench.voice.stats import word_errors
 from tests.conftest import (
@@ -85,15 +80,6 @@ def test_a_bcp47_tag_is_read_by_its_language(shared_components: Any) -> None:
     assert [e["type"] for e in events] == ["session.updated"]
     transcription = events[-1]["session"]["audio"]["input"]["transcription"]
     assert transcription == {"model": "whisper-base", "language": "zh"}
-
-
-@pytest.fixture(scope="module")
-def with_qwen(shared_components: Any) -> Iterator[Any]:
-    if QWEN not in [row.name for row in registry.list_models() if row.state == "ready"]:
-        pytest.skip(f"{QWEN} is not prepared (r1voice models prepare {QWEN})")
-    catalog = LLMCatalog.from_settings(shared_components.llm, shared_components.settings)
-    yield dataclasses.replace(shared_components, llms=catalog)
-    asyncio.run(catalog.close())
 
 
 def test_a_mandarin_turn_is_heard_in_simplified_characters_and_answered_in_chinese(

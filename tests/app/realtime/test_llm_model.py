@@ -5,17 +5,14 @@ the session keeps answering with its model."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from app.llm import LLMBackend
 from app.llm.catalog import LLMCatalog
-from app.models import registry
 from tests.conftest import ask, client_with, is_done, receive_until
 
 QWEN = "qwen2.5-coder-0.5b-instruct"
@@ -37,17 +34,6 @@ def _answer(ws: Any, text: str) -> dict[str, Any]:
 
 def _requests(llm: LLMBackend) -> int:
     return int(llm.stats()["requests"])
-
-
-@pytest.fixture(scope="module")
-def with_qwen(shared_components: Any) -> Iterator[Any]:
-    """The shared components with a catalog of their own, that really loads Qwen (once
-    for this module; closed at its end)."""
-    if QWEN not in [row.name for row in registry.list_models() if row.state == "ready"]:
-        pytest.skip(f"{QWEN} is not prepared (r1voice models prepare {QWEN})")
-    catalog = LLMCatalog.from_settings(shared_components.llm, shared_components.settings)
-    yield dataclasses.replace(shared_components, llms=catalog)
-    asyncio.run(catalog.close())
 
 
 def test_an_unknown_model_is_refused_naming_the_choices(shared_components: Any) -> None:
