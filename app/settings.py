@@ -83,6 +83,7 @@ class Settings:
     client_max_sessions: int = 16  # Realtime sessions one client address may hold open
     session_idle_timeout_s: int = 600  # no client event and no answer running: close
     session_max_s: int = 3600  # a session's longest life (OpenAI's is 60 minutes)
+    send_stall_s: float = 10.0  # one event's send waiting this long: the client is not reading
     conversation_max_items: int = 1000  # items a client may create in one conversation
     conversation_max_item_chars: int = 100_000
     conversation_max_chars: int = 1_000_000
@@ -110,6 +111,8 @@ class Settings:
             )
         if self.max_response_tokens <= 0:
             raise ValueError("max_response_tokens must be > 0")
+        if self.send_stall_s <= 0:
+            raise ValueError("send_stall_s must be > 0 (R1VOICE_SEND_STALL_S)")
         for name in ("max_sessions", "session_idle_timeout_s", "session_max_s", "client_burst"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1 (R1VOICE_{name.upper()})")

@@ -56,6 +56,9 @@ TokenLimit = Annotated[int, Field(ge=1, le=1_000_000)] | Literal["inf"]
 # `semantic_vad` ends a turn as soon as the turn model hears it complete; an incomplete
 # one ends anyway after this much silence (OpenAI documents low/medium/high as waiting at
 # most 8/4/2 s; auto is medium). session.updated shows it as silence_duration_ms.
+# `instructions` are echoed by every `session.updated` and sent with every answer: bounded
+# like a client's item (R1VOICE_CONVERSATION_MAX_ITEM_CHARS' default).
+MAX_INSTRUCTIONS_CHARS = 100_000
 SEMANTIC_MAX_WAIT_MS = {"low": 8000, "medium": 4000, "auto": 4000, "high": 2000}
 
 
@@ -96,7 +99,7 @@ class SessionPatch(_Lenient):
     model: str | None = None
     modalities: list[Literal["text", "audio"]] | None = None
     output_modalities: list[Literal["text", "audio"]] | None = None
-    instructions: str | None = None
+    instructions: str | None = Field(default=None, max_length=MAX_INSTRUCTIONS_CHARS)
     voice: str | None = None
     input_audio_format: Literal["pcm16", "g711_ulaw", "g711_alaw"] | AudioFormat | None = None
     output_audio_format: Literal["pcm16", "g711_ulaw", "g711_alaw"] | AudioFormat | None = None
@@ -221,7 +224,7 @@ class ItemTruncate(_ClientEvent):
 class ResponseOptions(_Lenient):
     modalities: list[Literal["text", "audio"]] | None = None
     output_modalities: list[Literal["text", "audio"]] | None = None
-    instructions: str | None = None
+    instructions: str | None = Field(default=None, max_length=MAX_INSTRUCTIONS_CHARS)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_output_tokens: TokenLimit | None = None
     max_response_output_tokens: TokenLimit | None = None

@@ -1,15 +1,18 @@
 """The session's outgoing events: one queue, drained by one sender, in the client's dialect.
 
 Everything a session sends goes through `emit`, so the order clients see is the order
-the session produced; beta -> GA renaming happens here, in one place. The queue is
-bounded (events and bytes): a client that stops reading cannot grow the server's
-memory. Past the bound nothing more is queued, `overflowed` is set, and the connection
-is closed (the session's answers are cancelled with it).
+the session produced; beta -> GA renaming happens here, in one place. Each event is
+serialized once, when emitted, and the queue holds that text: its bound (events and
+bytes) counts what is really queued, so a client that stops reading cannot grow the
+server's memory, whatever the events carry (a `session.updated` echoes the client's
+instructions). Past the bound nothing more is queued, `overflowed` is set, and the
+connection is closed (the session's answers are cancelled with it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from app.protocol import events
@@ -19,10 +22,10 @@ MAX_EVENTS = 20_000
 MAX_BYTES = 32 * 1024 * 1024  # about five minutes of 24 kHz answer audio, base64
 
 
-def _size(event: dict[str, Any]) -> int:
-    """A cheap estimate of the event's size on the wire (audio deltas dominate)."""
-    delta = event.get("delta")
-    return 256 + (len(delta) if isinstance(delta, str) else 0)
+def serialize(event: dict[str, Any]) -> str:
+    """The event as it goes on the wire (compact, UTF-8 text as is, like Starlette's
+    `send_json`)."""
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
 
 
 class Outbox:
@@ -38,9 +41,14 @@ class Outbox:
         # SDKs that validate every event against OpenAI's schema report them as errors.
         self.extensions = extensions
         self.max_events, self.max_bytes = max_events, max_bytes
-        self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
         self._bytes = 0
         self.overflowed = asyncio.Event()
+
+    @property
+    def queued_bytes(self) -> int:
+        """The characters of the events queued and not yet sent."""
+        return self._bytes
 
     def emit(self, event: dict[str, Any]) -> None:
         event.setdefault("event_id", events.new_id("event"))
@@ -49,19 +57,35 @@ class Outbox:
         if not self.extensions and event["type"].startswith("r1voice."):
             return
         for out in to_ga(event) if self.dialect == GA else [event]:
-            size = _size(out)
-            if self._queue.qsize() >= self.max_events or self._bytes + size > self.max_bytes:
+            if self.overflowed.is_set():
+                return
+            text = serialize(out)
+            if self._queue.qsize() >= self.max_events or self._bytes + len(text) > self.max_bytes:
                 self.overflowed.set()  # the client is not reading: drop, and close it
                 return
-            self._bytes += size
-            self._queue.put_nowait(out)
+            self._bytes += len(text)
+            self._queue.put_nowait(text)
 
     def close(self) -> None:
         """After the events already queued, `get` returns None."""
         self._queue.put_nowait(None)
 
+    def discard(self) -> None:
+        """Drop what was never sent (the peer is gone or does not read): a closed
+        session's objects refer to one another, so they wait for Python's cyclic
+        collector, and its queue can hold up to `max_bytes` meanwhile."""
+        while not self._queue.empty():
+            self._queue.get_nowait()
+        self._bytes = 0
+
+    async def get_text(self) -> str | None:
+        """The next event as serialized for the wire; None once closed and drained."""
+        text = await self._queue.get()
+        if text is not None:
+            self._bytes -= len(text)
+        return text
+
     async def get(self) -> dict[str, Any] | None:
-        event = await self._queue.get()
-        if event is not None:
-            self._bytes -= _size(event)
-        return event
+        """The next event, parsed back (for in-process consumers and tests)."""
+        text = await self.get_text()
+        return None if text is None else json.loads(text)

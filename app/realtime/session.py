@@ -41,7 +41,12 @@ from app.protocol.schemas import (
     SessionUpdate,
 )
 from app.realtime.chosen_models import ChosenModels
-from app.realtime.conversation import Conversation, ConversationLimits, Item
+from app.realtime.conversation import (
+    MESSAGE_OVERHEAD_TOKENS,
+    Conversation,
+    ConversationLimits,
+    Item,
+)
 from app.realtime.outbox import Outbox
 from app.realtime.responses.responses import Responses
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome
@@ -131,12 +136,12 @@ class Session:
     async def start(self) -> None:
         self.outbox.emit(events.event("session.created", session=self.session_object()))
 
-    async def close(self) -> None:
+    async def close(self, reason: str = "client_cancelled") -> None:
         """Stop everything this session started: turns first (an early transcription
-        finishing now could otherwise start an answer), then the answer; frees LLM
-        requests at once."""
+        finishing now could otherwise start an answer), then the answer (cancelled with
+        `reason`); frees LLM requests at once."""
         await self.turns.close()
-        await self.responses.close()
+        await self.responses.close(reason)
         self.outbox.close()
 
     async def handle(self, raw: str | bytes, arrived_at: float | None = None) -> None:
@@ -199,7 +204,7 @@ class Session:
             await self.turns.clear()
             self.outbox.emit(events.event("input_audio_buffer.cleared"))
         elif isinstance(event, ItemCreate):
-            self._create_item(event)
+            await self._create_item(event)
         elif isinstance(event, ItemDelete):
             self.conversation.delete(event.item_id)
             self.outbox.emit(events.item_deleted(event.item_id))
@@ -209,11 +214,11 @@ class Session:
             item = self.conversation.get(event.item_id).to_wire()
             self.outbox.emit(events.event("conversation.item.retrieved", item=item))
         elif isinstance(event, ResponseCreate):
-            self.responses.start(event.response)
+            self.responses.start(event.response, event_id=event.event_id)
         elif isinstance(event, ResponseCancel):
             await self.responses.cancel()
 
-    def _create_item(self, event: ItemCreate) -> None:
+    async def _create_item(self, event: ItemCreate) -> None:
         given = event.item
         item_id = given.id or events.new_id("item")
         if isinstance(given, FunctionCallItem):
@@ -239,12 +244,27 @@ class Session:
             texts = [p.text or p.transcript or "" for p in given.content]
             item = Item(id=item_id, role=given.role, text=" ".join(texts).strip())
         self.conversation.check_room(len(item.text or ""))
+        await self._check_fits(item)
         previous = self.conversation.add(item, after=event.previous_item_id)
         wire_item = item.to_wire()
         if isinstance(given, ConversationItem):  # echo the parts as the client sent them
             content = [p.model_dump(exclude_none=True) for p in given.content]
             wire_item = events.message_item(item.id, item.role, "completed", content)
         self.outbox.emit(events.item_created(previous, wire_item))
+
+    async def _check_fits(self, item: Item) -> None:
+        """Refuse an item no answer could ever be generated from: alone it fills the
+        model's whole context (the history would keep it, and every later turn would
+        fail until the client deleted it)."""
+        llm = self.models.llm
+        [tokens] = await llm.count_tokens([item.text or ""])
+        if tokens + MESSAGE_OVERHEAD_TOKENS >= llm.context_length:
+            raise ProtocolError(
+                "context_length_exceeded",
+                f"the item has {tokens} tokens, more than the model's whole context "
+                f"({llm.context_length} tokens): shorten the item or split it",
+                param="item",
+            )
 
     async def _truncate_item(self, event: ItemTruncate) -> None:
         """Keep only the audio the client played; an answer still being generated stops

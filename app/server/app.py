@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from app.models import components as components_module
+from app.server import client_noise
 from app.server.access import AccessGuard, AccessPolicy, DeniedHandshakeLog
 from app.server.body_limit import BodyLimit
 from app.server.client_rates import ClientRates
@@ -53,6 +54,7 @@ async def _load_and_warm(state: ServerState) -> None:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app. Models load in the lifespan; readiness turns true after warm-up."""
     state = ServerState(settings=settings or Settings.from_env())
+    client_noise.install()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -63,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             loader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await loader
+            await state.heap.close()
             if state.components is not None:
                 await components_module.close_components(state.components)
 

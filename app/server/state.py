@@ -12,6 +12,7 @@ from app.models.components import Components
 from app.realtime.session import Session
 from app.server.access import ClientSecrets
 from app.server.drain import Drain
+from app.server.heap_trimmer import HeapTrimmer
 from app.server.metrics import Metrics
 from app.settings import Settings
 
@@ -29,6 +30,7 @@ class ServerState:
     metrics: Metrics = field(default_factory=Metrics)
     client_secrets: ClientSecrets = field(default_factory=ClientSecrets)
     drain: Drain = field(default_factory=Drain)
+    heap: HeapTrimmer = field(default_factory=HeapTrimmer)  # trimmed as sessions close
 
 
 def _state_from_http(request: Request) -> ServerState:

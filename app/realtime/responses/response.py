@@ -204,8 +204,11 @@ class Response:
             code = exc.code if isinstance(exc, LLMBackendError) else "server_error"
             if code == "server_error":
                 log.exception("response %s failed", self.id)
-            kind = "invalid_request_error" if code == "llm_error" else "server_error"
-            self.gate.emit(events.error(code, f"the response failed: {exc}", kind=kind))
+            # The client's to fix (a prompt too long, a bad parameter) or the server's.
+            client_side = code in ("llm_error", "context_length_exceeded")
+            kind = "invalid_request_error" if client_side else "server_error"
+            message = f"the response failed: {exc}"
+            self.gate.emit(events.error(code, message, kind=kind, event_id=self.spec.event_id))
             status = "failed"
             details = {"type": "failed", "error": {"code": code, "message": str(exc)}}
         finally:

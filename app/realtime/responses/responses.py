@@ -47,9 +47,11 @@ class Responses:
         timing: TurnTiming | None = None,
         early_user_text: str | None = None,
         early_language: str | None = None,
+        event_id: str | None = None,
     ) -> Response | None:
         """Start an answer; None once the session is closing. Refused while one runs.
-        `early_user_text`: a turn still being spoken, heard in `early_language`."""
+        `early_user_text`: a turn still being spoken, heard in `early_language`;
+        `event_id`: the client's `response.create`, if it asked."""
         if self._closed:
             return None
         if self.active is not None:
@@ -58,7 +60,7 @@ class Responses:
                 f"response {self.active.id} is still in progress; cancel it first or wait "
                 "for response.done",
             )
-        spec = self._spec(options, early_user_text, early_language)
+        spec = self._spec(options, early_user_text, early_language, event_id)
         response = Response(spec, self._deps, timing, self._ended)
         self.active = response
         self._recent[response.item_id] = response
@@ -86,10 +88,10 @@ class Responses:
     def recent(self, item_id: str) -> Response | None:
         return self._recent.get(item_id)
 
-    async def close(self) -> None:
-        """No answer starts from now on; the active one is cancelled."""
+    async def close(self, reason: str = "client_cancelled") -> None:
+        """No answer starts from now on; the active one is cancelled with `reason`."""
         self._closed = True
-        await self.interrupt("client_cancelled")
+        await self.interrupt(reason)
 
     def _ended(self, response: Response, outcome: ResponseOutcome) -> None:
         if self.active is response:
@@ -103,6 +105,7 @@ class Responses:
         options: ResponseOptions | None,
         early_user_text: str | None,
         early_language: str | None = None,
+        event_id: str | None = None,
     ) -> ResponseSpec:
         cfg = self._config
         opts = options or ResponseOptions()
@@ -129,4 +132,5 @@ class Responses:
             tools=tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools),
             tool_choice=choice if isinstance(choice, str) else choice.name,
             language=cfg.transcription_language,
+            event_id=event_id,
         )

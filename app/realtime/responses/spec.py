@@ -42,6 +42,7 @@ class ResponseSpec:
     tools: tuple[ToolSpec, ...] = ()  # functions the model may call
     tool_choice: str = "auto"  # "auto" | "none" | "required" | a function's name
     language: str | None = None  # the session's transcription language (None: detected)
+    event_id: str | None = None  # the client's `response.create`, echoed by its errors
 
     def wire_fields(self, conversation_id: str | None) -> dict[str, Any]:
         """What the response object says of these settings."""
@@ -60,7 +61,9 @@ class ResponseOutcome:
     status: str
     visible: bool  # False for a held early answer that was never released
     stage_seconds: dict[str, float | None] | None = None  # voice turns: end of speech -> stage
-    reason: str | None = None  # a cancelled one's: "turn_detected" (barge-in), "client_cancelled"
+    # a cancelled one's: "turn_detected" (barge-in), "client_cancelled", "server_shutdown"
+    # (the drain's deadline), "session_expired"
+    reason: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,6 +14,7 @@ from app.protocol.dialect import BETA, GA
 from app.realtime.session import Session
 from app.server.drain import Drain
 from app.server.routes.inbox import Inbox
+from app.server.routes.send_stall import SendStall
 from app.server.state import ServerState, WsState
 
 log = logging.getLogger("r1voice.realtime")
@@ -122,9 +123,13 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
     )
     state.sessions[session.id] = session
 
+    stall = SendStall(state.settings.send_stall_s)
+
     async def send_events() -> None:
-        while (event := await session.outbox.get()) is not None:
-            await websocket.send_json(event)
+        while (text := await session.outbox.get_text()) is not None:
+            stall.sending()
+            await websocket.send_text(text)
+            stall.sent()
 
     async def handle(data: str | bytes, arrived_at: float) -> None:
         if len(data) > state.settings.max_message_bytes:
@@ -137,16 +142,17 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
     reader = asyncio.create_task(inbox.read())
     receiver = asyncio.create_task(inbox.handle())
     overflow = asyncio.create_task(session.outbox.overflowed.wait())
+    stalled = asyncio.create_task(stall.wait())
     drained = asyncio.create_task(_drained(session, state.drain))
     settings = state.settings
     expired = asyncio.create_task(
         _expired(session, settings.session_idle_timeout_s, settings.session_max_s)
     )
-    tasks = {sender, receiver, overflow, drained, expired}
+    tasks = {sender, receiver, overflow, stalled, drained, expired}
     try:
         await session.start()
-        # Ends when the client leaves, a send fails, the client stopped reading, the
-        # server drains (the session is idle, or the drain timed out), or it expires.
+        # Ends when the client leaves, a send fails, the client stopped reading (its
+        # events overflow the outbox, or one send waits too long), the server drains (the session is idle, or the drain timed out), or it expires.
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         if expired.done():
             session.outbox.emit(events.error(*expired.result()))
@@ -154,12 +160,21 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
         state.sessions.pop(session.id, None)
         reader.cancel()
         receiver.cancel()
-        await session.close()
-        if overflow.done():  # never wait on a peer that does not read
+        # Why its answer, if one still runs, is cancelled: the client left (or stopped
+        # reading), or the server ends the session.
+        reason = "client_cancelled"
+        if drained.done():
+            reason = "server_shutdown"
+        elif expired.done():
+            reason = "session_expired"
+        await session.close(reason)
+        if overflow.done() or stalled.done():  # never wait on a peer that does not read
             sender.cancel()
+            log.info("session %s: the client is not reading its events; closed", session.id)
             await _close(websocket, 1008, "the client is not reading events; closing")
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(sender, timeout=5)  # the last events go out first
+        # The last events go out first. Waited on, not awaited: a sender cancelled just
+        # above would raise CancelledError here (the route then failed with a traceback).
+        await asyncio.wait([sender], timeout=5)
         if drained.done():
             await _close(websocket, status.WS_1001_GOING_AWAY, "the server is shutting down")
         elif expired.done() and not expired.cancelled():
@@ -167,6 +182,8 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
         for task in tasks:
             task.cancel()
         await asyncio.wait({*tasks, reader})
+        session.outbox.discard()
         for task in (sender, reader, receiver):  # a failed send or receive: the peer is gone
             if not task.cancelled() and task.exception() is not None:
                 log.debug("websocket closed: %r", task.exception(), exc_info=task.exception())
+        state.heap.session_closed()

@@ -9,7 +9,8 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from app.realtime.outbox import Outbox
+from app.realtime.outbox import Outbox, serialize
+from tests.conftest import user_text_item
 
 SURROGATE = '{"type": "conversation.item.create", "event_id": "e1", "item": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "\\ud800"}]}}'
 
@@ -56,8 +57,32 @@ def test_outbox_is_bounded() -> None:
 
     count, overflowed, first = asyncio.run(main())
     assert overflowed and count < 50  # stopped at the byte bound
-    assert count == 10_000 // (1000 + 256)
+    one = len(serialize({"type": "response.output_audio.delta", "delta": "A" * 1000, "i": 10}))
+    assert count == 10_000 // (one + len('"event_id":"event_0123456789abcdef0123",'))
     assert first == ["response.output_audio.delta"]
+
+
+def test_outbox_counts_the_bytes_it_really_queues() -> None:
+    """Bug: each event counted as 256 bytes plus its `delta`, so a `session.updated`
+    echoing 1 MiB of instructions counted 256 and a client that never read grew the
+    server by 1.5 GB in 40 s."""
+
+    async def main() -> tuple[int, int, bool]:
+        outbox = Outbox("ga", max_events=1000, max_bytes=1_000_000)
+        session = {"type": "realtime", "instructions": "x" * 90_000}
+        outbox.emit({"type": "session.updated", "session": session})
+        queued = outbox.queued_bytes
+        for _ in range(20):  # 1.8 MB of echoes: past the byte bound
+            outbox.emit({"type": "session.updated", "session": session})
+        overflowed = outbox.overflowed.is_set()
+        kept = outbox.queued_bytes
+        outbox.discard()
+        return queued, kept, overflowed and outbox.queued_bytes == 0
+
+    queued, kept, overflowed_then_discarded = asyncio.run(main())
+    assert 90_000 < queued < 90_200
+    assert kept <= 1_000_000 and kept // queued == 11
+    assert overflowed_then_discarded
 
 
 def test_outbox_accounts_bytes_as_events_leave() -> None:
@@ -69,3 +94,73 @@ def test_outbox_accounts_bytes_as_events_leave() -> None:
         return outbox.overflowed.is_set()
 
     assert asyncio.run(main()) is False
+
+
+@pytest.mark.parametrize(
+    ("event", "param"),
+    [
+        ({"type": "session.update", "session": {"instructions": "x" * 100_001}}, "session.instructions"),
+        ({"type": "response.create", "response": {"instructions": "x" * 100_001}}, "response.instructions"),
+    ],
+)  # fmt: skip
+def test_instructions_are_bounded(
+    app_client: TestClient, event: dict[str, object], param: str
+) -> None:
+    """`instructions` go back in every `session.updated` and into every prompt: at most
+    100,000 characters, refused by name."""
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        ws.receive_json()
+        ws.send_text(json.dumps({**event, "event_id": "e1"}))
+        error = ws.receive_json()
+        assert error["type"] == "error", error
+        assert (error["error"]["code"], error["error"]["param"]) == ("invalid_value", param)
+        assert "100000" in error["error"]["message"] and error["error"]["event_id"] == "e1"
+
+
+def test_instructions_longer_than_the_context_are_the_clients_error(
+    app_client: TestClient,
+) -> None:
+    """Bug: `response.create` with instructions past the context failed as a
+    `server_error` without the client's `event_id`."""
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        ws.receive_json()
+        ws.send_text(json.dumps({"type": "conversation.item.create", "item": user_text_item("Hi")}))
+        response = {"instructions": "word " * 19_000, "output_modalities": ["text"]}
+        ws.send_text(
+            json.dumps({"type": "response.create", "event_id": "e7", "response": response})
+        )
+        seen = []
+        while (event := ws.receive_json())["type"] != "response.done":
+            seen.append(event)
+        errors = [e["error"] for e in seen if e["type"] == "error"]
+        assert [(e["code"], e["type"], e["event_id"]) for e in errors] == [
+            ("context_length_exceeded", "invalid_request_error", "e7")
+        ]
+        assert event["response"]["status"] == "failed"
+
+
+def test_an_item_larger_than_the_context_is_refused_when_created(
+    app_client: TestClient,
+) -> None:
+    """Bug: a 99,000-character item (~38k tokens, past the whole context) was accepted,
+    and every later turn failed until the client deleted it."""
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        ws.receive_json()
+        big = {**user_text_item("word " * 19_800), "id": "item_big"}
+        ws.send_text(
+            json.dumps({"type": "conversation.item.create", "event_id": "e2", "item": big})
+        )
+        error = ws.receive_json()
+        assert error["type"] == "error", error
+        code, param, event_id = (error["error"][k] for k in ("code", "param", "event_id"))
+        assert (code, param, event_id) == ("context_length_exceeded", "item", "e2")
+        assert "tokens" in error["error"]["message"]
+        ws.send_text(json.dumps({"type": "conversation.item.retrieve", "item_id": "item_big"}))
+        assert ws.receive_json()["error"]["code"] == "item_not_found"  # nothing was kept
+        ws.send_text(json.dumps({"type": "conversation.item.create", "item": user_text_item("Hi")}))
+        ws.send_text(
+            json.dumps({"type": "response.create", "response": {"output_modalities": ["text"]}})
+        )
+        while (event := ws.receive_json())["type"] != "response.done":
+            pass
+        assert event["response"]["status"] == "completed"  # the conversation goes on

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -192,10 +193,15 @@ def test_unexpected_failure_is_reported_failed_not_completed() -> None:
 
 
 def test_backend_refusal_keeps_its_code() -> None:
+    """Bug: a prompt too long for the context was typed `server_error` (the client's to
+    fix, not the server's) and its error did not name the client's `response.create`."""
     refusal = LLMBackendError("conversation too long", code="context_length_exceeded")
     h = Harness(ScriptedLLM(fail=refusal))
+    h.response.spec = dataclasses.replace(h.response.spec, event_id="evt_create")
     asyncio.run(run_to_end(h))
-    assert h.events[h.types.index("error")]["error"]["code"] == "context_length_exceeded"
+    error = h.events[h.types.index("error")]["error"]
+    assert (error["code"], error["type"]) == ("context_length_exceeded", "invalid_request_error")
+    assert error["event_id"] == "evt_create"
     assert h.events[h.types.index("response.done")]["response"]["status"] == "failed"
 
 
