@@ -37,6 +37,7 @@ class ResponseSpec:
     output_format: AudioFormat
     early_user_text: str | None = None  # an early answer to a turn not yet committed
     early_language: str | None = None  # the language that turn was heard in
+    idle_ms: int | None = None  # an idle nudge: the user has said nothing for this long
     in_conversation: bool = True  # False for `conversation: "none"` (out of band)
     metadata: dict[str, str] | None = None  # echoed in the response object
     tools: tuple[ToolSpec, ...] = ()  # functions the model may call
@@ -61,6 +62,7 @@ class ResponseOutcome:
     visible: bool  # False for a held early answer that was never released
     stage_seconds: dict[str, float | None] | None = None  # voice turns: end of speech -> stage
     reason: str | None = None  # a cancelled one's: "turn_detected" (barge-in), "client_cancelled"
+    in_conversation: bool = True  # False for an out-of-band answer (`conversation: "none"`)
 
 
 @dataclass(frozen=True, kw_only=True)
