@@ -180,3 +180,14 @@ def test_a_bad_idle_setting_is_an_error_naming_the_field(
     else:
         assert turn_detection["idle_timeout_ms"] is None
         assert turn_detection["silence_duration_ms"] == 700
+
+
+def test_semantic_vad_takes_an_idle_timeout_too(app_client: TestClient) -> None:
+    """OpenAI has it on server_vad only; here the default turn detection takes it as well
+    (the timer watches the coordinator's turns, whichever ends them)."""
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        detection = {"type": "semantic_vad", "eagerness": "high", "idle_timeout_ms": 30000}
+        session = _start(ws, detection, {"max_idle_nudges": 10})
+    turn_detection = session["audio"]["input"]["turn_detection"]
+    assert (turn_detection["type"], turn_detection["idle_timeout_ms"]) == ("semantic_vad", 30000)
+    assert session["r1voice"]["max_idle_nudges"] == 10
