@@ -61,6 +61,9 @@ TokenLimit = Annotated[int, Field(ge=1, le=1_000_000)] | Literal["inf"]
 MAX_INSTRUCTIONS_CHARS = 100_000
 SEMANTIC_MAX_WAIT_MS = {"low": 8000, "medium": 4000, "auto": 4000, "high": 2000}
 
+# OpenAI's bounds of `idle_timeout_ms` (its GA schema: an integer in 5000..30000, or null)
+IDLE_TIMEOUT_MS = (5000, 30000)
+
 
 class TurnDetection(_Lenient):
     type: Literal["server_vad", "semantic_vad"] = "server_vad"
@@ -70,6 +73,12 @@ class TurnDetection(_Lenient):
     eagerness: Literal["low", "medium", "high", "auto"] | None = None
     create_response: bool = True
     interrupt_response: bool = True
+    # silence after an answer has played out that makes the server speak first (an
+    # `input_audio_buffer.timeout_triggered`, then a response); null: never. Strict: a
+    # string or a float is a client's mistake, not a number to guess.
+    idle_timeout_ms: int | None = Field(
+        None, ge=IDLE_TIMEOUT_MS[0], le=IDLE_TIMEOUT_MS[1], strict=True
+    )
 
     @model_validator(mode="after")
     def _semantic_window(self) -> TurnDetection:
@@ -85,11 +94,17 @@ class InputTranscription(_Lenient):
     language: str | None = None
 
 
+DEFAULT_IDLE_NUDGES, MAX_IDLE_NUDGES = 2, 10
+
+
 class R1VoiceOptions(_Lenient):
     """`session.r1voice`: our own session fields, apart from OpenAI's (SDKs pass it through)."""
 
     # R1's thinking budget in tokens, for every answer; null: unbounded
     max_reasoning_tokens: int | None = Field(default=None, ge=0, le=MAX_REASONING_TOKENS)
+    # idle nudges in a row (see TurnDetection.idle_timeout_ms) before the server waits for
+    # the user to speak again: an absent user is not talked at forever
+    max_idle_nudges: int = Field(default=DEFAULT_IDLE_NUDGES, ge=1, le=MAX_IDLE_NUDGES, strict=True)
 
 
 class SessionPatch(_Lenient):

@@ -154,6 +154,7 @@ class Conversation:
         pending_user_text: str | None = None,
         expected_language: str | None = None,
         pending_language: str | None = None,
+        note: str | None = None,
     ) -> History:
         """The chat so far within `budget` tokens, waiting for turns still being transcribed.
 
@@ -161,7 +162,9 @@ class Conversation:
         to a turn still being spoken). Dropped items are removed from the conversation.
         When the last spoken turn was heard in another language than `expected_language`
         (the session's; None: English, the instructions' own), the instructions say so;
-        `pending_language` is the pending turn's.
+        `pending_language` is the pending turn's. `note` (an idle nudge's, see
+        responses/response.py) ends the prompt as a user message kept out of the
+        conversation.
         """
         for item in list(self.items):
             await item.ready.wait()
@@ -173,7 +176,7 @@ class Conversation:
             name = language_name(heard)
             instructions += f"\nThe user is speaking {name}: answer in {name}."
         await self._count(items, count_tokens)
-        fixed = [instructions, *([pending_user_text] if pending_user_text else [])]
+        fixed = [instructions, *[text for text in (pending_user_text, note) if text]]
         fixed_tokens = sum(await count_tokens(fixed)) + MESSAGE_OVERHEAD_TOKENS * len(fixed)
         cut = _first_kept(items, budget - fixed_tokens, can_drop_all=bool(pending_user_text))
         dropped = [item for item in items[:cut] if item.role != "system"]
@@ -185,6 +188,8 @@ class Conversation:
         messages += [ChatMessage(item.role, item.text or "") for item in kept]
         if pending_user_text:
             messages.append(ChatMessage("user", pending_user_text))
+        if note:
+            messages.append(ChatMessage("user", note))
         return History(messages, dropped, tokens, heard)
 
     @staticmethod

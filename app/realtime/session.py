@@ -53,6 +53,7 @@ from app.realtime.responses.spec import ResponseDeps, ResponseOutcome
 from app.realtime.session_config import SessionConfig
 from app.realtime.turns.coordinator import TurnCoordinator
 from app.realtime.turns.echo import EchoReference
+from app.realtime.turns.idle import IdleTimer
 from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.turn import TurnPolicy
 
@@ -99,7 +100,8 @@ class Session:
             audio_lead_ms=settings.audio_lead_ms,
             on_audio=self.echo.played,
         )
-        self.responses = Responses(self.config, deps, on_response)
+        self._on_response = on_response
+        self.responses = Responses(self.config, deps, self._response_ended)
         self.turns = TurnCoordinator(
             audio=InputAudio(components.vad, self.config.input_format, self.config.turn_detection),
             asr=self.models.asr,
@@ -111,6 +113,7 @@ class Session:
             scorer=components.turn,
             on_merge=on_merge,
             echo=self.echo,
+            idle_timer=IdleTimer(self.config.max_idle_nudges),
         )
 
     def session_object(self) -> dict[str, Any]:
@@ -124,6 +127,15 @@ class Session:
     def idle(self) -> bool:
         """No answer running and no turn being spoken, transcribed or about to be answered."""
         return not self.responses.responding and self.turns.idle
+
+    def _response_ended(self, outcome: ResponseOutcome) -> None:
+        self._on_response(outcome)
+        if not (outcome.visible and outcome.in_conversation):
+            return  # an out-of-band answer is no turn of the conversation's
+        if outcome.status in ("completed", "incomplete"):  # idle time counts once it played
+            self.turns.idle_timer.answered(self.echo.plays_until)
+        else:  # interrupted or failed: wait for the next answer
+            self.turns.idle_timer.stop()
 
     def refuse_oversized(self, size: int, limit: int) -> None:
         """A client message over the size limit, left unparsed (nothing else changes)."""
@@ -196,7 +208,9 @@ class Session:
                     )
                 )
             cfg = self.config
-            await self.turns.reconfigure(cfg.input_format, cfg.turn_detection, cfg.show_transcripts)
+            await self.turns.reconfigure(
+                cfg.input_format, cfg.turn_detection, cfg.show_transcripts, cfg.max_idle_nudges
+            )
             self.outbox.emit(events.event("session.updated", session=self.session_object()))
         elif isinstance(event, AudioCommit):
             await self.turns.commit_manual()
@@ -246,6 +260,8 @@ class Session:
         self.conversation.check_room(len(item.text or ""))
         await self._check_fits(item)
         previous = self.conversation.add(item, after=event.previous_item_id)
+        if item.role == "user":  # typed words: the user is not idle
+            self.turns.idle_timer.user_spoke()
         wire_item = item.to_wire()
         if isinstance(given, ConversationItem):  # echo the parts as the client sent them
             content = [p.model_dump(exclude_none=True) for p in given.content]

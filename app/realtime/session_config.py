@@ -10,6 +10,7 @@ from app.models.languages import WHISPER_LANGUAGES, language_error, normalize
 from app.protocol.errors import ProtocolError
 from app.protocol.schemas import (
     BETA_FORMATS,
+    DEFAULT_IDLE_NUDGES,
     AudioFormat,
     NamedToolChoice,
     SessionPatch,
@@ -66,6 +67,8 @@ class SessionConfig:
     # (`session.r1voice.max_reasoning_tokens`, null: unbounded)
     max_reasoning_tokens: int | None = 256
     llm_model: str = ""  # the LLM answering (the session starts with the server's)
+    # `session.r1voice.max_idle_nudges`: idle nudges in a row before waiting for the user
+    max_idle_nudges: int = DEFAULT_IDLE_NUDGES
 
     @classmethod
     def default(cls, settings: Settings, llm_model: str) -> SessionConfig:
@@ -164,8 +167,11 @@ class SessionConfig:
             self.tools = list(patch.tools)
         if patch.tool_choice is not None:
             self.tool_choice = patch.tool_choice
-        if patch.r1voice is not None and "max_reasoning_tokens" in patch.r1voice.model_fields_set:
-            self.max_reasoning_tokens = patch.r1voice.max_reasoning_tokens
+        options = patch.r1voice
+        if options is not None and "max_reasoning_tokens" in options.model_fields_set:
+            self.max_reasoning_tokens = options.max_reasoning_tokens
+        if options is not None and "max_idle_nudges" in options.model_fields_set:
+            self.max_idle_nudges = options.max_idle_nudges
         return refused
 
     def _set_language(
@@ -213,5 +219,9 @@ class SessionConfig:
             "tool_choice": self.tool_choice
             if isinstance(self.tool_choice, str)
             else self.tool_choice.model_dump(),
-            "r1voice": {"max_reasoning_tokens": self.max_reasoning_tokens, "model": self.llm_model},
+            "r1voice": {
+                "max_reasoning_tokens": self.max_reasoning_tokens,
+                "model": self.llm_model,
+                "max_idle_nudges": self.max_idle_nudges,
+            },
         }

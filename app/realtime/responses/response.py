@@ -34,6 +34,17 @@ from app.realtime.responses.thinking import Thinking
 log = logging.getLogger("r1voice.response")
 
 
+def idle_note(ms: int) -> str:
+    """What an idle nudge tells the model, as the prompt's last user message: after the
+    answer, so the prompt's prefix (and its cached KV) is the previous answer's; a user
+    message, because every chat template takes one there (R1's keeps only one system
+    message); in parentheses, as stage directions, so it is not taken for the user's words."""
+    return (
+        f"(The user has said nothing for {ms / 1000:.0f} seconds. Say one short sentence "
+        "that invites them to go on.)"
+    )
+
+
 class Response:
     """Runs and reports one response; `cancel()` is the urgent control path."""
 
@@ -231,6 +242,7 @@ class Response:
             spec.early_user_text,
             spec.language,
             spec.early_language,
+            note=idle_note(spec.idle_ms) if spec.idle_ms is not None else None,
         )
         self.heard_language = history.language
         for item in history.dropped:  # the conversation really lost them: say so now
@@ -302,7 +314,9 @@ class Response:
         timing = self.timing if visible else None
         seconds = timing.stage_seconds(self.first_token_at, first_audio) if timing else None
         reason = self._cancel_reason if visible and status == "cancelled" else None
-        outcome = ResponseOutcome(status if visible else "discarded", visible, seconds, reason)
+        outcome = ResponseOutcome(
+            status if visible else "discarded", visible, seconds, reason, self.spec.in_conversation
+        )
         self._on_done(self, outcome)
         if seconds is not None:
             language = timing.language if timing else None

@@ -47,10 +47,12 @@ class Responses:
         timing: TurnTiming | None = None,
         early_user_text: str | None = None,
         early_language: str | None = None,
+        idle_ms: int | None = None,
         event_id: str | None = None,
     ) -> Response | None:
         """Start an answer; None once the session is closing. Refused while one runs.
         `early_user_text`: a turn still being spoken, heard in `early_language`;
+        `idle_ms`: an idle nudge, the user has said nothing for that long;
         `event_id`: the client's `response.create`, if it asked."""
         if self._closed:
             return None
@@ -60,7 +62,7 @@ class Responses:
                 f"response {self.active.id} is still in progress; cancel it first or wait "
                 "for response.done",
             )
-        spec = self._spec(options, early_user_text, early_language, event_id)
+        spec = self._spec(options, early_user_text, early_language, idle_ms, event_id)
         response = Response(spec, self._deps, timing, self._ended)
         self.active = response
         self._recent[response.item_id] = response
@@ -105,6 +107,7 @@ class Responses:
         options: ResponseOptions | None,
         early_user_text: str | None,
         early_language: str | None = None,
+        idle_ms: int | None = None,
         event_id: str | None = None,
     ) -> ResponseSpec:
         cfg = self._config
@@ -127,6 +130,7 @@ class Responses:
             output_format=cfg.output_format,
             early_user_text=early_user_text,
             early_language=early_language,
+            idle_ms=idle_ms,
             in_conversation=opts.conversation != "none",
             metadata=opts.metadata,
             tools=tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools),

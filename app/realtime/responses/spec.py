@@ -37,6 +37,7 @@ class ResponseSpec:
     output_format: AudioFormat
     early_user_text: str | None = None  # an early answer to a turn not yet committed
     early_language: str | None = None  # the language that turn was heard in
+    idle_ms: int | None = None  # an idle nudge: the user has said nothing for this long
     in_conversation: bool = True  # False for `conversation: "none"` (out of band)
     metadata: dict[str, str] | None = None  # echoed in the response object
     tools: tuple[ToolSpec, ...] = ()  # functions the model may call
@@ -64,6 +65,7 @@ class ResponseOutcome:
     # a cancelled one's: "turn_detected" (barge-in), "client_cancelled", "server_shutdown"
     # (the drain's deadline), "session_expired"
     reason: str | None = None
+    in_conversation: bool = True  # False for an out-of-band answer (`conversation: "none"`)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,6 +10,8 @@
 - Early answers: at the VAD's lull (see `VADConfig.lull_ms`) the final transcription
   starts; if it is ready before the turn really ends, the answer starts too, held
   unseen (see responses/gate.py) until the committed transcript confirms it.
+- Idle nudges: silence of `idle_timeout_ms` after an answer has played out is committed
+  as an empty user item and answered (see idle.py).
 It talks to the outside through an event sink and a narrow `ResponseStarter`.
 """
 
@@ -23,11 +25,12 @@ from dataclasses import dataclass, field
 
 from app.audio import PIPELINE_RATE
 from app.protocol import events
-from app.protocol.schemas import AudioFormat, TurnDetection
+from app.protocol.schemas import DEFAULT_IDLE_NUDGES, AudioFormat, TurnDetection
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink, TurnTiming
 from app.realtime.turns.committed import answer_committed, transcribe_committed
 from app.realtime.turns.echo import CHECK_EVERY, WINDOW, EchoReference
+from app.realtime.turns.idle import IdleTimer, Silence
 from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.semantic_end import SemanticEnd, TurnScorer
 from app.realtime.turns.transcriber import SpeechRecognizer, TurnTranscriber, stop_task
@@ -53,6 +56,7 @@ class TurnCoordinator:
     scorer: TurnScorer | None = None  # the turn model, for semantic_vad
     on_merge: Callable[[str], None] = lambda _detection: None  # a continued turn, counted
     echo: EchoReference | None = None  # what the client plays: our voice is no barge-in
+    idle_timer: IdleTimer = field(default_factory=lambda: IdleTimer(DEFAULT_IDLE_NUDGES))
     turn: SpeechTurn | None = field(default=None, init=False)  # the turn being spoken
     last: CommittedTurn | None = field(default=None, init=False)  # may still be continued
     _tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
@@ -71,12 +75,17 @@ class TurnCoordinator:
         return self._semantic if td is not None and td.type == "semantic_vad" else None
 
     async def reconfigure(
-        self, fmt: AudioFormat, turn_detection: TurnDetection | None, show_transcripts: bool = True
+        self,
+        fmt: AudioFormat,
+        turn_detection: TurnDetection | None,
+        show_transcripts: bool = True,
+        max_idle_nudges: int = DEFAULT_IDLE_NUDGES,
     ) -> None:
         """A turn open when VAD is switched off is dropped; its audio stays buffered."""
         self.audio.reconfigure(fmt, turn_detection)
         self.turn_detection = turn_detection
         self.show_transcripts = show_transcripts
+        self.idle_timer.max_nudges = max_idle_nudges
         if turn_detection is None:
             await self._drop_open_turn()
 
@@ -84,6 +93,7 @@ class TurnCoordinator:
 
     async def append(self, audio_b64: str, arrived_at: float | None = None) -> None:
         """One `input_audio_buffer.append` (that reached the server at `arrived_at`)."""
+        start = self.audio.end()
         for vad_event in await self.audio.append(audio_b64, arrived_at):
             await self._on_vad(vad_event)
         turn = self.turn
@@ -97,6 +107,12 @@ class TurnCoordinator:
             await self._confirm(turn)
         if self.turn is None:
             self.audio.keep_recent(self.policy.merge_window)
+        td = self.turn_detection
+        if td is not None and td.idle_timeout_ms is not None and self._quiet:
+            heard_at = time.monotonic() if arrived_at is None else arrived_at
+            silence = self.idle_timer.heard(start, self.audio.end(), heard_at, td.idle_timeout_ms)
+            if silence is not None:
+                self._nudge(silence)
 
     async def _on_vad(self, vad_event: VADEvent) -> None:
         turn = self.turn
@@ -177,6 +193,7 @@ class TurnCoordinator:
     async def _confirm(self, turn: SpeechTurn) -> None:
         """Speech that counts: continue the last turn or interrupt the answer, announce it."""
         turn.confirmed = True
+        self.idle_timer.user_spoke()
         # Announce first: clients stop playback on speech_started, before anything else.
         self.emit(events.speech_edge("started", turn.start, turn.item_id))
         if self.echo is not None:  # ... and what they had queued never plays
@@ -240,6 +257,7 @@ class TurnCoordinator:
 
     async def commit_manual(self) -> None:
         self.audio.check_committable()
+        self.idle_timer.user_spoke()
         await self._drop_open_turn()
         audio, end = self.audio.take_all()
         item = Item(id=events.new_id("item"), role="user", audio=True)
@@ -260,19 +278,52 @@ class TurnCoordinator:
             await turn.transcriber.close()
 
     def _commit(self, turn: CommittedTurn, *, auto_respond: bool) -> None:
-        previous = self.conversation.add(turn.item)
-        self.emit(
-            events.event(
-                "input_audio_buffer.committed", previous_item_id=previous, item_id=turn.item.id
-            )
-        )
-        content = [{"type": "input_audio", "transcript": None}]
-        item = events.message_item(turn.item.id, "user", "completed", content)
-        self.emit(events.item_created(previous, item))
+        self._add_audio_item(turn.item)
         turn.task = asyncio.create_task(self._transcribe(turn, auto_respond), name="asr-final")
         self._tasks.add(turn.task)
         turn.task.add_done_callback(self._tasks.discard)
         self.last = turn
+
+    def _add_audio_item(self, item: Item) -> None:
+        """A committed stretch of input audio joins the conversation as a user item."""
+        previous = self.conversation.add(item)
+        self.emit(
+            events.event("input_audio_buffer.committed", previous_item_id=previous, item_id=item.id)
+        )
+        content = [{"type": "input_audio", "transcript": None}]
+        self.emit(
+            events.item_created(
+                previous, events.message_item(item.id, "user", "completed", content)
+            )
+        )
+
+    @property
+    def _quiet(self) -> bool:
+        """Nothing is said or answered now: silence counts towards an idle nudge."""
+        return self.idle and not self.responses.responding
+
+    def _nudge(self, silence: Silence) -> None:
+        """The user stayed silent after an answer (OpenAI's order of events): the silence is
+        committed as a user item with an empty transcript (not transcribed: the VAD heard
+        no speech in it, and Whisper makes words up from silence), then answered with a
+        note that the user said nothing, when `create_response` is on."""
+        item = Item(id=events.new_id("item"), role="user", text="", audio=True)
+        self.emit(
+            events.event(
+                "input_audio_buffer.timeout_triggered",
+                audio_start_ms=silence.start_ms,
+                audio_end_ms=silence.end_ms,
+                item_id=item.id,
+            )
+        )
+        self.last = None  # speech after the silence is a turn of its own
+        self._add_audio_item(item)
+        if self.show_transcripts:
+            usage = {"type": "duration", "seconds": silence.ms / 1000}
+            self.emit(events.transcription("completed", item.id, transcript="", usage=usage))
+        td = self.turn_detection
+        if td is not None and td.create_response:
+            self.responses.start(idle_ms=silence.ms)
 
     async def _transcribe(self, turn: CommittedTurn, auto_respond: bool) -> None:
         if await transcribe_committed(turn, self.emit if self.show_transcripts else None):

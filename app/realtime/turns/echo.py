@@ -130,6 +130,11 @@ class EchoReference:
         with self._lock:
             self._play_end = min(self._play_end, self.clock())
 
+    @property
+    def plays_until(self) -> float:
+        """When (on the clock) what was sent so far has played out on the client."""
+        return self._play_end
+
     def audible(self) -> bool:
         """Whether our audio may be reaching the microphone now."""
         return self.clock() <= self._play_end + self.max_delay_s

@@ -45,6 +45,7 @@ class ResponseStarter(Protocol):
         timing: TurnTiming | None = None,
         early_user_text: str | None = None,
         early_language: str | None = None,
+        idle_ms: int | None = None,
     ) -> Answer | None: ...
 
     async def interrupt(self, reason: str) -> None: ...

@@ -13,7 +13,7 @@ from app.llm import ChatMessage, GenerationParams, LLMBackendError, LLMDelta
 from app.protocol.schemas import AudioFormat
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import TurnTiming
-from app.realtime.responses.response import Response
+from app.realtime.responses.response import Response, idle_note
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec
 from tests.fakes import ScriptedLLM, ScriptedVoices
 
@@ -33,6 +33,7 @@ class Harness:
         early: str | None = None,
         voices: ScriptedVoices | None = None,
         max_tokens: int = 16,
+        idle_ms: int | None = None,
     ) -> None:
         self.llm = llm
         self.events: list[dict[str, Any]] = []
@@ -55,6 +56,7 @@ class Harness:
             speed=1.0,
             output_format=AudioFormat(),
             early_user_text=early,
+            idle_ms=idle_ms,
         )
         self.response = Response(spec, deps, TurnTiming(0.0, 0.0), self._done)
         self.finished = asyncio.Event()  # the response reported its end
@@ -71,6 +73,24 @@ class Harness:
 async def run_to_end(h: Harness) -> None:
     h.response.start()
     await h.finished.wait()
+
+
+def test_an_idle_nudge_ends_the_prompt_with_a_note_kept_out_of_the_conversation() -> None:
+    h = Harness(ScriptedLLM(["Are you still there?"]), idle_ms=5000)
+    h.conversation.add(Item(id="answer1", role="assistant", text="It is blue."))
+    h.conversation.add(Item(id="silence1", role="user", text="", audio=True))  # nothing said
+    asyncio.run(run_to_end(h))
+    assert h.llm.prompts == [
+        [
+            ChatMessage("system", "be brief"),
+            ChatMessage("user", "What is it?"),
+            ChatMessage("assistant", "It is blue."),
+            ChatMessage("user", idle_note(5000)),
+        ]
+    ]
+    assert "said nothing for 5 seconds" in idle_note(5000)
+    texts = [item.text for item in h.conversation.items]
+    assert texts == ["What is it?", "It is blue.", "", "Are you still there?"]
 
 
 def test_text_response_events_in_order() -> None:
