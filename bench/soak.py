@@ -6,6 +6,11 @@ answer mid-way (`response.cancel`), vanishes mid-answer (the socket closed with 
 goodbye), or stops reading while its answer streams. Afterwards the server must be
 back where it started: no engine request left, the KV pool free, no session open,
 thread count unchanged and RSS within 10% of what it was after a warm-up round.
+
+Then `--hostile-rounds` rounds, one after another, of `--hostile-clients` raw clients
+that send the largest `session.update` a session may have, as fast as the server reads,
+and never read (bench/never_reading.py): the server's RSS while they run, how long it
+takes to close them, and its RSS once they are gone, against before the first round.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 import httpx
 import websockets
 
+from bench.never_reading import open_raw, send_until_stuck
 from bench.traffic import add_server_arguments, metric, process_info, start_server, ws_turn
 from bench.voice.server import Server
 
@@ -30,6 +36,8 @@ BEHAVIOURS = ("complete", "cancel", "vanish", "stop_reading")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sessions", type=int, default=None, help="quick 100, else 1000")
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--hostile-rounds", type=int, default=None, help="quick 1, else 3")
+    parser.add_argument("--hostile-clients", type=int, default=2)
     add_server_arguments(parser)
 
 
@@ -112,8 +120,13 @@ async def _soak(server: Server, args: argparse.Namespace, sessions: int) -> dict
         elapsed = time.monotonic() - started
         after_state = await _settled(client)
         after = process_info(server.proc.pid)
+        rounds = (
+            args.hostile_rounds if args.hostile_rounds is not None else (1 if args.quick else 3)
+        )
+        hostile = await _hostile(server, client, rounds, args.hostile_clients)
     growth = (after["rss_kib"] - before["rss_kib"]) / max(1, before["rss_kib"])
     return {
+        "never_reading": hostile,
         "config": {"sessions": sessions, "concurrency": args.concurrency, "seed": args.seed},
         "outcomes": dict(sorted(outcomes.items())),
         "seconds": round(elapsed, 1),
@@ -127,5 +140,57 @@ async def _soak(server: Server, args: argparse.Namespace, sessions: int) -> dict
             "threads_unchanged": after["threads"] <= before["threads"],
             "rss_growth_under_10pct": growth < 0.10,
             "no_client_failures": not any("client_" in k for k in outcomes),
+            "never_reading_under_300mb": hostile["peak_growth_mb"] < 300,
+            "never_reading_closed_within_15s": all(
+                r["closed_after_s"] is not None and r["closed_after_s"] <= 15
+                for r in hostile["rounds"]
+            ),
+            "rss_back_within_10pct": hostile["rss_growth_after"] < 0.10,
         },
+    }
+
+
+async def _hostile(
+    server: Server, client: httpx.AsyncClient, rounds: int, clients: int
+) -> dict[str, Any]:
+    """Rounds of raw clients that never read; RSS and time to close per round."""
+    host, port = server.base.removeprefix("http://").rsplit(":", 1)
+    pid = server.proc.pid
+    start_rss = process_info(pid)["rss_kib"]
+    results: list[dict[str, Any]] = []
+    for _ in range(rounds):
+        peak = process_info(pid)["rss_kib"]
+        writers = [await open_raw(host, int(port)) for _ in range(clients)]
+        began = time.monotonic()
+        sends = [asyncio.create_task(send_until_stuck(w, 5000, 30.0)) for w in writers]
+        closed_after = None
+        while time.monotonic() - began < 60:
+            peak = max(peak, process_info(pid)["rss_kib"])
+            page = (await client.get("/metrics")).text
+            if closed_after is None and metric(page, "r1voice_active_sessions") == 0:
+                closed_after = round(time.monotonic() - began, 1)
+            if closed_after is not None and all(t.done() for t in sends):
+                break
+            await asyncio.sleep(0.25)
+        sent = [t.result() if t.done() else {"ended": "still_sending"} for t in sends]
+        for task in sends:
+            task.cancel()
+        for writer in writers:
+            writer.transport.abort()
+        results.append(
+            {
+                "closed_after_s": closed_after,
+                "peak_growth_mb": round((peak - start_rss) / 1024, 1),
+                "frames_sent": [s.get("frames_sent") for s in sent],
+            }
+        )
+    await _settled(client)
+    await asyncio.sleep(7.0)  # the server trims its heap once closed sessions settle
+    end_rss = process_info(pid)["rss_kib"]
+    return {
+        "rounds": results,
+        "rss_before_mb": round(start_rss / 1024, 1),
+        "rss_after_mb": round(end_rss / 1024, 1),
+        "peak_growth_mb": max(r["peak_growth_mb"] for r in results) if results else 0.0,
+        "rss_growth_after": round((end_rss - start_rss) / max(1, start_rss), 4),
     }

@@ -46,3 +46,6 @@ def test_soak_misbehaving_sessions_leave_nothing_behind() -> None:
     assert targets["no_session_left"], result["after"]
     assert targets["threads_unchanged"], result["process"]
     assert targets["no_client_failures"], result["outcomes"]
+    # a client that never reads is closed, not kept until the idle timeout (600 s)
+    hostile = result["never_reading"]["rounds"]
+    assert len(hostile) == 1 and hostile[0]["closed_after_s"] is not None, hostile
