@@ -167,6 +167,7 @@ class Conversation:
         pending_user_text: str | None = None,
         expected_language: str | None = None,
         pending_language: str | None = None,
+        low_water: float = TRIM_LOW_WATER,
     ) -> History:
         """The chat so far within `budget` tokens, waiting for turns still being transcribed.
 
@@ -174,7 +175,9 @@ class Conversation:
         to a turn still being spoken). Dropped items are removed from the conversation.
         When the last spoken turn was heard in another language than `expected_language`
         (the session's; None: English, the instructions' own), the instructions say so;
-        `pending_language` is the pending turn's.
+        `pending_language` is the pending turn's. `low_water`: the share of `budget`
+        a history past it is cut to (1.0: just enough, the trim of before issue 29,
+        which `bench engine` compares).
         """
         for item in list(self.items):
             await item.ready.wait()
@@ -191,7 +194,7 @@ class Conversation:
         cut = _first_kept(
             items,
             budget - fixed_tokens,
-            int(budget * TRIM_LOW_WATER) - fixed_tokens,
+            int(budget * low_water) - fixed_tokens,
             can_drop_all=bool(pending_user_text),
         )
         dropped = [item for item in items[:cut] if item.role != "system"]
