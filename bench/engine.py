@@ -6,7 +6,8 @@ engine on its torch-only kernels (``CpuKernels.enabled = False``: the engine bef
 C++ kernels); llama.cpp on the same GGUF when llama-cpp-python is installed (`make
 bench-peers`). Also: prefill tokens/s of one 512-token prompt, the measured memory read
 bandwidth and each single stream's share of the physical limit (tok/s x weight bytes
-read per token / bandwidth).
+read per token / bandwidth), and a long call past the context (bench/engine_long_call.py;
+``--long-call-only`` runs just that).
 
 Same model, prompts (chat-templated questions), greedy decoding and max_tokens for all.
 transformers runs N prompts as one static batch with left padding; our engine N
@@ -66,12 +67,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--short-delay", type=float, default=0.5, help="latency: s after longs")
     parser.add_argument("--max-step-ms", type=float, default=150.0)
     parser.add_argument("--skip-latency", action="store_true")
+    # the long call (bench/engine_long_call.py)
+    parser.add_argument("--skip-long-call", action="store_true")
+    parser.add_argument("--long-call-only", action="store_true", help="only the long call")
+    parser.add_argument("--long-context", type=int, default=None, help="model's (quick 1024)")
+    parser.add_argument("--long-turns", type=int, default=None, help="16 (quick 10)")
+    parser.add_argument("--long-turn-tokens", type=int, default=None, help="750 (quick 160)")
+    parser.add_argument("--long-answer-tokens", type=int, default=48)
+    parser.add_argument("--long-prefill-tokens", type=int, default=None, help="7500 (quick 1500)")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """The benchmark; every engine and peer process is closed however it ends."""
+    from bench.engine_long_call import run_long_call
+
+    quick = bool(getattr(args, "quick", False))
+    if args.long_call_only:
+        return {"long_call": run_long_call(args, quick)}
     with contextlib.ExitStack() as stack:
-        return _run(args, stack)
+        result = _run(args, stack)
+    if not args.skip_long_call:
+        result["long_call"] = run_long_call(args, quick)
+    return result
 
 
 def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any]:

@@ -5,6 +5,9 @@ the history is fitted into a token budget: the oldest whole turns (a user item a
 follows it up to the next user item) are dropped first, `system` items and the
 instructions never are, and the cut always falls on a turn boundary, so what is kept is
 an unchanged suffix of the conversation and its prefix KV stays reusable from then on.
+A history that outgrows its budget is cut down to `TRIM_LOW_WATER` of it at once, not
+by one turn: the cut then stays where it is for the turns that fit again, so their
+prompts share the prefix the engine has cached.
 """
 
 from __future__ import annotations
@@ -22,6 +25,16 @@ from app.protocol.errors import ProtocolError
 # Chat-template tokens around each message (role header, end marker); a safe overestimate
 # for the Llama/Qwen2/SmolLM2 templates, so an estimate that fits really fits.
 MESSAGE_OVERHEAD_TOKENS = 8
+
+# When the history outgrows its budget it is cut to this share of the budget, not just
+# below it. Dropping only the oldest turn moved the start of the prompt on every later
+# turn, so nothing after the instructions was ever a prefix-cache hit again and each
+# turn prefilled the whole history (issue 29: ~34 s a turn at 7.5k tokens, against
+# 2-8.6 s before the first trim). Half: each trim recomputes at most half a context,
+# and then half a context of new turns reuses it; a higher mark keeps more of the
+# conversation but trims (and recomputes) more often, w / (1 - w) prefilled tokens per
+# new one. The same high/low watermark idea as a cache's eviction hysteresis.
+TRIM_LOW_WATER = 0.5
 
 TokenCounter = Callable[[list[str]], Awaitable[list[int]]]
 
@@ -155,6 +168,7 @@ class Conversation:
         expected_language: str | None = None,
         pending_language: str | None = None,
         note: str | None = None,
+        low_water: float = TRIM_LOW_WATER,
     ) -> History:
         """The chat so far within `budget` tokens, waiting for turns still being transcribed.
 
@@ -164,7 +178,8 @@ class Conversation:
         (the session's; None: English, the instructions' own), the instructions say so;
         `pending_language` is the pending turn's. `note` (an idle nudge's, see
         responses/response.py) ends the prompt as a user message kept out of the
-        conversation.
+        conversation. `low_water`: the share of `budget` a history past it is cut to
+        (1.0: just enough, the trim of before issue 29, which `bench engine` compares).
         """
         for item in list(self.items):
             await item.ready.wait()
@@ -178,7 +193,12 @@ class Conversation:
         await self._count(items, count_tokens)
         fixed = [instructions, *[text for text in (pending_user_text, note) if text]]
         fixed_tokens = sum(await count_tokens(fixed)) + MESSAGE_OVERHEAD_TOKENS * len(fixed)
-        cut = _first_kept(items, budget - fixed_tokens, can_drop_all=bool(pending_user_text))
+        cut = _first_kept(
+            items,
+            budget - fixed_tokens,
+            int(budget * low_water) - fixed_tokens,
+            can_drop_all=bool(pending_user_text),
+        )
         dropped = [item for item in items[:cut] if item.role != "system"]
         for item in dropped:
             self.items.remove(item)
@@ -201,11 +221,13 @@ class Conversation:
                 item._counted = (item.text or "", n)
 
 
-def _first_kept(items: list[Item], budget: int, can_drop_all: bool) -> int:
-    """Index of the first item kept: the earliest turn boundary whose suffix fits `budget`
-    (system items always count). The latest user turn is kept even when it alone does
-    not fit (the backend then refuses it with a clear error), unless the user's turn is
-    not among the items (`can_drop_all`: an early answer's pending text)."""
+def _first_kept(items: list[Item], budget: int, low_water: int, can_drop_all: bool) -> int:
+    """Index of the first item kept: 0 while everything fits `budget` (the cut of an
+    earlier trim stays put), else the earliest turn boundary whose suffix fits
+    `low_water`, or failing that `budget` (system items always count). The latest user
+    turn is kept even when it alone does not fit (the backend then refuses it with a
+    clear error), unless the user's turn is not among the items (`can_drop_all`: an
+    early answer's pending text)."""
 
     system_cost = sum(_cost(item) for item in items if item.role == "system")
     boundaries = [i for i, item in enumerate(items) if item.role == "user"] or [0]
@@ -213,10 +235,16 @@ def _first_kept(items: list[Item], budget: int, can_drop_all: bool) -> int:
         boundaries.insert(0, 0)
     if can_drop_all:
         boundaries.append(len(items))
-    for cut in boundaries:
-        rest = sum(_cost(item) for item in items[cut:] if item.role != "system")
-        if system_cost + rest <= budget:
-            return cut
+    kept_cost = {
+        cut: system_cost + sum(_cost(item) for item in items[cut:] if item.role != "system")
+        for cut in boundaries
+    }
+    if kept_cost[0] <= budget:
+        return 0
+    for limit in (low_water, budget):
+        for cut in boundaries:
+            if kept_cost[cut] <= limit:
+                return cut
     return boundaries[-1]
 
 
