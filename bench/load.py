@@ -6,7 +6,9 @@ Starts `r1voice serve` (a subprocess, bundled models) and drives it over loopbac
    of streamed chat requests, Realtime text turns and (`--adversarial-share`) hostile
    requests (tiny temperatures, huge integers, a lone surrogate, a 6 MB body, deep
    nesting); then the engine must drain to idle with its KV pool free;
-3. drain: `--drain-turns` HTTP streams and as many WebSocket turns in flight, SIGTERM,
+3. burst: `--burst` streamed chat requests at once, each on its own connection: every one
+   must get an HTTP status (200 or 429), none a dropped connection;
+4. drain: `--drain-turns` HTTP streams and as many WebSocket turns in flight, SIGTERM,
    and how many complete, the exit code and how long the exit took.
 Reports counts by status, refusal latency, admitted TTFT against unloaded, normal
 requests that failed, hostile requests that got anything but a 4xx, and the targets of
@@ -52,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--drain-turns", type=int, default=None, help="each kind (quick 4, else 10)"
     )
+    parser.add_argument("--burst", type=int, default=None, help="quick 128, else 1024")
     parser.add_argument(
         "--max-queue-delay",
         type=float,
@@ -91,8 +94,27 @@ async def _phases(
         baseline = [await chat_stream(client) for _ in range(10)]
         outcomes = await _overload(client, ws_url, args, duration)
         idle = await _wait_idle(client)
+        burst = await _burst(server.base, args.burst or (128 if args.quick else 1024))
+        await _wait_idle(client)
         drain = await _drain(client, ws_url, server, n)
-    return _report(baseline, outcomes, idle, drain, args, duration)
+    result = _report(baseline, outcomes, idle, drain, args, duration)
+    result["burst"] = burst
+    result["targets"]["burst_every_request_answered"] = burst["without_status"] == 0
+    return result
+
+
+async def _burst(base: str, n: int) -> dict[str, Any]:
+    """`n` streamed chat requests at once, each on a connection of its own."""
+    limits = httpx.Limits(max_connections=n, max_keepalive_connections=0)
+    async with httpx.AsyncClient(base_url=base, timeout=300, limits=limits) as client:
+        outcomes = await asyncio.gather(*(chat_stream(client, max_tokens=8) for _ in range(n)))
+    missing = [o for o in outcomes if o.status == "transport_error"]  # no HTTP status at all
+    return {
+        "requests": n,
+        "statuses": dict(Counter(str(o.status) for o in outcomes)),
+        "without_status": len(missing),
+        "errors": [o.error for o in missing][:10],
+    }
 
 
 async def _overload(

@@ -31,6 +31,8 @@ def test_load_hostile_requests_beside_normal_ones_then_sigterm() -> None:
     assert overload["5xx"] == 0 and overload["normal_failed"] == [], overload
     assert overload["hostile_not_4xx"] == []
     assert targets["engine_idle_after"], result["idle_after"]
+    burst = result["burst"]  # every request of a burst gets a status
+    assert burst["without_status"] == 0 and burst["requests"] == 128, burst
     assert result["drain"]["completed"] == result["drain"]["in_flight"] == 6, result["drain"]
     assert result["server"]["exit_code"] == 0
     assert result["server"]["log_problem_count"] == 0, result["server"]["log_problem_lines"]
