@@ -122,6 +122,21 @@ class Response:
         task.cancel()
         await asyncio.wait([task])  # raises CancelledError only if *we* are cancelled
 
+    @property
+    def paused(self) -> bool:
+        return self.speaker is not None and self.speaker.paused
+
+    def pause(self) -> None:
+        """Speech over the answer: send no more audio until `resume` or `cancel` (the LLM
+        goes on writing meanwhile). A text answer has nothing to pause."""
+        if self.speaker is not None and not self._done:
+            self.speaker.pause()
+
+    def resume(self) -> None:
+        """The speech was no interruption: the audio goes on from what the client heard."""
+        if self.speaker is not None:
+            self.speaker.resume()
+
     def release(self, timing: TurnTiming, previous_item_id: str | None) -> None:
         """The turn really ended with the words this early answer replied to: show it."""
         self.timing = timing

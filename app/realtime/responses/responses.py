@@ -82,6 +82,19 @@ class Responses:
         if self.active is not None:
             await self.active.cancel(reason)
 
+    def pause(self) -> bool:
+        """Pause the active answer's audio (speech over it); whether one was paused."""
+        active = self.active
+        if active is None or active.done:
+            return False
+        active.pause()
+        return True
+
+    def resume(self) -> None:
+        """Resume the paused answer, if it still runs."""
+        if self.active is not None:
+            self.active.resume()
+
     def use_llm(self, llm: LLMBackend) -> None:
         """Answer with `llm` from the next response on (a running one keeps its own)."""
         if llm is not self._deps.llm:

@@ -2,7 +2,9 @@
 
 TTS runs on the TTS executor. Audio leaves at real-time pace, at most `lead` ahead of
 the client's playback, so a barge-in leaves little queued; the timeline of clauses lets
-the conversation keep only the words that were actually heard.
+the conversation keep only the words that were actually heard. A pause (speech over the
+answer, not yet known to be an interruption) stops the sending where the client stopped
+hearing; the client drops what it had queued, so a resume sends again from there.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,6 +31,7 @@ class SpokenClause:
     text: str
     start_ms: float
     end_ms: float
+    audio: bytes = field(default=b"", repr=False)  # kept to send again after a pause
 
 
 class Speaker:
@@ -47,39 +50,98 @@ class Speaker:
         self.lead_s = lead_ms / 1000
         self.send = send
         self.clock = clock
-        self.bytes_per_ms = fmt.rate / 1000 * (2 if fmt.type == "audio/pcm" else 1)
+        self.sample_bytes = 2 if fmt.type == "audio/pcm" else 1
+        self.bytes_per_ms = fmt.rate / 1000 * self.sample_bytes
         self.clauses: list[SpokenClause] = []
-        self.audio_ms = 0.0
+        self.audio_ms = 0.0  # the furthest point of the answer's audio sent
         self.first_audio_at: float | None = None
         self.muted = False
+        self._end = 0  # bytes of audio on the timeline (synthesized and released)
+        self._position = 0  # the next byte to send
+        # playback since the last start or resume: (clock, timeline ms) at its first piece
+        self._anchor: tuple[float, float] | None = None
+        self._base_ms = 0.0  # what was played before the anchor
+        self._paused_ms: float | None = None  # what the client had heard when paused
+        self._playing = asyncio.Event()
+        self._playing.set()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused_ms is not None
 
     async def run(self, clauses: asyncio.Queue[str | None], released: asyncio.Event) -> None:
-        """Speak clauses until None; audio waits for `released` (held early answers)."""
-        chunk = int(AUDIO_CHUNK_MS * self.bytes_per_ms) // 2 * 2
+        """Speak clauses until None; audio waits for `released` (held early answers).
+        Returns once all of it was sent, waiting out pauses."""
         while (clause := await clauses.get()) is not None:
             data = encode_audio(await self.synthesize(clause, self.fmt.rate), self.fmt.type)
             await released.wait()
             # Recorded before sending, so a barge-in mid-clause knows what it covered.
+            start, self._end = self._end, self._end + len(data)
             self.clauses.append(
-                SpokenClause(clause, self.audio_ms, self.audio_ms + len(data) / self.bytes_per_ms)
+                SpokenClause(clause, start / self.bytes_per_ms, self._end / self.bytes_per_ms, data)
             )
-            for offset in range(0, len(data), chunk):
-                if self.first_audio_at is None:
-                    self.first_audio_at = self.clock()
-                ahead = self.audio_ms / 1000 - (self.clock() - self.first_audio_at)
-                if ahead > self.lead_s:
-                    await asyncio.sleep(ahead - self.lead_s)
-                if self.muted:
-                    return
-                piece = data[offset : offset + chunk]
-                self.send(piece)
-                self.audio_ms += len(piece) / self.bytes_per_ms
+            await self._play()
+        await self._play()  # a pause while the last clause was synthesized rewound it
+
+    def pause(self) -> None:
+        """Send nothing more; a resume starts again from what the client had played."""
+        if self.paused:
+            return
+        heard = self.played_ms()
+        self._paused_ms = self._base_ms = heard
+        self._position = int(heard * self.bytes_per_ms) // self.sample_bytes * self.sample_bytes
+        self._anchor = None
+        self._playing.clear()
+
+    def resume(self) -> None:
+        if self.paused:
+            self._paused_ms = None
+            self._playing.set()
+
+    async def _play(self) -> None:
+        """Send the timeline from `_position` to its end, paced, waiting out pauses."""
+        chunk = int(AUDIO_CHUNK_MS * self.bytes_per_ms) // 2 * 2
+        while self._position < self._end:
+            await self._playing.wait()
+            if self.muted:
+                return
+            position_ms = self._position / self.bytes_per_ms
+            if self._anchor is None:
+                self._anchor = (self.clock(), position_ms)
+            if self.first_audio_at is None:
+                self.first_audio_at = self.clock()
+            ahead = (position_ms - self._anchor[1]) / 1000 - (self.clock() - self._anchor[0])
+            if ahead > self.lead_s:
+                await asyncio.sleep(ahead - self.lead_s)
+            if self.muted:
+                return
+            if self.paused:  # paused while waiting: rewound, wait for the resume
+                continue
+            piece = self._piece(chunk)
+            self.send(piece)
+            self._position += len(piece)
+            self.audio_ms = max(self.audio_ms, self._position / self.bytes_per_ms)
+
+    def _piece(self, chunk: int) -> bytes:
+        """Up to `chunk` bytes from `_position`, within one clause."""
+        start = 0
+        for clause in self.clauses:
+            end = start + len(clause.audio)
+            if self._position < end:
+                offset = self._position - start
+                return clause.audio[offset : min(offset + chunk, len(clause.audio))]
+            start = end
+        return b""
 
     def played_ms(self) -> float:
         """How much of the audio the client has played by now (given the paced sending)."""
-        if self.first_audio_at is None:
-            return 0.0
-        return min(self.audio_ms, (self.clock() - self.first_audio_at) * 1000)
+        if self._paused_ms is not None:
+            return self._paused_ms
+        if self._anchor is None:
+            return self._base_ms
+        since, at_ms = self._anchor
+        sent_ms = self._position / self.bytes_per_ms
+        return min(sent_ms, at_ms + (self.clock() - since) * 1000)
 
     def text_played(self, audio_end_ms: float) -> str:
         """The answer's text up to `audio_end_ms` of its audio (whole units: words, or

@@ -99,3 +99,39 @@ def test_muted_speaker_sends_nothing_more() -> None:
 
     asyncio.run(main())
     assert sent == []
+
+
+def test_a_paused_answer_resumes_from_what_the_client_had_heard() -> None:
+    """Speech over the answer pauses it; the client drops what it had queued, so a resume
+    sends the audio again from where the client stopped hearing it, to the end."""
+    sent: list[bytes] = []
+
+    async def synthesize(text: str, rate: int) -> np.ndarray:  # distinct bytes everywhere
+        return np.linspace(-0.9 if "first" in text else 0.1, 0.9, rate).astype(np.float32)
+
+    clock = Clock()
+    speaker = Speaker(synthesize, AudioFormat(), 60_000, sent.append, clock)
+
+    async def main() -> None:
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        released = asyncio.Event()
+        released.set()
+        queue.put_nowait("The first clause,")
+        running = asyncio.create_task(speaker.run(queue, released))
+        await asyncio.sleep(0)
+        assert len(sent) == 10  # the whole first second went out ahead of playback
+        clock.now = 0.4
+        speaker.pause()
+        assert speaker.text_played(speaker.played_ms()) == "The"  # 0.4 of three words
+        queue.put_nowait("and the second one.")
+        queue.put_nowait(None)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert len(sent) == 10 and not running.done()  # paused: nothing more leaves
+        speaker.resume()
+        await running
+
+    asyncio.run(main())
+    timeline = b"".join(c.audio for c in speaker.clauses)
+    assert b"".join(sent[10:]) == timeline[400 * 48 :]  # 24 kHz PCM16: 48 bytes a ms
+    assert speaker.audio_ms == 2000.0

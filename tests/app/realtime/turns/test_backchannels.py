@@ -1,0 +1,76 @@
+"""What counts as a backchannel (the answer goes on) and what holds no words at all."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.realtime.turns.backchannels import BACKCHANNELS, MAX_UNITS, has_words, is_backchannel
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "backchannel"),
+    [
+        ("Uh-huh.", "en", True),
+        ("Mm-hmm.", "en", True),
+        ("mm-hm", "en", True),
+        ("Mhm.", "en", True),
+        ("Yeah.", "en", True),
+        ("Yeah, yeah.", "en", True),
+        ("Right.", "en", True),
+        ("Okay.", "en", True),
+        ("OK", "en", True),
+        ("Oh, okay.", "en", True),
+        ("I see.", "en", True),
+        ("嗯。", "zh", True),
+        ("嗯嗯", "zh", True),
+        ("对。", "zh", True),
+        ("对对对", "zh", True),
+        ("好的。", "zh", True),
+        ("是的，是的。", "zh", True),
+        ("好的", None, True),  # no language told: every list
+        ("Yeah.", None, True),
+        ("No.", "en", False),  # objects
+        ("Wait.", "en", False),
+        ("Stop.", "en", False),
+        ("What?", "en", False),
+        ("Yeah, but what about the dragon?", "en", False),
+        ("Okay, tell me about Paris instead.", "en", False),
+        ("I see the sea.", "en", False),
+        ("yeah yeah yeah yeah yeah", "en", False),  # past the length bound
+        ("不对", "zh", False),
+        ("好的，那北京呢？", "zh", False),
+        ("", "en", False),
+        ("(coughs)", "en", False),
+    ],
+)
+def test_backchannels(text: str, language: str | None, backchannel: bool) -> None:
+    assert is_backchannel(text, language) is backchannel
+
+
+def test_every_listed_phrase_is_a_backchannel_within_the_bound() -> None:
+    for language, phrases in BACKCHANNELS.items():
+        for phrase in phrases:
+            assert is_backchannel(phrase, language), (language, phrase)
+    assert MAX_UNITS >= 2
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("", False),
+        ("   ", False),
+        (".", False),
+        ("(coughs)", False),
+        ("[BLANK_AUDIO]", False),
+        ("*breathing*", False),
+        ("♪", False),
+        (" you", False),  # what Whisper makes of a breath
+        ("Thank you.", False),
+        ("Uh-huh.", True),
+        ("Stop.", True),
+        ("嗯", True),
+        ("what about the knight", True),
+    ],
+)
+def test_words(text: str, words: bool) -> None:
+    assert has_words(text) is words
