@@ -156,6 +156,9 @@ function onEvent(ev) {
     case "response.done":
       answers.done(ev.response);
       break;
+    case "r1voice.interruption": // the answer paused by speech over it goes on
+      if (ev.verdict === "backchannel" || ev.verdict === "no_words") answers.responses.resume();
+      break;
     case "r1voice.turn.metrics":
       showMetrics(ev);
       break;

@@ -95,6 +95,9 @@ class InputTranscription(_Lenient):
 
 
 DEFAULT_IDLE_NUDGES, MAX_IDLE_NUDGES = 2, 10
+# seconds with no words after speech that paused an answer, before it resumes (LiveKit's
+# name and meaning; its default is 2 s, ours 1.5 s: the longest natural pause in a sentence)
+DEFAULT_FALSE_INTERRUPTION_TIMEOUT_S, MAX_FALSE_INTERRUPTION_TIMEOUT_S = 1.5, 10.0
 
 
 class R1VoiceOptions(_Lenient):
@@ -105,6 +108,13 @@ class R1VoiceOptions(_Lenient):
     # idle nudges in a row (see TurnDetection.idle_timeout_ms) before the server waits for
     # the user to speak again: an absent user is not talked at forever
     max_idle_nudges: int = Field(default=DEFAULT_IDLE_NUDGES, ge=1, le=MAX_IDLE_NUDGES, strict=True)
+    # speech over an answer pauses it; with no words this long after it, the answer resumes
+    false_interruption_timeout: float = Field(
+        default=DEFAULT_FALSE_INTERRUPTION_TIMEOUT_S,
+        gt=0,
+        le=MAX_FALSE_INTERRUPTION_TIMEOUT_S,
+        strict=True,
+    )
 
 
 class SessionPatch(_Lenient):

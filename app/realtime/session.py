@@ -114,6 +114,7 @@ class Session:
             on_merge=on_merge,
             echo=self.echo,
             idle_timer=IdleTimer(self.config.max_idle_nudges),
+            false_interruption_timeout_s=self.config.false_interruption_timeout,
         )
 
     def session_object(self) -> dict[str, Any]:
@@ -209,7 +210,11 @@ class Session:
                 )
             cfg = self.config
             await self.turns.reconfigure(
-                cfg.input_format, cfg.turn_detection, cfg.show_transcripts, cfg.max_idle_nudges
+                cfg.input_format,
+                cfg.turn_detection,
+                cfg.show_transcripts,
+                cfg.max_idle_nudges,
+                cfg.false_interruption_timeout,
             )
             self.outbox.emit(events.event("session.updated", session=self.session_object()))
         elif isinstance(event, AudioCommit):
@@ -297,14 +302,21 @@ class Session:
             raise ProtocolError(
                 "invalid_item", f"item '{item.id}' is not an assistant audio item", param="item_id"
             )
-        if not response.done:
-            await response.cancel("client_cancelled")
         if event.audio_end_ms > response.audio_ms + 1:
             raise ProtocolError(
                 "invalid_value",
                 f"audio_end_ms {event.audio_end_ms} is past the item's audio ({response.audio_ms:.0f} ms)",
                 param="audio_end_ms",
             )
+        if response.paused and not response.done:
+            # Clients truncate on speech_started; here that speech only paused the answer,
+            # and its words decide: a resume sends the rest again (the item ends whole),
+            # an interruption cuts it at what was heard, as the truncate asks.
+            response.truncate_paused(event.audio_end_ms)
+            self._truncated(event)
+            return
+        if not response.done:
+            await response.cancel("client_cancelled")
         item.text = response.text_played(event.audio_end_ms)
         self._truncated(event)
 

@@ -10,6 +10,7 @@ from app.models.languages import WHISPER_LANGUAGES, language_error, normalize
 from app.protocol.errors import ProtocolError
 from app.protocol.schemas import (
     BETA_FORMATS,
+    DEFAULT_FALSE_INTERRUPTION_TIMEOUT_S,
     DEFAULT_IDLE_NUDGES,
     AudioFormat,
     NamedToolChoice,
@@ -69,6 +70,9 @@ class SessionConfig:
     llm_model: str = ""  # the LLM answering (the session starts with the server's)
     # `session.r1voice.max_idle_nudges`: idle nudges in a row before waiting for the user
     max_idle_nudges: int = DEFAULT_IDLE_NUDGES
+    # `session.r1voice.false_interruption_timeout`: seconds after speech that paused an
+    # answer with no words heard, before the answer resumes
+    false_interruption_timeout: float = DEFAULT_FALSE_INTERRUPTION_TIMEOUT_S
 
     @classmethod
     def default(cls, settings: Settings, llm_model: str) -> SessionConfig:
@@ -172,6 +176,8 @@ class SessionConfig:
             self.max_reasoning_tokens = options.max_reasoning_tokens
         if options is not None and "max_idle_nudges" in options.model_fields_set:
             self.max_idle_nudges = options.max_idle_nudges
+        if options is not None and "false_interruption_timeout" in options.model_fields_set:
+            self.false_interruption_timeout = options.false_interruption_timeout
         return refused
 
     def _set_language(
@@ -223,5 +229,6 @@ class SessionConfig:
                 "max_reasoning_tokens": self.max_reasoning_tokens,
                 "model": self.llm_model,
                 "max_idle_nudges": self.max_idle_nudges,
+                "false_interruption_timeout": self.false_interruption_timeout,
             },
         }

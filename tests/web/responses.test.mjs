@@ -77,3 +77,12 @@ test("a failed answer: busy, a note, or nothing more", () => {
   assert.deepEqual(answerFailure({ status: "failed", status_details: { error: { code: "llm_error", message: "boom" } } }), { note: "The answer failed: boom" });
   assert.deepEqual(answerFailure({ status: "failed" }), { note: "The answer failed: unknown error" });
 });
+
+test("an answer paused by a backchannel or by no words plays again when it resumes", () => {
+  const r = new Responses();
+  r.start("resp_1", null);
+  r.interrupt(); // speech_started: the answer paused, its queued audio dropped
+  assert.ok(r.isStopped("resp_1"));
+  r.resume(); // r1voice.interruption: backchannel / no_words
+  assert.ok(!r.isStopped("resp_1"));
+});

@@ -38,6 +38,12 @@ export class Responses {
     if (this.active) this.stopped.add(this.active);
   }
 
+  /** Speech over the answer paused it, and was no interruption (`r1voice.interruption`:
+   *  a backchannel, or no words): its audio, sent again from what was heard, is wanted. */
+  resume() {
+    if (this.active) this.stopped.delete(this.active);
+  }
+
   isStopped(id) {
     return this.stopped.has(id);
   }

@@ -78,6 +78,7 @@ class Response:
         self.first_token_at: float | None = None
         self._task: asyncio.Task[None] | None = None
         self._cancel_reason = "client_cancelled"
+        self._heard_ms: float | None = None  # what the client said it heard of it, paused
 
     @property
     def done(self) -> bool:
@@ -135,7 +136,15 @@ class Response:
     def resume(self) -> None:
         """The speech was no interruption: the audio goes on from what the client heard."""
         if self.speaker is not None:
+            self._heard_ms = None
             self.speaker.resume()
+
+    def truncate_paused(self, audio_end_ms: float) -> None:
+        """The client truncated the paused answer (as clients do on speech_started): the
+        item holds what it heard until the answer resumes (then it ends whole) or is
+        cancelled (then it keeps that)."""
+        self._heard_ms = audio_end_ms
+        self.item.text, self.item.status = self.text_played(audio_end_ms), "incomplete"
 
     def release(self, timing: TurnTiming, previous_item_id: str | None) -> None:
         """The turn really ended with the words this early answer replied to: show it."""
@@ -225,7 +234,8 @@ class Response:
         except asyncio.CancelledError:
             status, details = "cancelled", {"type": "cancelled", "reason": self._cancel_reason}
             if self._cancel_reason == "turn_detected" and self.speaker is not None:
-                self.text = self.speaker.text_played(self.speaker.played_ms())  # what was heard
+                heard = self.speaker.played_ms() if self._heard_ms is None else self._heard_ms
+                self.text = self.speaker.text_played(heard)  # what was heard
         except Exception as exc:  # every failure is reported; the session goes on
             code = exc.code if isinstance(exc, LLMBackendError) else "server_error"
             if code == "server_error":

@@ -82,13 +82,13 @@ class Responses:
         if self.active is not None:
             await self.active.cancel(reason)
 
-    def pause(self) -> bool:
-        """Pause the active answer's audio (speech over it); whether one was paused."""
+    def pause(self) -> Response | None:
+        """Pause the active answer's audio (speech over it); the answer paused, if any."""
         active = self.active
         if active is None or active.done:
-            return False
+            return None
         active.pause()
-        return True
+        return active
 
     def resume(self) -> None:
         """Resume the paused answer, if it still runs."""

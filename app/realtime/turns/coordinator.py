@@ -2,7 +2,8 @@
 
 - Barge-in: speech while an answer plays must last `barge_in_hold` before it counts, so
   a cough or the speaker's own echo does not cut the answer. Until then `speech_started`
-  is not sent (clients flush playback on it).
+  is not sent (clients flush playback on it). Then the answer is paused, not cancelled:
+  the speech's words decide (see interruption.py) whether it is cancelled or resumes.
 - Continued turns: speech resuming within `merge_window` of the end of the previous VAD
   turn continues it, unless its answer was already shown or played: that turn and its
   unseen answer are deleted and the whole utterance is transcribed again, so nobody
@@ -20,21 +21,34 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.audio import PIPELINE_RATE
 from app.protocol import events
-from app.protocol.schemas import DEFAULT_IDLE_NUDGES, AudioFormat, TurnDetection
+from app.protocol.schemas import (
+    DEFAULT_FALSE_INTERRUPTION_TIMEOUT_S,
+    DEFAULT_IDLE_NUDGES,
+    AudioFormat,
+    TurnDetection,
+)
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink, TurnTiming
 from app.realtime.turns.committed import answer_committed, transcribe_committed
 from app.realtime.turns.echo import CHECK_EVERY, WINDOW, EchoReference
 from app.realtime.turns.idle import IdleTimer, Silence
 from app.realtime.turns.input_audio import InputAudio
+from app.realtime.turns.interruption import Interruption, Verdict
 from app.realtime.turns.semantic_end import SemanticEnd, TurnScorer
 from app.realtime.turns.transcriber import SpeechRecognizer, TurnTranscriber, stop_task
-from app.realtime.turns.turn import CommittedTurn, ResponseStarter, SpeechTurn, TurnPolicy
+from app.realtime.turns.turn import (
+    Answer,
+    CommittedTurn,
+    ResponseStarter,
+    SpeechTurn,
+    TurnPolicy,
+)
 from app.realtime.turns.turn_words import PATIENCE, Patience
 from app.realtime.turns.vad_stream import VADEvent
 
@@ -57,8 +71,15 @@ class TurnCoordinator:
     on_merge: Callable[[str], None] = lambda _detection: None  # a continued turn, counted
     echo: EchoReference | None = None  # what the client plays: our voice is no barge-in
     idle_timer: IdleTimer = field(default_factory=lambda: IdleTimer(DEFAULT_IDLE_NUDGES))
+    # no words this long after speech that paused an answer: the answer resumes
+    false_interruption_timeout_s: float = DEFAULT_FALSE_INTERRUPTION_TIMEOUT_S
     turn: SpeechTurn | None = field(default=None, init=False)  # the turn being spoken
     last: CommittedTurn | None = field(default=None, init=False)  # may still be continued
+    # the speech that paused the answer, and that answer, until its words decide
+    interruption: Interruption | None = field(default=None, init=False)
+    _paused: Answer | None = field(default=None, init=False)
+    _applied: Verdict = field(default="wait", init=False)  # what was done to `_paused`
+    _cancelling: asyncio.Task[None] | None = field(default=None, init=False)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     _closed: bool = field(default=False, init=False)
 
@@ -80,12 +101,14 @@ class TurnCoordinator:
         turn_detection: TurnDetection | None,
         show_transcripts: bool = True,
         max_idle_nudges: int = DEFAULT_IDLE_NUDGES,
+        false_interruption_timeout_s: float = DEFAULT_FALSE_INTERRUPTION_TIMEOUT_S,
     ) -> None:
         """A turn open when VAD is switched off is dropped; its audio stays buffered."""
         self.audio.reconfigure(fmt, turn_detection)
         self.turn_detection = turn_detection
         self.show_transcripts = show_transcripts
         self.idle_timer.max_nudges = max_idle_nudges
+        self.false_interruption_timeout_s = false_interruption_timeout_s
         if turn_detection is None:
             await self._drop_open_turn()
 
@@ -105,6 +128,8 @@ class TurnCoordinator:
             and not await self._heard_echo(turn)
         ):
             await self._confirm(turn)
+        if self.interruption is not None:
+            self._apply(self.interruption.waited(self.audio.end()))
         if self.turn is None:
             self.audio.keep_recent(self.policy.merge_window)
         td = self.turn_detection
@@ -127,12 +152,16 @@ class TurnCoordinator:
         elif vad_event.kind == "speech_lull" and turn.confirmed:
             self._speculate(turn, vad_event.sample)
         elif vad_event.kind == "speech_paused" and turn.confirmed:
+            if turn.interruption is not None:
+                turn.interruption.speech_ended(vad_event.sample)
             early = self._speculate(turn, vad_event.sample)
             if judge := self.semantic:  # the words wait for a real-time client only
                 words = early if self.audio.sends_in_real_time() else None
                 audio = self.audio.turn_audio(turn.start, vad_event.sample, turn.carry)
                 await judge.paused(turn, vad_event.sample, audio, words, self._patience)
         elif vad_event.kind == "speech_resumed":
+            if turn.interruption is not None:
+                turn.interruption.speech_resumed()
             if self._semantic:
                 self._semantic.resumed()
             turn.transcriber.resume()
@@ -180,6 +209,9 @@ class TurnCoordinator:
         if self._closed or early.cancelled() or early.exception() is not None:
             return
         text = early.result().strip()
+        if turn.interruption is not None and turn.interruption is self.interruption:
+            # the decision comes here, at the lull: ~64 ms after the speech, not at its end
+            self._apply(turn.interruption.heard(text, turn.transcriber.language))
         if self.turn is not turn or not (td and td.create_response and text):
             return
         if turn.transcriber.paused and not self.responses.responding:
@@ -189,6 +221,59 @@ class TurnCoordinator:
     def _send_delta(self, item_id: str, delta: str) -> None:
         if self.show_transcripts:
             self.emit(events.transcription("delta", item_id, delta=delta))
+        turn, interruption = self.turn, self.interruption
+        if turn and turn.item_id == item_id and interruption and turn.interruption is interruption:
+            self._apply(interruption.partial(turn.transcriber.agreement.text))
+
+    # -- speech over an answer -------------------------------------------------------------
+
+    def _pause_answer(self, turn: SpeechTurn) -> None:
+        """Speech that counts over an answer: pause it until the speech's words decide."""
+        answer = self.responses.pause()
+        if answer is None:
+            return
+        timeout = int(self.false_interruption_timeout_s * PIPELINE_RATE)
+        self.interruption = turn.interruption = Interruption(turn.item_id, timeout)
+        self._paused, self._applied = answer, "wait"
+        self._tell(turn.interruption)
+
+    def _apply(self, verdict: Verdict) -> None:
+        """Do what the decision says to the paused answer (once a verdict)."""
+        interruption, answer = self.interruption, self._paused
+        if interruption is None or answer is None or verdict == self._applied:
+            return
+        self._applied = verdict
+        if verdict == "interrupt":
+            self._cancelling = self._spawn(answer.cancel("turn_detected"), "interrupt")
+            self.interruption = self._paused = None
+        elif verdict in ("backchannel", "no_words"):
+            answer.resume()
+        self._tell(interruption)
+
+    def _tell(self, interruption: Interruption) -> None:
+        """Our extension event: the answer paused ("wait"), or why it went on or stopped."""
+        self.emit(
+            events.event(
+                "r1voice.interruption", item_id=interruption.item_id, verdict=interruption.verdict
+            )
+        )
+
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        task = asyncio.create_task(work, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _end_interruption(
+        self, interruption: Interruption | None, words: str | None, language: str | None = None
+    ) -> None:
+        """The turn that paused the answer is over (`words`: its final transcript, heard in
+        `language`; None if it was dropped or failed): decide, and stop waiting."""
+        if interruption is None or interruption is not self.interruption:
+            return
+        self._apply(interruption.heard(words or "", language))
+        if self.interruption is interruption:
+            self.interruption = self._paused = None
 
     async def _confirm(self, turn: SpeechTurn) -> None:
         """Speech that counts: continue the last turn or interrupt the answer, announce it."""
@@ -205,7 +290,7 @@ class TurnCoordinator:
             turn.transcriber.agreement = last.transcriber.agreement  # agreed words still stand
         td = self.turn_detection
         if td is not None and td.interrupt_response:
-            await self.responses.interrupt("turn_detected")
+            self._pause_answer(turn)
         if turn.transcriber.agreement.confirmed:  # the new item restates the inherited words
             turn.transcriber.on_delta(turn.transcriber.agreement.text)
         turn.transcriber.start(lambda: self.audio.turn_audio(turn.start, carry=turn.carry))
@@ -229,6 +314,8 @@ class TurnCoordinator:
 
     async def _on_stopped(self, turn: SpeechTurn, sample: int) -> None:
         self.turn = None
+        if turn.interruption is not None:
+            turn.interruption.speech_ended(sample)
         if not turn.confirmed:
             # a cough during an answer, shorter than the hold (one append may hold it all),
             # or our own voice coming back (a short reply just after the answer still counts)
@@ -250,6 +337,7 @@ class TurnCoordinator:
             transcriber=turn.transcriber,
             early=turn.early,
             silence_after=silence_after,
+            interruption=turn.interruption,
         )
         self._commit(committed, auto_respond=bool(td and td.create_response))
 
@@ -276,6 +364,7 @@ class TurnCoordinator:
         if turn is not None:
             await turn.drop_early()
             await turn.transcriber.close()
+            self._end_interruption(turn.interruption, None)
 
     def _commit(self, turn: CommittedTurn, *, auto_respond: bool) -> None:
         self._add_audio_item(turn.item)
@@ -326,7 +415,15 @@ class TurnCoordinator:
             self.responses.start(idle_ms=silence.ms)
 
     async def _transcribe(self, turn: CommittedTurn, auto_respond: bool) -> None:
-        if await transcribe_committed(turn, self.emit if self.show_transcripts else None):
+        heard = await transcribe_committed(turn, self.emit if self.show_transcripts else None)
+        interruption = turn.interruption
+        self._end_interruption(interruption, turn.item.text if heard else None, turn.item.language)
+        if interruption is not None and interruption.verdict != "interrupt":
+            return  # a backchannel or no words: the answer went on, this is not answered
+        cancelling = self._cancelling
+        if interruption is not None and cancelling is not None:
+            await asyncio.wait([cancelling])  # the old answer ends before the new one starts
+        if heard:
             await answer_committed(turn, self.responses, lambda: auto_respond and not self._closed)
 
     @property

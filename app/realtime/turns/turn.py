@@ -11,6 +11,7 @@ import numpy as np
 from app.audio import PIPELINE_RATE
 from app.realtime.conversation import Item
 from app.realtime.handoff import TurnTiming
+from app.realtime.turns.interruption import Interruption
 from app.realtime.turns.transcriber import TurnTranscriber
 
 
@@ -32,6 +33,12 @@ class Answer(Protocol):
 
     async def discard(self) -> None: ...
 
+    def resume(self) -> None:
+        """Go on with the paused audio, from what the client had heard."""
+        ...
+
+    async def cancel(self, reason: str) -> None: ...
+
 
 class ResponseStarter(Protocol):
     """What the coordinator needs of the session's responses."""
@@ -49,6 +56,10 @@ class ResponseStarter(Protocol):
     ) -> Answer | None: ...
 
     async def interrupt(self, reason: str) -> None: ...
+
+    def pause(self) -> Answer | None:
+        """Pause the running answer's audio (speech over it); the answer paused, if any."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -78,6 +89,7 @@ class SpeechTurn:
     echo: bool = False  # the speech is our own audio coming back (see note_echo)
     echo_checked_at: int = -(2**62)  # stream position of the last check
     echo_doubt: bool = False  # heard as echo, then one check said otherwise
+    interruption: Interruption | None = None  # it paused an answer: its words decide
 
     def note_echo(self, heard_echo: bool) -> bool:
         """Record an echo check. Speech heard as echo counts as the user's only after two
@@ -111,6 +123,7 @@ class CommittedTurn:
     early: Answer | None = None
     task: asyncio.Task[None] | None = None
     answer: Answer | None = None
+    interruption: Interruption | None = None  # it paused an answer: its words decide
     # the silence heard after `audio`, up to the coordinator's ASR_TAIL (the final pass
     # hears it too: see `heard`); not part of the item's audio
     silence_after: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))

@@ -423,7 +423,8 @@ def test_barge_in_within_one_append_is_not_taken_for_a_cough(shared_components: 
     """Speech longer than the barge-in hold that starts and ends inside one append (a
     client sending large appends) interrupts the answer like streamed speech does;
     before, the hold was only checked after the whole append, when the turn had
-    already stopped, so it was dropped as a cough."""
+    already stopped, so it was dropped as a cough. (The speech pauses the answer; its
+    words, once transcribed, cancel it.)"""
     llm = ScriptedLLM(["Never ", "said."], hold=asyncio.Event())  # answers nothing, ever
     client = client_with(dataclasses.replace(shared_components, llm=llm))
     with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
@@ -432,17 +433,12 @@ def test_barge_in_within_one_append_is_not_taken_for_a_cough(shared_components: 
         _send(ws, "response.create", response={"modalities": ["text"]})
         answer = receive_until(ws, _of_type("response.content_part.added"))
         ws.send_text(append_event(np.concatenate([_silence(0.5), _jfk(0, 4), _silence(2)])))
-        # handled after the append: refused if the barge-in already cancelled the answer
-        _send(ws, "response.cancel", event_id="cancel-after")
         events = receive_until(ws, is_done)
         assert events[-1]["response"]["status_details"]["reason"] == "turn_detected", events
-        events += receive_until(ws, _of_type(COMPLETED))
+        if COMPLETED not in _types(events):
+            events += receive_until(ws, _of_type(COMPLETED))
     types = _types(events)
-    refused = events[types.index("error")]["error"]
-    assert (refused["code"], refused["event_id"]) == ("response_cancel_not_active", "cancel-after")
-    assert types.index("input_audio_buffer.committed") < types.index("error")
     assert types.index("input_audio_buffer.speech_started") < types.index("response.done")
-    assert types.index("response.done") < types.index("input_audio_buffer.speech_stopped")
     assert types.index("input_audio_buffer.speech_stopped") < types.index(
         "input_audio_buffer.committed"
     )
@@ -450,5 +446,6 @@ def test_barge_in_within_one_append_is_not_taken_for_a_cough(shared_components: 
     assert done["id"] == answer[0]["response"]["id"]
     assert done["status"] == "cancelled"
     assert done["status_details"] == {"type": "cancelled", "reason": "turn_detected"}
-    assert _words(events[-1]["transcript"]) & FIRST_WORDS, events[-1]
+    transcript = next(e for e in events if e["type"] == COMPLETED)["transcript"]
+    assert _words(transcript) & FIRST_WORDS, events
     assert not llm.running

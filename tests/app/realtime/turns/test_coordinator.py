@@ -49,12 +49,21 @@ class FakeAnswer:
     released_after: str | None = None
     discarded: bool = False
     shown: bool = False
+    paused: bool = False
+    resumes: int = 0
+    cancelled: str | None = None  # the reason
 
     def release(self, timing: TurnTiming, previous_item_id: str | None) -> None:
         self.released_after = previous_item_id
 
     async def discard(self) -> None:
         self.discarded, self.done = True, True
+
+    def resume(self) -> None:
+        self.paused, self.resumes = False, self.resumes + 1
+
+    async def cancel(self, reason: str) -> None:
+        self.cancelled, self.done = reason, True
 
 
 @dataclass
@@ -63,6 +72,7 @@ class FakeResponses:
     started: list[FakeAnswer] = field(default_factory=list)
     interrupts: list[str] = field(default_factory=list)
     languages: list[str | None] = field(default_factory=list)  # of each early answer's turn
+    playing: FakeAnswer = field(default_factory=lambda: FakeAnswer(None))  # while responding
 
     def start(
         self,
@@ -78,6 +88,12 @@ class FakeResponses:
 
     async def interrupt(self, reason: str) -> None:
         self.interrupts.append(reason)
+
+    def pause(self) -> FakeAnswer | None:
+        if not self.responding or self.playing.done:
+            return None
+        self.playing.paused = True
+        return self.playing
 
 
 class Harness:
@@ -295,16 +311,114 @@ def test_no_answer_starts_after_close() -> None:
     assert h.coordinator.turn is None
 
 
-def test_barge_in_interrupts_the_answer_after_the_hold() -> None:
+def over_the_answer(h: Harness) -> list[dict[str, Any]]:
+    """Our `r1voice.interruption` events: the pause ("wait") and the verdicts."""
+    return [e for e in h.events if e["type"] == "r1voice.interruption"]
+
+
+async def speech_over_the_answer(h: Harness, seconds: float = 1.0) -> None:
+    """An answer plays; speech over it past the barge-in hold, then a turn's end."""
+    h.responses.responding = True
+    await h.feed(16_100, [("speech_started", 16_000)], True)
+    assert not h.responses.playing.paused and h.types() == []  # maybe a cough
+    await h.feed(5000, [], True)  # past the hold: announced, the answer paused
+    assert h.responses.playing.paused
+    assert h.types() == ["input_audio_buffer.speech_started", "r1voice.interruption"]
+    stop = 16_000 + int(seconds * 16_000)
+    await h.feed(stop + 8000 - h.audio.buffer.end, [("speech_stopped", stop)], False)
+    await h.settle()
+
+
+def test_barge_in_pauses_the_answer_and_words_interrupt_it() -> None:
+    """Speech over the answer pauses it; words that are no backchannel cancel it (as a
+    barge-in did at once before) and the new turn is answered."""
+    h = Harness(["Stop, tell me about Paris instead."])
+    asyncio.run(speech_over_the_answer(h))
+    playing = h.responses.playing
+    assert playing.cancelled == "turn_detected" and playing.resumes == 0
+    assert len(h.responses.started) == 1  # the new turn is answered
+    assert [e["verdict"] for e in over_the_answer(h)] == ["wait", "interrupt"]
+
+
+@pytest.mark.parametrize("backchannel", ["Uh-huh.", "Yeah.", "Okay."])
+def test_a_backchannel_resumes_the_answer_and_is_kept_unanswered(backchannel: str) -> None:
+    h = Harness([backchannel])
+    asyncio.run(speech_over_the_answer(h, 0.5))
+    playing = h.responses.playing
+    assert playing.cancelled is None and playing.resumes == 1 and not playing.paused
+    assert h.responses.started == []  # no new answer
+    assert [i.text for i in h.conversation.items] == [backchannel]  # kept as a user item
+    verdicts = over_the_answer(h)
+    assert [e["verdict"] for e in verdicts] == ["wait", "backchannel"]
+    assert verdicts[-1]["item_id"] == h.conversation.items[0].id
+
+
+@pytest.mark.parametrize("heard", ["", " you", "(coughs)"])
+def test_speech_with_no_words_resumes_the_answer(heard: str) -> None:
+    """A cough, a knock or a breath past the barge-in hold: the answer goes on. Before, it
+    was cancelled, as after JFK's "your country" the breath cut the answer."""
+    h = Harness([heard])
+    asyncio.run(speech_over_the_answer(h, 0.4))
+    playing = h.responses.playing
+    assert playing.cancelled is None and playing.resumes == 1
+    assert h.responses.started == [] and h.responses.interrupts == []
+    assert [e["verdict"] for e in over_the_answer(h)] == ["wait", "no_words"]
+
+
+def test_a_breath_after_the_turn_does_not_cut_its_answer() -> None:
+    """The reported case: a committed turn, its answer playing, then the breath after the
+    last word lasts the hold. The answer resumes; nothing is deleted or answered again."""
+
     async def main(h: Harness) -> None:
+        await spoken_turn(h, 16_000, 40_000)
+        (answer,) = h.responses.started
+        answer.shown, h.responses.responding, h.responses.playing = True, True, answer
+        await h.feed(49_000 - h.audio.buffer.end, [("speech_started", 49_000)], True)
+        await h.feed(6000, [], True)
+        await h.feed(8000, [("speech_stopped", 56_000)], False)
+        await h.settle()
+
+    h = Harness(["ask what you can do for your country", ""])
+    asyncio.run(main(h))
+    (answer,) = h.responses.started
+    assert answer.cancelled is None and answer.resumes == 1
+    assert "conversation.item.deleted" not in h.types()
+    assert h.conversation.items[0].text == "ask what you can do for your country"
+
+
+class HeldASR(ScriptedASR):
+    """Transcripts come only once `ready` is set (a slow ASR)."""
+
+    def __init__(self, texts: list[str]) -> None:
+        super().__init__(texts)
+        self.ready = asyncio.Event()
+
+    async def run(self, audio_16k: np.ndarray, prefix: str | None = None) -> Any:
+        await self.ready.wait()
+        return await super().run(audio_16k, prefix)
+
+
+def test_no_words_by_the_false_interruption_timeout_resume_and_later_words_interrupt() -> None:
+    async def main(h: Harness, asr: HeldASR) -> None:
         h.responses.responding = True
         await h.feed(16_100, [("speech_started", 16_000)], True)
-        assert h.responses.interrupts == [] and h.types() == []  # maybe a cough
         await h.feed(5000, [], True)
-        assert h.responses.interrupts == ["turn_detected"]
-        assert h.types() == ["input_audio_buffer.speech_started"]
+        await h.feed(4000, [("speech_paused", 24_000)], False)  # its early pass is slow
+        await h.feed(24_000 + 23_000 - h.audio.buffer.end, [], False)
+        await h.settle()
+        assert h.responses.playing.paused  # 1.44 s after the speech: still waiting
+        await h.feed(2000, [], False)  # 1.5 s
+        assert not h.responses.playing.paused and h.responses.playing.resumes == 1
+        asr.ready.set()  # the words come late: they still interrupt
+        await h.settle()
 
-    asyncio.run(main(Harness(["stop"])))
+    h = Harness([])
+    asr = HeldASR(["Tell me about Paris instead."])
+    asr.busy = True
+    h.asr = h.coordinator.asr = asr
+    asyncio.run(main(h, asr))
+    assert h.responses.playing.cancelled == "turn_detected"
+    assert [e["verdict"] for e in over_the_answer(h)] == ["wait", "no_words", "interrupt"]
 
 
 class ScriptedScorer:

@@ -1,0 +1,74 @@
+"""Speech over an answer, over the real WebSocket with real audio: a backchannel lets the
+answer play to its end; a bad `false_interruption_timeout` is refused."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.conftest import REALTIME_RATE, answer_text, ask, is_done, receive_until, stream_audio
+
+COMPLETED = "conversation.item.input_audio_transcription.completed"
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z']+", text.lower())
+
+
+def test_an_answer_overlapped_by_a_backchannel_plays_to_its_end(
+    app_client: TestClient, shared_components: Any
+) -> None:
+    """Before, any speech past the barge-in hold cancelled the answer and kept only what
+    had been heard; a "yeah" over it now pauses it, and it resumes and ends whole."""
+    silence = np.zeros(REALTIME_RATE, np.float32)
+    yeah = np.concatenate([shared_components.tts.synthesize("Yeah.", REALTIME_RATE), silence])
+    with app_client.websocket_connect("/v1/realtime?dialect=beta&r1voice_events=1") as ws:
+        ws.receive_json()
+        ask(ws, "Tell me a long story about a dragon and a knight.")
+        events = receive_until(ws, lambda e: e["type"] == "response.audio.delta")
+        while sum(e["type"] == "response.audio.delta" for e in events) < 10:  # ~1 s played
+            events.append(ws.receive_json())
+        stream_audio(ws, yeah)
+        events += receive_until(ws, is_done)
+        if COMPLETED not in [e["type"] for e in events]:
+            events += receive_until(ws, lambda e: e["type"] == COMPLETED)
+    types = [e["type"] for e in events]
+    assert "input_audio_buffer.speech_started" in types  # it was speech over the answer
+    heard = next(e for e in events if e["type"] == COMPLETED)["transcript"]
+    done = next(e for e in events if is_done(e))["response"]
+    # played to its end (`incomplete` at max_output_tokens is an answer spoken whole too)
+    assert done["status"] in ("completed", "incomplete"), (heard, done["status_details"])
+    kept = done["output"][0]["content"][0]["transcript"]
+    assert kept == answer_text(events) and len(_words(kept)) > 10  # the whole answer
+    assert types.count("response.created") == 1  # the backchannel is not answered
+    verdicts = [e["verdict"] for e in events if e["type"] == "r1voice.interruption"]
+    assert verdicts == ["wait", "backchannel"], heard
+
+
+@pytest.mark.parametrize("bad", [0, -1, 11, "1.5", None])
+def test_a_bad_false_interruption_timeout_is_refused_naming_the_field(
+    app_client: TestClient, bad: Any
+) -> None:
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        created = ws.receive_json()["session"]
+        update = {"type": "realtime", "r1voice": {"false_interruption_timeout": bad}}
+        ws.send_text(json.dumps({"type": "session.update", "session": update}))
+        events = receive_until(ws, lambda e: e["type"] == "session.updated")
+    errors = [(e["error"]["code"], e["error"]["param"]) for e in events if e["type"] == "error"]
+    assert errors == [("invalid_value", "session.r1voice.false_interruption_timeout")]
+    timeout = events[-1]["session"]["r1voice"]["false_interruption_timeout"]
+    assert timeout == created["r1voice"]["false_interruption_timeout"] == 1.5
+
+
+def test_a_false_interruption_timeout_is_taken(app_client: TestClient) -> None:
+    with app_client.websocket_connect("/v1/realtime") as ws:
+        ws.receive_json()
+        update = {"type": "realtime", "r1voice": {"false_interruption_timeout": 3}}
+        ws.send_text(json.dumps({"type": "session.update", "session": update}))
+        events = receive_until(ws, lambda e: e["type"] == "session.updated")
+    assert events[-1]["session"]["r1voice"]["false_interruption_timeout"] == 3
