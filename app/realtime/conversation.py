@@ -221,6 +221,12 @@ class Conversation:
                 item._counted = (item.text or "", n)
 
 
+async def item_tokens(item: Item, count_tokens: TokenCounter) -> int:
+    """The tokens of `item`'s text, counted once per text: the history reuses the count."""
+    await Conversation._count([item], count_tokens)
+    return item._counted[1] if item._counted else 0
+
+
 def _first_kept(items: list[Item], budget: int, low_water: int, can_drop_all: bool) -> int:
     """Index of the first item kept: 0 while everything fits `budget` (the cut of an
     earlier trim stays put), else the earliest turn boundary whose suffix fits

@@ -46,6 +46,7 @@ from app.realtime.conversation import (
     Conversation,
     ConversationLimits,
     Item,
+    item_tokens,
 )
 from app.realtime.outbox import Outbox
 from app.realtime.responses.responses import Responses
@@ -278,7 +279,7 @@ class Session:
         model's whole context (the history would keep it, and every later turn would
         fail until the client deleted it)."""
         llm = self.models.llm
-        [tokens] = await llm.count_tokens([item.text or ""])
+        tokens = await item_tokens(item, llm.count_tokens)
         if tokens + MESSAGE_OVERHEAD_TOKENS >= llm.context_length:
             raise ProtocolError(
                 "context_length_exceeded",
