@@ -47,6 +47,7 @@ class ScriptedLLM(LLMBackend):
         self.fail = fail
         self.cached_tokens = cached_tokens
         self.prompts: list[list[ChatMessage]] = []
+        self.params: list[GenerationParams] = []  # each request's, in order
         self.running: set[str] = set()  # requests whose stream is open
         self.opened = asyncio.Event()  # set once a stream has opened
 
@@ -54,6 +55,7 @@ class ScriptedLLM(LLMBackend):
         self, messages: list[ChatMessage], params: GenerationParams, request_id: str
     ) -> AsyncGenerator[LLMDelta, None]:
         self.prompts.append(messages)
+        self.params.append(params)
         self.running.add(request_id)
         self.opened.set()
         try:

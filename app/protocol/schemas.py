@@ -98,6 +98,10 @@ DEFAULT_IDLE_NUDGES, MAX_IDLE_NUDGES = 2, 10
 # seconds with no words after speech that paused an answer, before it resumes (LiveKit's
 # name and meaning; its default is 2 s, ours 1.5 s: the longest natural pause in a sentence)
 DEFAULT_FALSE_INTERRUPTION_TIMEOUT_S, MAX_FALSE_INTERRUPTION_TIMEOUT_S = 1.5, 10.0
+# what a history past its token budget does with its oldest turns: fold them into a
+# running summary (app/realtime/history_summary.py) or drop them
+HistoryMode = Literal["summarize", "drop"]
+DEFAULT_HISTORY: HistoryMode = "summarize"
 
 
 class R1VoiceOptions(_Lenient):
@@ -115,6 +119,7 @@ class R1VoiceOptions(_Lenient):
         le=MAX_FALSE_INTERRUPTION_TIMEOUT_S,
         strict=True,
     )
+    history: HistoryMode = DEFAULT_HISTORY
 
 
 class SessionPatch(_Lenient):

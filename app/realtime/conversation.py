@@ -136,6 +136,16 @@ class Conversation:
         self.items.insert(index + 1, item)
         return after
 
+    def replace(self, old: Item | None, new: Item) -> str | None:
+        """Put `new` where `old` is (`old` leaves), or first when `old` is not here;
+        returns the id of `new`'s predecessor."""
+        index = next((i for i, item in enumerate(self.items) if item is old), None)
+        if index is None:
+            self.items.insert(0, new)
+            return None
+        self.items[index] = new
+        return self.items[index - 1].id if index else None
+
     def get(self, item_id: str, param: str = "item_id") -> Item:
         return self.items[self._index(item_id, param)]
 

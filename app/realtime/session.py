@@ -48,6 +48,7 @@ from app.realtime.conversation import (
     Item,
     item_tokens,
 )
+from app.realtime.history_summary import HistorySummary
 from app.realtime.outbox import Outbox
 from app.realtime.responses.responses import Responses
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome
@@ -93,6 +94,7 @@ class Session:
             )
         )
         self.echo = EchoReference(threshold=settings.echo_correlation)
+        self.summary = HistorySummary(self.config, self.conversation, self.outbox.emit)
         deps = ResponseDeps(
             sink=self.outbox.emit,
             conversation=self.conversation,
@@ -100,6 +102,7 @@ class Session:
             voices=components.tts,
             audio_lead_ms=settings.audio_lead_ms,
             on_audio=self.echo.played,
+            on_dropped=self.summary.fold,
         )
         self._on_response = on_response
         self.responses = Responses(self.config, deps, self._response_ended)
@@ -156,6 +159,7 @@ class Session:
         `reason`); frees LLM requests at once."""
         await self.turns.close()
         await self.responses.close(reason)
+        await self.summary.close()
         self.outbox.close()
 
     async def handle(self, raw: str | bytes, arrived_at: float | None = None) -> None:

@@ -11,8 +11,10 @@ from app.protocol.errors import ProtocolError
 from app.protocol.schemas import (
     BETA_FORMATS,
     DEFAULT_FALSE_INTERRUPTION_TIMEOUT_S,
+    DEFAULT_HISTORY,
     DEFAULT_IDLE_NUDGES,
     AudioFormat,
+    HistoryMode,
     NamedToolChoice,
     SessionPatch,
     Tool,
@@ -73,6 +75,9 @@ class SessionConfig:
     # `session.r1voice.false_interruption_timeout`: seconds after speech that paused an
     # answer with no words heard, before the answer resumes
     false_interruption_timeout: float = DEFAULT_FALSE_INTERRUPTION_TIMEOUT_S
+    # `session.r1voice.history`: the oldest turns of a history past its budget are folded
+    # into a summary ("summarize") or dropped ("drop")
+    history: HistoryMode = DEFAULT_HISTORY
 
     @classmethod
     def default(cls, settings: Settings, llm_model: str) -> SessionConfig:
@@ -178,6 +183,8 @@ class SessionConfig:
             self.max_idle_nudges = options.max_idle_nudges
         if options is not None and "false_interruption_timeout" in options.model_fields_set:
             self.false_interruption_timeout = options.false_interruption_timeout
+        if options is not None and "history" in options.model_fields_set:
+            self.history = options.history
         return refused
 
     def _set_language(
@@ -230,5 +237,6 @@ class SessionConfig:
                 "model": self.llm_model,
                 "max_idle_nudges": self.max_idle_nudges,
                 "false_interruption_timeout": self.false_interruption_timeout,
+                "history": self.history,
             },
         }

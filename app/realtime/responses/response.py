@@ -79,6 +79,7 @@ class Response:
         self._task: asyncio.Task[None] | None = None
         self._cancel_reason = "client_cancelled"
         self._heard_ms: float | None = None  # what the client said it heard of it, paused
+        self._dropped: list[Item] = []  # what the history dropped for this answer
 
     @property
     def done(self) -> bool:
@@ -251,6 +252,8 @@ class Response:
             if speaking is not None and not speaking.done():
                 speaking.cancel()
                 await asyncio.wait([speaking])
+            if self._dropped:  # after the answer, so that no voice turn waits for it
+                self.deps.on_dropped(self._dropped, self.deps.llm)
             self._finish(status, details)
 
     def _speech_failed(self, exc: Exception) -> None:
@@ -272,6 +275,7 @@ class Response:
         self.heard_language = history.language
         for item in history.dropped:  # the conversation really lost them: say so now
             self.deps.sink(events.item_deleted(item.id))
+        self._dropped = history.dropped
         left = llm.context_length - history.tokens - spec.params.max_tokens  # reserved
         self.gate.emit(events.rate_limits(llm.context_length, max(0, left)))
         opens = llm.prompt_opens_reasoning(history.messages)

@@ -11,7 +11,7 @@ import numpy as np
 from app.llm import GenerationParams, LLMBackend
 from app.llm.tool_calls import ToolSpec
 from app.protocol.schemas import AudioFormat
-from app.realtime.conversation import Conversation
+from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink
 
 
@@ -79,3 +79,6 @@ class ResponseDeps:
     audio_lead_ms: int
     # each audio piece as it leaves (the session's echo reference listens)
     on_audio: Callable[[bytes, AudioFormat], None] = lambda _piece, _fmt: None
+    # the items the history dropped to fit, once the answer is done, with the LLM that
+    # answered (the session's HistorySummary folds them into its summary)
+    on_dropped: Callable[[list[Item], LLMBackend], None] = lambda _items, _llm: None
