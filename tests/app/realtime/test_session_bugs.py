@@ -364,7 +364,9 @@ def test_bug8_oldest_turns_are_dropped_to_fit_the_context(shared_components: Any
     turns: list[tuple[str, str, list[dict[str, Any]]]] = []
     with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         _open(ws)
-        assert _update(ws, {"instructions": instructions})["type"] == "session.updated"
+        # the trim alone (history "drop"; the summary of what it drops: test_history_summary*)
+        drop = {"instructions": instructions, "r1voice": {"history": "drop"}}
+        assert _update(ws, drop)["type"] == "session.updated"
         for n in range(6):
             user_id = f"user-{n}"
             item = {
