@@ -9,7 +9,7 @@ model through a context of `--context` tokens (the engine is the bundled model's
 served), so the turns overflow it. Before each turn the bench waits for a summary still
 being written, as a caller's next sentence would take seconds. An answer is right when
 it contains the fact (case-insensitive). Reported per model and mode: the facts recalled,
-the answers, the trims (items deleted), the summaries written and the last one. Quality
+the answers, the trims (items deleted) and each summary written. Quality
 is reported, never asserted.
 
 `r1voice bench conversation --memory-only` runs this part alone (the other parts of
@@ -150,7 +150,7 @@ async def _run_call(
     await session.handle(json.dumps({"type": "session.update", "session": update}))
     counts = {"deleted": 0, "summaries": 0, "errors": 0}
     answers: list[str] = []
-    summary = ""
+    summaries: list[str] = []
     start = time.perf_counter()
     for text in turns:
         await session.summary.settled()  # a caller's next turn takes seconds
@@ -170,7 +170,7 @@ async def _run_call(
                 counts["deleted"] += 1
             elif kind == "conversation.item.added" and event["item"]["role"] == "system":
                 counts["summaries"] += 1
-                summary = event["item"]["content"][0]["text"]
+                summaries.append(event["item"]["content"][0]["text"])
             elif kind == "error":
                 counts["errors"] += 1
             elif kind == "response.done":
@@ -192,7 +192,7 @@ async def _run_call(
         "score": sum(recalled.values()),
         "answers": dict(zip([f[0] for f in FACTS], finals, strict=True)),
         **counts,
-        "last_summary": summary,
+        "summary_texts": summaries,  # each summary, in the order they were written
         "seconds": round(seconds, 1),
     }
 
@@ -213,6 +213,6 @@ def format_table(result: dict[str, Any]) -> str:
     for r in result["runs"]:
         lines.append(f"\n{r['model']} / {r['history']}:")
         lines += [f"  {name}: {answer!r}" for name, answer in r["answers"].items()]
-        if r["last_summary"]:
-            lines.append(f"  last summary: {r['last_summary']!r}")
+        if r["summary_texts"]:
+            lines.append(f"  last summary: {r['summary_texts'][-1]!r}")
     return "\n".join(lines)

@@ -33,8 +33,10 @@ SUMMARY_LEAD = "Summary of the earlier conversation: "
 SUMMARY_INSTRUCTIONS = (
     "You keep the memory of a long conversation between a user and an assistant. "
     "Write one short summary, at most 80 words, of the earlier summary and the turns "
-    "you are given. Keep every name, number, date and place, and what the user asked "
-    "for or wants. Leave out greetings and small talk. Write only the summary."
+    "you are given. Start with every fact about the user that the earlier summary "
+    "holds: names, numbers, dates, places, and what the user asked for or wants. Then "
+    "add the new facts from the turns. Leave out greetings and small talk, and do not "
+    "copy the turns. Write only the summary."
 )
 _SPEAKERS = {"user": "User", "assistant": "Assistant", "tool": "Tool result", "system": "Note"}
 

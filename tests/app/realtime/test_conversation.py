@@ -195,3 +195,13 @@ def test_turns_past_the_budget_hit_the_engines_prefix_cache() -> None:
     for n in range(first + 1, first + 4):  # each turn's prompt begins with the last one
         previous_prompt, (_, _, cached) = turns[n - 1][1], turns[n]
         assert cached == previous_prompt // block * block, turns
+
+
+def test_replace_puts_an_item_in_anothers_place_or_first() -> None:
+    conv = conversation(("user", "a"), ("system", "note"), ("user", "b"))
+    first = Item(id="s1", role="system", text="summary")
+    assert conv.replace(None, first) is None  # none to replace: first
+    assert [i.id for i in conv.items] == ["s1", "i0", "i1", "i2"]
+    second = Item(id="s2", role="system", text="summary again")
+    assert conv.replace(conv.items[2], second) == "i0"  # in its place, after i0
+    assert [i.id for i in conv.items] == ["s1", "i0", "s2", "i2"]
