@@ -26,6 +26,10 @@ from app.realtime.session_config import SessionConfig
 log = logging.getLogger("r1voice.session")
 
 SUMMARY_MAX_TOKENS = 160  # bounds the summary, and so what it takes of every later prompt
+# The dropped turns are summarised this many tokens at a time, each request on the summary
+# of the ones before: asked for half a context at once, Qwen2.5-0.5B kept the topics and
+# lost the user's city and number; a few turns at a time it kept them.
+FOLD_CHUNK_TOKENS = 384
 # Priority levels below the session's answers: the engine's aging lets an answer that
 # arrives up to `priority_aging_s` (4 s) per level later still go first.
 SUMMARY_PRIORITY_OFFSET = 10
@@ -110,24 +114,10 @@ class HistorySummary:
 
     async def _summarize(self, turns: list[Item], llm: LLMBackend, priority: int) -> str:
         current = self.item if self._current() else None
-        previous = (current.text or "").removeprefix(SUMMARY_LEAD) if current else None
-        room = llm.context_length - SUMMARY_MAX_TOKENS
-        while True:  # too many turns for the model's context: the oldest are only dropped
-            messages = summary_prompt(previous, turns)
-            counts = await llm.count_tokens([m.content for m in messages])
-            if sum(counts) + MESSAGE_OVERHEAD_TOKENS * len(messages) <= room or len(turns) == 1:
-                break
-            turns = turns[1:]
-        params = GenerationParams(max_tokens=SUMMARY_MAX_TOKENS, priority=priority)
-        parts: list[str] = []
-        stream = llm.stream_chat(messages, params, events.new_id("summary"))
-        async with contextlib.aclosing(stream):  # a cancelled summary aborts its request
-            async for delta in stream:
-                parts.append(delta.text)
-        text = " ".join("".join(parts).split())
-        if not text:
-            raise ValueError("the model wrote no summary")
-        return text
+        summary = (current.text or "").removeprefix(SUMMARY_LEAD) if current else None
+        for chunk in await _chunks(turns, llm):  # each on the summary of those before
+            summary = await _ask(summary, chunk, llm, priority)
+        return summary or ""
 
     def _current(self) -> bool:
         """Whether the last summary is still in the conversation (a client may delete it)."""
@@ -142,3 +132,38 @@ class HistorySummary:
             self._sink(events.item_deleted(old.id))
         self._sink(events.item_created(previous_id, item.to_wire()))
         self.item = item
+
+
+async def _chunks(turns: list[Item], llm: LLMBackend) -> list[list[Item]]:
+    """`turns` in runs of consecutive items of at most FOLD_CHUNK_TOKENS (one item at least)."""
+    counts = await llm.count_tokens([item.text or "" for item in turns])
+    chunks: list[list[Item]] = [[]]
+    size = 0
+    for item, n in zip(turns, counts, strict=True):
+        if chunks[-1] and size + n > FOLD_CHUNK_TOKENS:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(item)
+        size += n
+    return chunks
+
+
+async def _ask(previous: str | None, turns: list[Item], llm: LLMBackend, priority: int) -> str:
+    """One summary request: `previous` and `turns` written into one new summary."""
+    room = llm.context_length - SUMMARY_MAX_TOKENS
+    while True:  # too many turns for the model's context: the oldest are only dropped
+        messages = summary_prompt(previous, turns)
+        counts = await llm.count_tokens([m.content for m in messages])
+        if sum(counts) + MESSAGE_OVERHEAD_TOKENS * len(messages) <= room or len(turns) == 1:
+            break
+        turns = turns[1:]
+    params = GenerationParams(max_tokens=SUMMARY_MAX_TOKENS, priority=priority)
+    parts: list[str] = []
+    stream = llm.stream_chat(messages, params, events.new_id("summary"))
+    async with contextlib.aclosing(stream):  # a cancelled summary aborts its request
+        async for delta in stream:
+            parts.append(delta.text)
+    text = " ".join("".join(parts).split())
+    if not text:
+        raise ValueError("the model wrote no summary")
+    return text

@@ -10,6 +10,7 @@ from typing import Any
 from app.llm import LLMBackendError
 from app.realtime.conversation import Conversation, Item
 from app.realtime.history_summary import (
+    FOLD_CHUNK_TOKENS,
     SUMMARY_LEAD,
     SUMMARY_MAX_TOKENS,
     SUMMARY_PRIORITY_OFFSET,
@@ -182,3 +183,19 @@ def test_closing_stops_a_summary_being_written() -> None:
 
     call = asyncio.run(run())
     assert call.sent == [] and call.llm.running == set() and len(call.llm.prompts) == 1
+
+
+def test_many_dropped_turns_are_summarised_a_few_at_a_time() -> None:
+    """Half a context of turns in one request lost facts a small model kept when it
+    summarised a few turns at a time, each request on the summary of those before."""
+    llm = ScriptedLLM([["after 1."], ["after 2."], ["after 3."]])
+    call = Call(llm)
+    long_turn = "word " * (FOLD_CHUNK_TOKENS // 2 - 1)
+    asyncio.run(call.fold(turns(*(f"t{n} {long_turn}" for n in range(6)))))
+    tasks = [prompt[1].content for prompt in llm.prompts]
+    assert len(tasks) == 3  # two turns a request
+    assert tasks[0].startswith("Turns:\nUser: t0 ") and "t2 " not in tasks[0]
+    assert tasks[1].startswith("Earlier summary: after 1.\n\nTurns:\nUser: t2 ")
+    assert tasks[2].startswith("Earlier summary: after 2.\n\nTurns:\nUser: t4 ")
+    assert call.told() == [("created", (None, "system"))]  # one summary lands
+    assert call.conversation.items[0].text == SUMMARY_LEAD + "after 3."
