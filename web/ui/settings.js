@@ -25,6 +25,7 @@ export class SettingsDrawer {
     $("s-turn").value = values.turn;
     if (values.silence !== undefined) $("s-silence").value = values.silence;
     if (values.eagerness !== undefined) $("s-eagerness").value = values.eagerness;
+    $("s-idle").value = values.idle;
     this._showTurnKnobs();
     if (values.temperature !== undefined) $("s-temperature").value = values.temperature;
     $("s-language").value = values.language;
@@ -33,7 +34,7 @@ export class SettingsDrawer {
 
   apply(e) {
     e.preventDefault();
-    const values = { turn: $("s-turn").value, silence: $("s-silence").value, eagerness: $("s-eagerness").value, instructions: $("s-instructions").value, speed: $("s-speed").value, temperature: $("s-temperature").value, language: $("s-language").value };
+    const values = { turn: $("s-turn").value, silence: $("s-silence").value, eagerness: $("s-eagerness").value, idle: $("s-idle").value, instructions: $("s-instructions").value, speed: $("s-speed").value, temperature: $("s-temperature").value, language: $("s-language").value };
     const fields = formFields(values, this.session.view);
     this.session.remember(fields);
     $("settings").dataset.dirty = "false";
@@ -106,6 +107,6 @@ export class SettingsDrawer {
   }
 
   _showTurnKnobs() {
-    for (const el of $("settings").querySelectorAll("[data-for-turn]")) el.hidden = el.dataset.forTurn !== $("s-turn").value;
+    for (const el of $("settings").querySelectorAll("[data-for-turn]")) el.hidden = !el.dataset.forTurn.split(" ").includes($("s-turn").value);
   }
 }
