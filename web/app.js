@@ -219,10 +219,8 @@ function onError(err) {
   if (err.code === "server_busy") return answers.busy();
   if (err.code === "input_audio_buffer_commit_empty") return notices.show("too-short", errorMessage(err));
   if (err.code === "response_cancel_not_active") return;
-  if (err.code === "unsupported_language") {
-    session.forget("transcriptionLanguage"); // not asked for again on the next session
-    settings.refused(() => errorMessage(err));
-  }
+  if (err.code === "unsupported_language") session.forget("transcriptionLanguage"); // not asked for again on the next session
+  if (err.code === "unsupported_language" || settings.sent(err.event_id)) settings.refused(() => errorMessage(err));
   conversation.note(`${err.code || "error"}: ${errorMessage(err)}`, "error");
 }
 

@@ -38,13 +38,21 @@ export class SettingsDrawer {
     const fields = formFields(values, this.session.view);
     this.session.remember(fields);
     $("settings").dataset.dirty = "false";
-    const ok = this.client.send(sessionUpdate(fields));
+    this.eventId = this.client.nextId("evt_settings");
+    const ok = this.client.send(sessionUpdate(fields, this.eventId));
     this._result(() => t(ok ? "settings.sent" : "settings.offline"));
   }
 
-  /** The server refused a setting (`message`: the page's errorMessage of it). */
+  /** Whether `eventId` is the update this drawer sent last (its refusal is the drawer's). */
+  sent(eventId) {
+    return Boolean(eventId) && eventId === this.eventId;
+  }
+
+  /** The server refused a setting (`message`: the page's errorMessage of it). It refuses
+   *  an update whole, so the form shows the session again as it still is. */
   refused(message) {
     this._result(() => t("settings.refused", { message: message() }));
+    this.fill();
   }
 
   _result(text) {
