@@ -24,6 +24,7 @@ BENCHMARKS = {
     "turns": "bench.turns",
     "asr": "bench.asr",
     "answers": "bench.answers",
+    "conversation": "bench.conversation",
 }
 
 
