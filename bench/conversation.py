@@ -94,7 +94,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parts", default=",".join(PARTS), help=f"of {', '.join(PARTS)}")
     parser.add_argument("--trials", type=int, default=None, help="per part (20, quick 5)")
     parser.add_argument(
-        "--answer-tokens", type=int, default=None, help="max_output_tokens of an answer (48)"
+        "--answer-tokens",
+        type=int,
+        default=None,
+        help="max_output_tokens of an answer (48, quick 32)",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--port", type=int, default=0, help="server port (default: a free one)")
@@ -117,7 +120,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if unknown:
         raise SystemExit(f"unknown parts {unknown}; choose from {list(PARTS)}")
     trials = args.trials if args.trials is not None else (5 if quick else 20)
-    answer_tokens = args.answer_tokens or 48
+    answer_tokens = args.answer_tokens or (32 if quick else 48)
     server_args = argparse.Namespace(
         port=args.port, llm_backend=None, llm_model=None, server_log=args.server_log
     )

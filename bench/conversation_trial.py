@@ -59,6 +59,7 @@ async def overlap_trial(
     trial: dict[str, Any] = {
         "overlap": overlap.name,
         "voice": overlap.voice,
+        "language": overlap.language,
         "question": question,
         "delay_s": delay_s,
     }
@@ -129,8 +130,10 @@ def _observe(
     done: dict[str, Any],
 ) -> dict[str, Any]:
     """The trial's outcome and times from the events from the answer's creation on."""
-    verdicts = [(t, e) for t, e in events if _is_verdict(e) and t >= first_sent]
-    item = verdicts[0][1]["item_id"] if verdicts else None
+    said_over = [(t, e) for t, e in events if _is_verdict(e) and t >= first_sent]
+    item = said_over[0][1]["item_id"] if said_over else None
+    # the sound's own turn (a later one may pause the answer to the interruption)
+    verdicts = [(t, e) for t, e in said_over if e["item_id"] == item]
     decided = next((t for t, e in verdicts if e["verdict"] != "wait"), None)
     started = next(
         (

@@ -13,7 +13,7 @@ import pytest
 from app.cli import build_parser
 from bench import conversation
 from bench.conversation_noises import KINDS, make
-from bench.conversation_report import GOOD, summarize_part, table
+from bench.conversation_report import GOOD, decision_summary, summarize_part, table
 from bench.conversation_sounds import BACKCHANNELS_ZH, non_speech, overlaps
 from bench.voice.common import WIRE_RATE
 
@@ -45,6 +45,7 @@ def _trial(voice: str, status: str, whole: bool, paused: bool = True) -> dict[st
     return {
         "overlap": f"{voice}: x",
         "voice": voice,
+        "language": "zh" if voice == "cmn" else "en",
         "overlapped": True,
         "status": status,
         "whole": whole,
@@ -70,6 +71,9 @@ def test_the_counts_add_up_against_the_target() -> None:
     stops = summarize_part("interruption", [_trial("piper", "cancelled", False)] * 4)
     assert stops["interrupted"] == 4 and stops["target_met"]
     assert stops["cancel_after_stop_ms"]["p50"] == 380.0
+    decision = decision_summary([*trials, _trial("cmn", "completed", True)])
+    assert decision["n"] == 20 and decision["p50_met"]
+    assert {k: v["n"] for k, v in decision["by_language"].items()} == {"en": 19, "zh": 1}
 
 
 @pytest.mark.timeout(300)
