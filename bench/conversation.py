@@ -19,9 +19,9 @@ pace, silence around the sound) says something over it:
 
 For every trial whose answer paused, the decision time: the sound's last sample sent ->
 the `r1voice.interruption` verdict that decides (`?r1voice_events=1`); the issue asks
-for it within ~500 ms. Parts are chosen with `--parts` (PARTS below: a part is a name and
-a function of the run's context, so another, such as a long typed conversation, can be
-added beside these). Counts and times are reported, never asserted.
+for it within ~500 ms. Parts are chosen with `--parts`: PARTS maps a name to a `Part`
+(its trials, run in the run's `Context`, and their summary), so another part, such as a
+long typed conversation, is one more entry. Counts and times are reported, never asserted.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-OVERLAP_PARTS = ("backchannel", "interruption", "false")
+from bench.conversation_sounds import OverlapKind
+
+OVERLAP_PARTS: tuple[OverlapKind, ...] = ("backchannel", "interruption", "false")
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class Part:
     summarize: Callable[[list[dict[str, Any]]], dict[str, Any]]
 
 
-def _overlap_part(part: str) -> Part:
+def _overlap_part(part: OverlapKind) -> Part:
     def summarize(trials: list[dict[str, Any]]) -> dict[str, Any]:
         from bench.conversation_report import summarize_part
 
@@ -70,7 +72,7 @@ def _overlap_part(part: str) -> Part:
 
         rng = random.Random(f"{ctx.seed}-{part}")
         trials = []
-        for i, overlap in enumerate(overlaps(part, ctx.trials, ctx.seed, ctx.voices)):  # type: ignore[arg-type]
+        for i, overlap in enumerate(overlaps(part, ctx.trials, ctx.seed, ctx.voices)):
             delay = round(rng.uniform(0.5, 3.0), 2)
             question = QUESTIONS[i % len(QUESTIONS)]
             trial = asyncio.run(
@@ -145,7 +147,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             trials=trials,
             answer_tokens=answer_tokens,
             wait_s=args.trial_timeout,
-            voices=load_voices(),
+            voices=load_voices() if set(parts) & set(OVERLAP_PARTS) else {},
         )
         for part in parts:
             result["details"][part] = PARTS[part].run(ctx)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from bench.voice.common import WIRE_RATE
 
-Part = Literal["backchannel", "interruption", "false"]
+OverlapKind = Literal["backchannel", "interruption", "false"]
 
 BACKCHANNELS_EN = ("Uh-huh.", "Mm-hmm.", "Yeah.", "Right.", "Okay.", "I see.", "Sure.", "Got it.")
 BACKCHANNELS_ZH = ("嗯", "对", "好的", "是的")
@@ -34,7 +34,7 @@ class Overlap:
     """One sound said over an answer: float32 samples at the wire rate, trimmed so that its
     first and last samples are the sound's (the client's clock starts and ends there)."""
 
-    part: Part
+    part: OverlapKind
     name: str  # "piper: Uh-huh.", "cough #3"
     text: str  # what is said ("" for non-speech)
     voice: str  # piper | espeak | cmn | a non-speech kind
@@ -60,7 +60,7 @@ def load_voices() -> dict[str, Any]:
     return {"piper": piper, "espeak": EspeakTTS("en-us"), "cmn": EspeakTTS("cmn")}
 
 
-def spoken(part: Part, voice: str, tts: Any, text: str, language: str = "en") -> Overlap:
+def spoken(part: OverlapKind, voice: str, tts: Any, text: str, language: str = "en") -> Overlap:
     import numpy as np
 
     from bench.voice.workload import trim_silence
@@ -104,7 +104,9 @@ def _cycle(items: list[Overlap], n: int) -> list[Overlap]:
     return [items[i % len(items)] for i in range(n)]
 
 
-def overlaps(part: Part, n: int, seed: int, voices: dict[str, Any] | None = None) -> list[Overlap]:
+def overlaps(
+    part: OverlapKind, n: int, seed: int, voices: dict[str, Any] | None = None
+) -> list[Overlap]:
     """The first `n` sounds of a part (the set repeats past its size)."""
     if part == "backchannel":
         return backchannels(n, voices)

@@ -76,6 +76,13 @@ def test_the_counts_add_up_against_the_target() -> None:
     assert {k: v["n"] for k, v in decision["by_language"].items()} == {"en": 19, "zh": 1}
 
 
+def test_parts_are_chosen_by_name_and_an_unknown_one_is_refused_before_any_server() -> None:
+    assert list(conversation.PARTS) == ["backchannel", "interruption", "false"]
+    args = build_parser().parse_args(["bench", "conversation", "--parts", "false,memory"])
+    with pytest.raises(SystemExit, match="memory"):
+        conversation.run(args)
+
+
 @pytest.mark.timeout(300)
 def test_one_trial_a_part_against_a_real_server_gives_well_formed_results() -> None:
     args = build_parser().parse_args(
