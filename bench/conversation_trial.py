@@ -31,16 +31,20 @@ def _ms(t: float | None, since: float | None) -> float | None:
     return None if t is None or since is None else round((t - since) * 1000, 1)
 
 
-async def _configure(conn: Conn, overlap: Overlap) -> None:
-    """A Mandarin sound is heard by a session set up for Mandarin speakers."""
+async def _configure(conn: Conn, overlap: Overlap) -> str | None:
+    """A Mandarin sound is heard by a session set up for Mandarin speakers; the refusal,
+    if the server refuses it."""
     if overlap.language == "en":
-        return
+        return None
     start = len(conn.log)
     transcription = {"model": "whisper-base", "language": overlap.language}
     await conn.send(
         {"type": "session.update", "session": {"input_audio_transcription": transcription}}
     )
-    await conn.wait_for(lambda t, e: e["type"] == "session.updated", start, 120)
+    _, _, reply = await conn.wait_for(
+        lambda t, e: e["type"] in ("session.updated", "error"), start, 120
+    )
+    return None if reply["type"] == "session.updated" else str(reply.get("error"))
 
 
 async def _ask(conn: Conn, question: str, answer_tokens: int) -> None:
@@ -64,10 +68,13 @@ async def overlap_trial(
         "delay_s": delay_s,
     }
     try:
-        await _configure(conn, overlap)
-        await asyncio.sleep(0.5)  # the microphone is on before anything is said
-        await _ask(conn, question, answer_tokens)
-        trial.update(await _overlap_answer(conn, overlap, delay_s, wait_s))
+        refused = await _configure(conn, overlap)
+        if refused is None:
+            await asyncio.sleep(0.5)  # the microphone is on before anything is said
+            await _ask(conn, question, answer_tokens)
+            trial.update(await _overlap_answer(conn, overlap, delay_s, wait_s))
+        else:
+            trial["problem"] = f"session.update refused: {refused}"
     except (TimeoutError, ConnectionError) as exc:
         trial["problem"] = f"{type(exc).__name__}: {exc}"
     finally:
