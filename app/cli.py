@@ -25,6 +25,7 @@ BENCHMARKS = {
     "asr": "bench.asr",
     "answers": "bench.answers",
     "capacity": "bench.capacity",
+    "conversation": "bench.conversation",
 }
 
 
