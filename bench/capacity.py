@@ -26,14 +26,15 @@ from bench.voice.common import log
 P95_TARGET_MS = 1500.0
 DEFAULT_LEVELS = "1,2,4,6,8,12,16"
 
-# The server's threads by the stage they serve (thread names set in app/executor.py and
-# the engine; threads a library starts inherit the name of the thread that started them).
+# The server's threads by the stage they serve: OS thread names, given by app/executor.py
+# and the engine (engine/thread_name.py); a thread a library starts inherits the name of
+# the thread that started it (a model's load thread, "asr-load", starts CTranslate2's).
 STAGES = {
     "asr": ("asr",),
     "tts": ("tts",),
     "vad": ("vad",),
     "turn model": ("turn",),
-    "llm": ("r1voice-engine", "llm-tokenizer"),
+    "llm": ("r1voice-engine", "llm"),
 }
 
 
