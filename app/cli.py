@@ -24,7 +24,8 @@ BENCHMARKS = {
     "turns": "bench.turns",
     "asr": "bench.asr",
     "answers": "bench.answers",
-    "conversation": "bench.conversation_memory",
+    "capacity": "bench.capacity",
+    "conversation": "bench.conversation",
 }
 
 

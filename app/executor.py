@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
+from engine.thread_name import set_os_thread_name
+
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -45,7 +47,9 @@ class ModelExecutor:
             raise ValueError("workers and max_pending must be >= 1")
         self.name = name
         self.max_pending = max_pending
-        self._pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix=name)
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            workers, thread_name_prefix=name, initializer=set_os_thread_name, initargs=(name,)
+        )
         self._pending = 0  # calls submitted whose caller still waits (event loop only)
 
     @property

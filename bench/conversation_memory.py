@@ -59,13 +59,7 @@ TOPICS = (
 TURNS, QUICK_TURNS = 80, 27
 CONTEXT, QUICK_CONTEXT = 2048, 1024
 MODES = ("summarize", "drop")
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--memory-only", action="store_true", help="run only the memory part (this one)"
-    )
-    add_memory_arguments(parser)
+NAME = "conversation --memory-only"  # the result's "bench"
 
 
 def add_memory_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,10 +88,6 @@ def script(turns: int) -> list[str]:
     return [f[1] for f in FACTS] + talk + [f[2] for f in FACTS]
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    return run_memory(args)
-
-
 def run_memory(args: argparse.Namespace) -> dict[str, Any]:
     from bench.answers import choose_models
 
@@ -110,7 +100,7 @@ def run_memory(args: argparse.Namespace) -> dict[str, Any]:
     for model in choose_models(args.models):
         runs += asyncio.run(_run_model(model, modes, script(turns), context, args.max_tokens))
     return {
-        "bench": "conversation --memory-only",
+        "bench": NAME,
         "turns": turns,
         "context_tokens": context,
         "max_output_tokens": args.max_tokens,

@@ -95,9 +95,15 @@ def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any
     import torch
 
     from bench.engine_latency import run_latency
-    from bench.engine_peers import load_llama_cpp, peer_ratios, read_bandwidth_gbs, threaded
+    from bench.engine_peers import (
+        crashed_note,
+        load_llama_cpp,
+        peer_ratios,
+        read_bandwidth_gbs,
+        threaded,
+    )
     from bench.engine_streams import best_round, engine_prefill, engine_single, engine_streams
-    from bench.peer_process import PeerProcess
+    from bench.peer_process import PeerProcess, PeerProcessCrashed
     from engine import AsyncLLM, SamplingParams
     from engine.kernels.cpu_kernels import CpuKernels
     from engine.loading import quantized_model
@@ -176,8 +182,12 @@ def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any
         if hf is not None:
             rounds["transformers"].append(hf.single(single, max_tokens))
         if llama is not None:
-            rounds["llama.cpp"].append(llama.single(single, max_tokens))
-            prefill["llama.cpp"].append(llama.prefill(long_prompt))
+            try:
+                rounds["llama.cpp"].append(llama.single(single, max_tokens))
+                prefill["llama.cpp"].append(llama.prefill(long_prompt))
+            except PeerProcessCrashed as exc:  # reported as crashed; the rest goes on
+                llama, llama_note = None, crashed_note(exc)
+                rounds["llama.cpp"], prefill["llama.cpp"] = [], []
     engine: dict[str, Any] = {"single_stream": best_round(rounds["engine"])}
     baseline: dict[str, Any] = {}
     if hf is not None:

@@ -87,10 +87,23 @@ class LlamaCppPeer:
         return round(len(prompt) / (time.perf_counter() - start), 1)
 
 
+def crashed_note(exc: Any) -> dict[str, Any]:
+    """The report's note for a peer whose process crashed (a PeerProcessCrashed): named
+    crashed, with the signal, not a blank failure of the whole benchmark."""
+    return {
+        "available": False,
+        "crashed": exc.signal or f"exit code {exc.exitcode}",
+        "why": str(exc),
+        "how": "a native llama.cpp build that uses AMX crashed this way on Intel AMX CPUs; "
+        "`make bench-peers` builds it without (GGML_NATIVE=OFF) where /proc/cpuinfo shows "
+        "amx_tile: rebuild with `rm .venv/.llama-cpp-installed && make bench-peers`",
+    }
+
+
 def load_llama_cpp(model: str, threads: int) -> tuple[Any | None, dict[str, Any]]:
     """The peer in a process of its own (see PeerProcess), or None and a note saying why
     (and how to get it)."""
-    from bench.peer_process import PeerProcess
+    from bench.peer_process import PeerProcess, PeerProcessCrashed
 
     path = gguf_path(model)
     if path is None:
@@ -103,7 +116,10 @@ def load_llama_cpp(model: str, threads: int) -> tuple[Any | None, dict[str, Any]
             "why": "llama-cpp-python is not installed",
             "how": HOW_TO_GET_LLAMA_CPP,
         }
-    peer = PeerProcess(LlamaCppPeer, path, threads)
+    try:
+        peer = PeerProcess(LlamaCppPeer, path, threads)
+    except PeerProcessCrashed as exc:
+        return None, crashed_note(exc)
     return peer, {
         "available": True,
         "gguf": path.name,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import signal
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -42,6 +43,19 @@ def _serve(conn: Connection, factory: Callable[..., Any], args: tuple[Any, ...])
 
 class PeerProcessError(RuntimeError):
     """The peer failed in its process; the message carries its traceback."""
+
+
+class PeerProcessCrashed(PeerProcessError):
+    """The peer's process died without a word (a segfault in native code, say)."""
+
+    def __init__(self, exitcode: int | None) -> None:
+        self.exitcode = exitcode
+        self.signal = None
+        if exitcode is not None and exitcode < 0:
+            with contextlib.suppress(ValueError):
+                self.signal = signal.Signals(-exitcode).name
+        how = f"killed by {self.signal}" if self.signal else f"exit code {exitcode}"
+        super().__init__(f"peer process crashed ({how})")
 
 
 class PeerProcess:
@@ -75,7 +89,8 @@ class PeerProcess:
         try:
             status, value = self._conn.recv()
         except EOFError as exc:
-            raise PeerProcessError(f"peer process exited ({self._process.exitcode})") from exc
+            self._process.join(timeout=30)  # reaped: its exit code says how it died
+            raise PeerProcessCrashed(self._process.exitcode) from exc
         if status == "error":
             raise PeerProcessError(value)
         return value

@@ -19,6 +19,7 @@ from engine.request_stream import RequestStream, fail_all, publish
 from engine.sampling_params import SamplingParams
 from engine.sequence import Sequence
 from engine.stats.stats_snapshot import StatsSnapshot
+from engine.thread_name import set_os_thread_name
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +192,7 @@ class AsyncLLM:
     def _build_and_loop(
         self, model: str, kwargs: dict[str, Any], built: concurrent.futures.Future
     ) -> None:
+        set_os_thread_name("r1voice-engine")  # before torch starts its OpenMP team here
         try:
             self.engine = LLMEngine(model, **kwargs)
         except BaseException as exc:

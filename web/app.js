@@ -156,8 +156,11 @@ function onEvent(ev) {
     case "response.done":
       answers.done(ev.response);
       break;
-    case "r1voice.interruption": // the answer paused by speech over it goes on
-      if (ev.verdict === "backchannel" || ev.verdict === "no_words") answers.responses.resume();
+    case "r1voice.interruption": // speech over the answer: a backchannel or no words let it go on
+      answers.decided(ev.item_id, ev.verdict);
+      break;
+    case "input_audio_buffer.timeout_triggered": // an idle nudge: the silence is the user's turn
+      conversation.userSilent(ev.item_id, (ev.audio_end_ms || 0) - (ev.audio_start_ms || 0));
       break;
     case "r1voice.turn.metrics":
       showMetrics(ev);
@@ -216,10 +219,8 @@ function onError(err) {
   if (err.code === "server_busy") return answers.busy();
   if (err.code === "input_audio_buffer_commit_empty") return notices.show("too-short", errorMessage(err));
   if (err.code === "response_cancel_not_active") return;
-  if (err.code === "unsupported_language") {
-    session.forget("transcriptionLanguage"); // not asked for again on the next session
-    settings.refused(() => errorMessage(err));
-  }
+  if (err.code === "unsupported_language") session.forget("transcriptionLanguage"); // not asked for again on the next session
+  if (err.code === "unsupported_language" || settings.sent(err.event_id)) settings.refused(() => errorMessage(err));
   conversation.note(`${err.code || "error"}: ${errorMessage(err)}`, "error");
 }
 

@@ -148,7 +148,7 @@ class SessionPatch(_Lenient):
 class SessionUpdate(_ClientEvent):
     type: Literal["session.update"]
     session: SessionPatch
-    # Fields left out because their value is outside the schema: the rest still applies.
+    # Fields whose value is outside the schema: the session refuses the whole update.
     _refused: list[ProtocolError] = PrivateAttr(default_factory=list)
 
     @property

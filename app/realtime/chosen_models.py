@@ -52,7 +52,8 @@ class ChosenModels:
             refused.append(
                 ProtocolError(
                     "unsupported_language",
-                    f"{message}; the session's language is now null (detected)",
+                    f"{message}; to switch to it, set the language to null (detected) or "
+                    "one it transcribes in the same update",
                     param="session.input_audio_transcription.language",
                 )
             )

@@ -197,31 +197,7 @@ class Session:
         if isinstance(event, AudioAppend):
             await self.turns.append(event.audio, arrived_at)
         elif isinstance(event, SessionUpdate):
-            models = self.models
-            refused = event.refused + self.config.apply(
-                event.session,
-                self._voices,
-                models.transcriber_names(),
-                models.llm_names(),
-                models.transcriber_languages,
-            )
-            refused += await models.switch(self.config)
-            self.responses.use_llm(models.llm)  # from the next answer on
-            for error in refused:  # what was left out; the rest of the update applies
-                self.outbox.emit(
-                    events.error(
-                        error.code, error.message, param=error.param, event_id=event.event_id
-                    )
-                )
-            cfg = self.config
-            await self.turns.reconfigure(
-                cfg.input_format,
-                cfg.turn_detection,
-                cfg.show_transcripts,
-                cfg.max_idle_nudges,
-                cfg.false_interruption_timeout,
-            )
-            self.outbox.emit(events.event("session.updated", session=self.session_object()))
+            await self._update_session(event)
         elif isinstance(event, AudioCommit):
             await self.turns.commit_manual()
         elif isinstance(event, AudioClear):
@@ -241,6 +217,39 @@ class Session:
             self.responses.start(event.response, event_id=event.event_id)
         elif isinstance(event, ResponseCancel):
             await self.responses.cancel()
+
+    async def _update_session(self, event: SessionUpdate) -> None:
+        """Apply the whole update, or none of it: one reply either way (`session.updated`,
+        or one `error` naming the field), as OpenAI's server gives, so a client waiting
+        for the reply to its event never reads another event's."""
+        if event.refused:
+            raise _one_refusal(event.refused)
+        models, before = self.models, self.config.snapshot()
+        refused = self.config.apply(
+            event.session,
+            self._voices,
+            models.transcriber_names(),
+            models.llm_names(),
+            models.transcriber_languages,
+        )
+        if not refused:
+            refused = await models.switch(self.config)
+            if refused:  # a model that would not load: back to the models it had
+                self.config.restore(before)
+                await models.switch(self.config)
+        if refused:
+            self.config.restore(before)
+            raise _one_refusal(refused)
+        self.responses.use_llm(models.llm)  # from the next answer on
+        cfg = self.config
+        await self.turns.reconfigure(
+            cfg.input_format,
+            cfg.turn_detection,
+            cfg.show_transcripts,
+            cfg.max_idle_nudges,
+            cfg.false_interruption_timeout,
+        )
+        self.outbox.emit(events.event("session.updated", session=self.session_object()))
 
     async def _create_item(self, event: ItemCreate) -> None:
         given = event.item
@@ -334,3 +343,13 @@ class Session:
                 audio_end_ms=event.audio_end_ms,
             )
         )
+
+
+def _one_refusal(refused: list[ProtocolError]) -> ProtocolError:
+    """The first refusal, naming the others' fields too (a client fixes them at once)."""
+    first = refused[0]
+    others = [e.param or e.code for e in refused[1:]]
+    if not others:
+        return first
+    also = f" (also refused: {', '.join(others)})"
+    return ProtocolError(first.code, first.message + also, param=first.param)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,6 +94,16 @@ class SessionConfig:
             turn_detection=TurnDetection(type=settings.turn_detection),  # type: ignore[arg-type]
         )
 
+    def snapshot(self) -> SessionConfig:
+        """A copy to `restore` if an update is refused (apply replaces, never mutates,
+        the lists it sets, so a shallow copy is enough)."""
+        return copy.copy(self)
+
+    def restore(self, snapshot: SessionConfig) -> None:
+        """Back to `snapshot`, in place (the session's parts hold this object)."""
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, getattr(snapshot, f.name))
+
     def apply(
         self,
         patch: SessionPatch,
@@ -104,7 +116,8 @@ class SessionConfig:
 
         A field whose value this server cannot honour (a voice it does not have, a
         transcription model or LLM it does not offer) is left as it was and reported in
-        the returned errors; every other field still applies. OpenAI's model names keep
+        the returned errors (the session then restores its snapshot: an update applies
+        whole or not at all). OpenAI's model names keep
         the models the session has.
         """
         given = patch.model_fields_set

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bench.voice.common import ANSWER_DONE, AUDIO_DELTAS, TRANSCRIPT_DONE, log
@@ -101,8 +102,15 @@ async def _pause_after(speech_end: float | None, merge_window_s: float) -> None:
 
 
 async def run_session(
-    url: str, clips: list[Clip], delay: float, turn_timeout: float, merge_window_s: float
+    url: str,
+    clips: list[Clip],
+    delay: float,
+    turn_timeout: float,
+    merge_window_s: float,
+    think_s: Callable[[], float] | None = None,
 ) -> dict[str, Any]:
+    """One session saying `clips` in turn, each after the answer to the one before;
+    `think_s()`: more silence after each answer (a person thinking), on a live mic."""
     import asyncio
 
     import websockets
@@ -120,6 +128,8 @@ async def run_session(
             turn = await voice_turn(conn, clip, turn_timeout)
             turns.append(turn)
             await _pause_after(turn.pop("speech_end"), merge_window_s)
+            if think_s is not None:
+                await asyncio.sleep(think_s())
     except (ConnectionError, OSError, websockets.exceptions.WebSocketException) as exc:
         error = f"{type(exc).__name__}: {exc}"
         log(f"  a session ended early: {error}")

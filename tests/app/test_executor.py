@@ -4,7 +4,9 @@ bounded, and work whose caller went away does not run (or stops at its next chun
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +80,16 @@ def test_a_cancelled_queued_call_never_runs_and_a_running_one_sees_its_token() -
 def test_bad_sizes_are_refused() -> None:
     with pytest.raises(ValueError, match="workers and max_pending must be >= 1"):
         ModelExecutor("x", workers=0)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc: Linux")
+def test_a_model_executors_threads_carry_its_name() -> None:
+    executor = ModelExecutor("asr", workers=1)
+
+    def comm() -> str:
+        return Path(f"/proc/self/task/{threading.get_native_id()}/comm").read_text().strip()
+
+    try:
+        assert asyncio.run(executor.run(comm)) == "asr"  # what /proc and `top -H` show
+    finally:
+        executor.shutdown()

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import pytest
 
-from bench.peer_process import PeerProcess, PeerProcessError
+from bench.peer_process import PeerProcess, PeerProcessCrashed, PeerProcessError
 
 
 class Counter:
@@ -22,6 +23,9 @@ class Counter:
 
     def fail(self) -> None:
         raise ValueError("bad prompt")
+
+    def crash(self) -> None:
+        os.kill(os.getpid(), signal.SIGSEGV)  # what a native library's bad access does
 
     def hang(self) -> None:
         time.sleep(3600)
@@ -60,3 +64,12 @@ def test_a_peer_that_never_answers_is_killed_not_waited_for() -> None:
         peer.hang()
     assert not peer._process.is_alive()
     peer.close()  # and closing it after is harmless
+
+
+def test_a_peer_that_crashes_is_named_crashed_with_its_signal() -> None:
+    """llama.cpp's native build segfaulted on its first completion on an AMX machine; the
+    benchmark then saw only "exited (None)"."""
+    with PeerProcess(Counter, 0) as peer:
+        with pytest.raises(PeerProcessCrashed, match=r"crashed \(killed by SIGSEGV\)") as info:
+            peer.crash()
+        assert info.value.signal == "SIGSEGV" and info.value.exitcode == -signal.SIGSEGV

@@ -166,3 +166,49 @@ def test_speaking_over_the_answer_interrupts_it(
     question = next(i for i, b in enumerate(bubbles) if HEARD.search(b) and "user" in b)
     answer = max(i for i, b in enumerate(bubbles) if "assistant" in b)
     assert story < question < answer, bubbles
+
+
+def test_a_backchannel_over_an_answer_is_marked_and_the_answer_plays_on(
+    open_page: Callable[..., Page], shared_components: Any, tmp_path: Path
+) -> None:
+    """A "yeah" said while the answer plays: the answer pauses, goes on, and ends whole;
+    the user bubble says it was a backchannel and the answer's says it resumed."""
+    wav = speech_wav(
+        shared_components,
+        tmp_path / "backchannel.wav",
+        [0.5, "Tell me a long story about a dragon and a knight.", 4.5, "Yeah.", 40.0],
+    )
+    page = open_page(wav)
+    connected(page)
+    page.click("#talk")
+    backchannel = page.locator(".msg.user.backchannel")
+    expect(backchannel).to_have_count(1, timeout=TIMEOUT_MS)
+    expect(backchannel).to_have_attribute("data-badge", re.compile("backchannel"))
+    expect(page.locator(".msg.assistant.resumed")).to_have_count(1)
+    responses_done(page, 1)
+    done = debug(page)["responses"]
+    assert [r["status"] for r in done][:1] in (["completed"], ["incomplete"]), done
+    expect(page.locator(".msg.assistant.interrupted")).to_have_count(0)
+
+
+def test_silence_after_an_answer_gets_a_nudge_when_the_settings_ask_for_it(
+    open_page: Callable[..., Page], shared_components: Any, tmp_path: Path
+) -> None:
+    """Settings: "speak up after 5 s"; the user asks, then stays silent: the server
+    speaks again, and the silent turn is shown as the silence it was."""
+    wav = speech_wav(shared_components, tmp_path / "question.wav", [0.5, QUESTION, 60.0])
+    page = open_page(wav)
+    connected(page)
+    page.click("#settings-toggle")
+    page.select_option("#s-idle", "5")
+    page.click("#settings-form button[type=submit]")
+    page.wait_for_function(
+        "() => window.r1voice.session.turnDetection.idle_timeout_ms === 5000", timeout=TIMEOUT_MS
+    )
+    page.keyboard.press("Escape")
+    page.click("#talk")
+    silent = page.locator(".msg.user.silence")
+    expect(silent).to_have_count(1, timeout=TIMEOUT_MS)
+    expect(silent).to_have_text(re.compile(r"silent for 5\.\d s"))
+    responses_done(page, 2)  # the answer, then the nudge
+    assert debug(page)["events"].get("input_audio_buffer.timeout_triggered") == 1

@@ -48,7 +48,10 @@ export class Choices {
 
   /** An error refused a pending choice, by the event it answers (of several choices sent
    *  in one event, the one whose field it names) or else by the field it names: {slot,
-   *  key} of that choice (no longer pending), or null when none was. */
+   *  key, others} of that choice (no longer pending), or null when none was. The server
+   *  refuses an update whole, so the other choices sent in the same event were not
+   *  applied either: `others` lists them ([{slot, key, fields}], no longer pending), to be
+   *  sent again without the refused one. */
   refuse(eventId, param) {
     const bySlot = slotOfParam(param);
     const answered = Object.keys(this.pending).filter((s) => eventId && this.pending[s].eventId === eventId);
@@ -57,6 +60,8 @@ export class Choices {
     if (!slot) return null;
     const { key } = this.pending[slot];
     delete this.pending[slot];
-    return { slot, key };
+    const others = answered.filter((s) => s !== slot).map((s) => ({ slot: s, key: this.pending[s].key, fields: this.pending[s].fields }));
+    for (const other of others) delete this.pending[other.slot];
+    return { slot, key, others };
   }
 }

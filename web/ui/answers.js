@@ -104,6 +104,17 @@ export class Answers {
     }
   }
 
+  /** Speech over the answer was decided (`r1voice.interruption`): a backchannel or no
+   *  words let the paused answer go on (its audio is wanted again, its bubble marked);
+   *  `wait` and `interrupt` change nothing here (the barge-in and `response.done` do). */
+  decided(userItemId, verdict) {
+    if (verdict !== "backchannel" && verdict !== "no_words") return;
+    const r = this.responses.active ? this.responses.get(this.responses.active) : null;
+    this.responses.resume();
+    if (userItemId) this.conversation.userDidNotInterrupt(userItemId, verdict);
+    if (r && r.itemId) this.conversation.assistantResumed(r.itemId);
+  }
+
   /** The connection closed: nothing plays, no answer is being generated. */
   reset() {
     this.audio.flush();

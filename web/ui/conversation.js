@@ -43,7 +43,7 @@ export class Conversation {
     item.text = transcript;
     item.el.classList.remove("partial");
     item.el.classList.toggle("empty", !transcript);
-    item.el.textContent = transcript || t("log.nothingHeard");
+    item.el.textContent = transcript || item.silentFor || t("log.nothingHeard");
   }
 
   userFailed(id, message) {
@@ -51,6 +51,25 @@ export class Conversation {
     item.el.classList.remove("partial");
     item.el.classList.add("failed");
     item.el.textContent = t("log.notTranscribed", { message });
+  }
+
+  /** Speech over an answer was no interruption (`r1voice.interruption`): the user turn
+   *  `id` was a backchannel, or held no words; either way the answer went on. */
+  userDidNotInterrupt(id, verdict) {
+    const item = this._user(id);
+    const kind = verdict === "backchannel" ? "backchannel" : "no-words";
+    item.el.classList.add(kind);
+    item.el.dataset.badge = t(kind === "backchannel" ? "log.backchannel" : "log.noWords");
+    item.verdict = verdict;
+  }
+
+  /** The user stayed silent after an answer (`input_audio_buffer.timeout_triggered`):
+   *  the turn the server committed for that silence, shown as the silence it was. */
+  userSilent(id, ms) {
+    const item = this._user(id);
+    item.el.classList.add("silence");
+    item.silentFor = t("log.silence", { seconds: (ms / 1000).toFixed(1) });
+    this.userFinal(id, "");
   }
 
   userText(id, text) {
@@ -126,6 +145,14 @@ export class Conversation {
     } else if (status === "failed") {
       item.el.classList.add("failed");
     }
+  }
+
+  /** The answer paused by speech over it went on (no interruption after all). */
+  assistantResumed(id) {
+    const item = this.items.get(id);
+    if (!item || item.role !== "assistant") return;
+    item.el.classList.add("resumed");
+    if (!item.parts.meta.querySelector(".resumed-badge")) item.parts.meta.prepend(h("span", { class: "badge resumed-badge" }, t("log.resumed")), " ");
   }
 
   /** What of an interrupted answer was heard: shown plain, the rest struck through. */

@@ -137,7 +137,9 @@ export class SessionConfig {
     const label = this.pipeline.labelOf(refused.slot, refused.key);
     this.pipeline.setRefusal(refused.slot, t("choice.refused", { label, message: errorMessage(err) }));
     announce(t("choice.refused", { label, message: err.message || err.code }));
-    if (this.raw) this.show(this.raw, { settle: false }); // its session.updated settles the rest
+    if (this.raw) this.show(this.raw, { settle: false });
+    // the update was refused whole: the choices sent with the refused one go again alone
+    if (refused.others.length) this.chooseAll(refused.others.map((o) => [o.slot, o.key]));
     return true;
   }
 

@@ -25,6 +25,7 @@ export class SettingsDrawer {
     $("s-turn").value = values.turn;
     if (values.silence !== undefined) $("s-silence").value = values.silence;
     if (values.eagerness !== undefined) $("s-eagerness").value = values.eagerness;
+    $("s-idle").value = values.idle;
     this._showTurnKnobs();
     if (values.temperature !== undefined) $("s-temperature").value = values.temperature;
     $("s-language").value = values.language;
@@ -33,17 +34,25 @@ export class SettingsDrawer {
 
   apply(e) {
     e.preventDefault();
-    const values = { turn: $("s-turn").value, silence: $("s-silence").value, eagerness: $("s-eagerness").value, instructions: $("s-instructions").value, speed: $("s-speed").value, temperature: $("s-temperature").value, language: $("s-language").value };
+    const values = { turn: $("s-turn").value, silence: $("s-silence").value, eagerness: $("s-eagerness").value, idle: $("s-idle").value, instructions: $("s-instructions").value, speed: $("s-speed").value, temperature: $("s-temperature").value, language: $("s-language").value };
     const fields = formFields(values, this.session.view);
     this.session.remember(fields);
     $("settings").dataset.dirty = "false";
-    const ok = this.client.send(sessionUpdate(fields));
+    this.eventId = this.client.nextId("evt_settings");
+    const ok = this.client.send(sessionUpdate(fields, this.eventId));
     this._result(() => t(ok ? "settings.sent" : "settings.offline"));
   }
 
-  /** The server refused a setting (`message`: the page's errorMessage of it). */
+  /** Whether `eventId` is the update this drawer sent last (its refusal is the drawer's). */
+  sent(eventId) {
+    return Boolean(eventId) && eventId === this.eventId;
+  }
+
+  /** The server refused a setting (`message`: the page's errorMessage of it). It refuses
+   *  an update whole, so the form shows the session again as it still is. */
   refused(message) {
     this._result(() => t("settings.refused", { message: message() }));
+    this.fill();
   }
 
   _result(text) {
@@ -106,6 +115,6 @@ export class SettingsDrawer {
   }
 
   _showTurnKnobs() {
-    for (const el of $("settings").querySelectorAll("[data-for-turn]")) el.hidden = el.dataset.forTurn !== $("s-turn").value;
+    for (const el of $("settings").querySelectorAll("[data-for-turn]")) el.hidden = !el.dataset.forTurn.split(" ").includes($("s-turn").value);
   }
 }

@@ -39,9 +39,10 @@ _LONGEST = max(len(phrase.split()) if " " in phrase else len(phrase) for phrase 
 
 def _tokens(text: str) -> list[str]:
     """Lower-case words without punctuation ("Uh-huh." -> ["uh", "huh"]; "嗯，对。" ->
-    ["嗯", "对"], one a character)."""
+    ["嗯", "对"], one a character). Invisible characters (zero-width joiners, controls:
+    Unicode's "other") are no words either: Whisper writes runs of them for noise."""
     kept = "".join(
-        " " if unicodedata.category(c)[0] in "PZS" or c == "-" else c for c in text.lower()
+        " " if unicodedata.category(c)[0] in "PZSC" or c == "-" else c for c in text.lower()
     )
     return [unit for word in kept.split() for unit in units(word)]
 

@@ -161,33 +161,35 @@ def done_event(event: dict[str, Any]) -> bool:
     return event["type"] == "response.done"
 
 
-def test_one_unsupported_value_does_not_drop_the_whole_update(app_client: TestClient) -> None:
+def test_an_update_with_an_unsupported_value_gets_one_error_and_changes_nothing(
+    app_client: TestClient,
+) -> None:
+    """Bug: such an update got an `error` *and* a `session.updated` (the rest applied),
+    so a client waiting for one reply to its event read the next event's reply."""
     with app_client.websocket_connect("/v1/realtime?dialect=ga") as ws:
-        created = ws.receive_json()["session"]["audio"]["input"]["turn_detection"]["type"]
-        ga(
-            ws,
-            {
-                "type": "session.update",
-                "event_id": "evt_u",
-                "session": {
-                    "type": "realtime",
-                    "instructions": "Be terse.",
-                    "audio": {
-                        "input": {"turn_detection": {"type": "telepathy"}},
-                        "output": {"voice": "no-such-voice"},
-                    },
-                },
+        created = ws.receive_json()["session"]
+        bad = {
+            "type": "realtime",
+            "instructions": "Be terse.",
+            "audio": {
+                "input": {"turn_detection": {"type": "telepathy"}},
+                "output": {"voice": "no-such-voice"},
             },
-        )
+        }
+        ga(ws, {"type": "session.update", "event_id": "evt_u", "session": bad})
+        voice_only = {"type": "realtime", "audio": {"output": {"voice": "no-such-voice"}}}
+        ga(ws, {"type": "session.update", "event_id": "evt_v", "session": voice_only})
+        ga(ws, {"type": "session.update", "event_id": "evt_w", "session": {"type": "realtime"}})
         events = receive_until(ws, lambda e: e["type"] == "session.updated")
     errors = [e["error"] for e in events if e["type"] == "error"]
     assert [(e["code"], e["param"], e["event_id"]) for e in errors] == [
-        ("invalid_value", "session.turn_detection.type", "evt_u"),
-        ("unsupported_voice", "session.voice", "evt_u"),
+        ("invalid_value", "session.turn_detection.type", "evt_u"),  # one reply each
+        ("unsupported_voice", "session.voice", "evt_v"),
     ]
-    session = events[-1]["session"]
-    assert session["instructions"] == "Be terse."  # the rest applied
-    assert session["audio"]["input"]["turn_detection"]["type"] == created  # unchanged
+    assert [e["type"] for e in events] == ["error", "error", "session.updated"]
+    session = events[-1]["session"]  # the reply to evt_w: nothing of the others applied
+    assert session["instructions"] == created["instructions"] != "Be terse."
+    assert session["audio"] == created["audio"]
     assert invalid_events(events) == []
 
 

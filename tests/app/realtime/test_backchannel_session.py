@@ -3,6 +3,8 @@ answer play to its end; a bad `false_interruption_timeout` is refused."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
 import re
 from typing import Any
@@ -58,9 +60,12 @@ def test_a_bad_false_interruption_timeout_is_refused_naming_the_field(
         created = ws.receive_json()["session"]
         update = {"type": "realtime", "r1voice": {"false_interruption_timeout": bad}}
         ws.send_text(json.dumps({"type": "session.update", "session": update}))
+        probe = {"type": "realtime"}  # its reply shows the session as the refusal left it
+        ws.send_text(json.dumps({"type": "session.update", "session": probe}))
         events = receive_until(ws, lambda e: e["type"] == "session.updated")
     errors = [(e["error"]["code"], e["error"]["param"]) for e in events if e["type"] == "error"]
     assert errors == [("invalid_value", "session.r1voice.false_interruption_timeout")]
+    assert [e["type"] for e in events] == ["error", "session.updated"]  # one reply each
     timeout = events[-1]["session"]["r1voice"]["false_interruption_timeout"]
     assert timeout == created["r1voice"]["false_interruption_timeout"] == 1.5
 
@@ -72,3 +77,37 @@ def test_a_false_interruption_timeout_is_taken(app_client: TestClient) -> None:
         ws.send_text(json.dumps({"type": "session.update", "session": update}))
         events = receive_until(ws, lambda e: e["type"] == "session.updated")
     assert events[-1]["session"]["r1voice"]["false_interruption_timeout"] == 3
+
+
+STORY = [
+    "Once upon a time a young knight rode out to find the old dragon of the hills. ",
+    "He crossed three rivers and a dark forest before he saw its cave. ",
+    "The dragon was not angry at all; it only wanted someone to talk to.",
+]
+
+
+@pytest.mark.parametrize("voice", ["piper", "espeak"])
+def test_an_uh_huh_over_a_real_socket_lets_the_answer_end_whole(
+    shared_components: Any, voice: str
+) -> None:
+    """A recorded "uh-huh", said over the answer at real-time pace by a client that
+    behaves like a microphone (`r1voice bench conversation`'s trial): the answer pauses,
+    resumes, plays to its end, and its final item holds the whole text."""
+    from app.models.espeak_tts import EspeakTTS
+    from bench.conversation_sounds import spoken
+    from bench.conversation_trial import overlap_trial
+    from tests.clients.conftest import serve
+    from tests.conftest import app_with
+    from tests.fakes import ScriptedLLM
+
+    tts = shared_components.tts if voice == "piper" else EspeakTTS("en-us")
+    uh_huh = spoken("backchannel", voice, tts, "Uh-huh.")
+    components = dataclasses.replace(shared_components, llm=ScriptedLLM(STORY))
+    with serve(app_with(components)) as address:
+        url = f"ws://{address}/v1/realtime?dialect=beta&r1voice_events=1"
+        trial = asyncio.run(overlap_trial(url, uh_huh, "Tell me a story.", 1.5, 200, 60))
+    assert trial["overlapped"] and trial["paused"], trial  # it was speech over the answer
+    assert trial["status"] == "completed", trial
+    assert trial["whole"] and trial["kept_chars"] == len("".join(STORY)), trial
+    assert trial["verdicts"][0] == "wait" and trial["verdicts"][-1] in ("backchannel", "no_words")
+    assert trial["audio_deltas_after_decision"] > 0, trial  # it resumed, and was heard

@@ -173,9 +173,12 @@ def test_an_unknown_history_mode_is_refused_naming_the_field(
         created = ws.receive_json()["session"]
         update = {"type": "realtime", "r1voice": {"history": bad}}
         ws.send_text(json.dumps({"type": "session.update", "session": update}))
+        probe = {"type": "realtime"}  # its reply shows the session as the refusal left it
+        ws.send_text(json.dumps({"type": "session.update", "session": probe}))
         events = receive_until(ws, lambda e: e["type"] == "session.updated")
     errors = [(e["error"]["code"], e["error"]["param"]) for e in events if e["type"] == "error"]
     assert errors == [("invalid_value", "session.r1voice.history")]
+    assert [e["type"] for e in events] == ["error", "session.updated"]  # one reply each
     assert created["r1voice"]["history"] == events[-1]["session"]["r1voice"]["history"]
     assert created["r1voice"]["history"] == "summarize"
 

@@ -168,18 +168,17 @@ def test_a_bad_idle_setting_is_an_error_naming_the_field(
             **session,
         }
         ws.send_text(json.dumps({"type": "session.update", "session": update}))
+        probe = {"type": "realtime"}  # its reply shows the session as the refusal left it
+        ws.send_text(json.dumps({"type": "session.update", "session": probe}))
         events = receive_until(ws, lambda e: e["type"] == "session.updated")
     errors = _of(events, "error")
     assert [(e["error"]["code"], e["error"]["param"]) for e in errors] == [("invalid_value", param)]
+    assert [e["type"] for e in events] == ["error", "session.updated"]  # one reply each
     updated = events[-1]["session"]
-    assert updated["instructions"] == INSTRUCTIONS  # the rest of the update applies
+    assert updated["instructions"] == created["instructions"] != INSTRUCTIONS  # refused whole
     assert updated["r1voice"]["max_idle_nudges"] == created["r1voice"]["max_idle_nudges"] == 2
     turn_detection = updated["audio"]["input"]["turn_detection"]
-    if param.endswith("idle_timeout_ms"):  # the bad turn_detection is left out whole
-        assert turn_detection == created["audio"]["input"]["turn_detection"]
-    else:
-        assert turn_detection["idle_timeout_ms"] is None
-        assert turn_detection["silence_duration_ms"] == 700
+    assert turn_detection == created["audio"]["input"]["turn_detection"]
 
 
 def test_semantic_vad_takes_an_idle_timeout_too(app_client: TestClient) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from app.models.languages import simplified
+from app.protocol.schemas import SEMANTIC_MAX_WAIT_MS
 from bench.voice.stats import word_errors
 from tests.conftest import (
     REALTIME_RATE,
@@ -30,8 +31,15 @@ REFERENCE = "欢迎大家来体验达摩院推出的语音识别模型"
 
 
 def _update(ws: Any, session: dict[str, Any]) -> list[dict[str, Any]]:
+    """Send a `session.update`; the events up to its one reply (`session.updated`, or
+    an `error` when it is refused, and then it changed nothing)."""
     ws.send_text(json.dumps({"type": "session.update", "session": session}))
-    return receive_until(ws, lambda e: e["type"] == "session.updated")
+    return receive_until(ws, lambda e: e["type"] in ("session.updated", "error"))
+
+
+def _state(ws: Any) -> dict[str, Any]:
+    """The session as it is (the reply to an empty update)."""
+    return _update(ws, {})[-1]["session"]  # type: ignore[no-any-return]
 
 
 def _transcription(language: str | None, model: str = "whisper-base") -> dict[str, Any]:
@@ -50,24 +58,28 @@ def test_an_english_only_model_refuses_chinese_naming_a_model_that_can(
     with client_with(shared_components).websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         events = _update(ws, _transcription("zh", model="whisper-tiny.en"))
+        state = _state(ws)
     error = next(e for e in events if e["type"] == "error")["error"]
     assert error["code"] == "unsupported_language"
     assert error["param"] == "session.input_audio_transcription.language"
     assert "'whisper-tiny.en' transcribes only en" in error["message"]
     assert "'whisper-base'" in error["message"]  # what to choose instead
-    assert events[-1]["session"]["input_audio_transcription"]["language"] is None
+    assert state["input_audio_transcription"]["language"] is None
 
 
 def test_an_unknown_language_is_refused_by_name(shared_components: Any) -> None:
     with client_with(shared_components).websocket_connect("/v1/realtime?dialect=beta") as ws:
-        ws.receive_json()
+        created = ws.receive_json()["session"]["input_audio_transcription"]
         events = _update(ws, _transcription("klingon"))
+        state = _state(ws)
     error = next(e for e in events if e["type"] == "error")["error"]
     assert error["code"] == "unsupported_language"
     assert "'klingon' is not a language Whisper knows" in error["message"]
     assert "zh" in error["message"]  # what whisper-base does transcribe
-    # the model in the same update still applied
-    assert events[-1]["session"]["input_audio_transcription"]["model"] == "whisper-base"
+    # one error, and nothing of the update applied: not the model it named either
+    assert [e["type"] for e in events] == ["error"]
+    assert state["input_audio_transcription"] == created
+    assert created["model"] != "whisper-base"
 
 
 def test_a_bcp47_tag_is_read_by_its_language(shared_components: Any) -> None:
@@ -134,7 +146,9 @@ def test_the_servers_default_language_reaches_the_asr_without_an_update(
 
     monkeypatch.setattr(WhisperASR, "run", run)
     speech = shared_components.tts.synthesize("Hello there, how are you?", REALTIME_RATE)
-    silence = np.zeros(REALTIME_RATE, dtype=np.float32)
+    # past semantic_vad's longest wait: the turn ends whatever English heard as Chinese
+    # sounds like (a transcript that sounds unfinished waits up to SEMANTIC_MAX_WAIT_MS)
+    silence = np.zeros(REALTIME_RATE * (SEMANTIC_MAX_WAIT_MS["auto"] // 1000 + 1), np.float32)
     client = client_with(shared_components, asr_language="zh")
     with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         created = ws.receive_json()
@@ -144,18 +158,20 @@ def test_the_servers_default_language_reaches_the_asr_without_an_update(
     assert seen and set(seen) == {"zh"}
 
 
-def test_switching_to_an_english_only_model_says_the_language_was_dropped(
+def test_switching_to_an_english_only_model_asks_for_its_language_in_the_same_update(
     shared_components: Any,
 ) -> None:
     with client_with(shared_components).websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         assert [e["type"] for e in _update(ws, _transcription("zh"))] == ["session.updated"]
         events = _update(ws, {"input_audio_transcription": {"model": "whisper-tiny.en"}})
+        state = _state(ws)
+        both = {"model": "whisper-tiny.en", "language": None}
+        switched = _update(ws, {"input_audio_transcription": both})
     error = next(e for e in events if e["type"] == "error")["error"]
     assert error["code"] == "unsupported_language"
     assert "'whisper-tiny.en' transcribes only en" in error["message"]
-    assert "now null" in error["message"]
-    assert events[-1]["session"]["input_audio_transcription"] == {
-        "model": "whisper-tiny.en",
-        "language": None,
-    }
+    assert "in the same update" in error["message"]  # how to switch
+    # refused whole: the session keeps its model and language
+    assert state["input_audio_transcription"] == {"model": "whisper-base", "language": "zh"}
+    assert switched[-1]["session"]["input_audio_transcription"] == both

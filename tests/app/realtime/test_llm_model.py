@@ -21,9 +21,15 @@ ANSWERED = ("completed", "incomplete")  # incomplete: the answer reached SHORT's
 
 
 def _update(ws: Any, session: dict[str, Any], event_id: str = "ev_1") -> list[dict[str, Any]]:
-    """Send a `session.update`; the events up to its `session.updated`."""
+    """Send a `session.update`; the events up to its one reply (`session.updated`, or
+    an `error` when it is refused, and then it changed nothing)."""
     ws.send_text(json.dumps({"type": "session.update", "event_id": event_id, "session": session}))
-    return receive_until(ws, lambda e: e["type"] == "session.updated")
+    return receive_until(ws, lambda e: e["type"] in ("session.updated", "error"))
+
+
+def _state(ws: Any) -> dict[str, Any]:
+    """The session as it is (the reply to an empty update)."""
+    return _update(ws, {})[-1]["session"]  # type: ignore[no-any-return]
 
 
 def _answer(ws: Any, text: str) -> dict[str, Any]:
@@ -42,16 +48,17 @@ def test_an_unknown_model_is_refused_naming_the_choices(shared_components: Any) 
         created = ws.receive_json()
         assert created["session"]["r1voice"]["model"] == default
         events = _update(ws, {"model": "llama-70b", "temperature": 0.7})
+        state = _state(ws)
         response = _answer(ws, "Say hello.")
-    error, updated = events[-2], events[-1]
+    [error] = events  # one reply
     assert error["type"] == "error" and error["error"]["event_id"] == "ev_1"
     assert error["error"]["code"] == "unsupported_model"
     assert error["error"]["param"] == "session.model"
     assert "'llama-70b' is not available" in error["error"]["message"]
     for name in shared_components.llms.names():
         assert name in error["error"]["message"]  # the choices, named
-    assert updated["session"]["r1voice"]["model"] == default
-    assert updated["session"]["temperature"] == 0.7  # the rest of the update applied
+    assert state["r1voice"]["model"] == default
+    assert state["temperature"] != 0.7  # refused whole: nothing of it applied
     assert response["status"] in ANSWERED
 
 
@@ -118,11 +125,12 @@ def test_an_llm_that_fails_to_load_is_refused_and_the_session_keeps_its_own(
     with client_with(components).websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         events = _update(ws, {"model": QWEN})
+        state = _state(ws)
         response = _answer(ws, "Say hello.")  # and the session still answers
-    error, updated = events[-2], events[-1]
+    [error] = events  # one reply
     assert error["error"]["code"] == "model_load_failed"
     assert error["error"]["param"] == "session.model"
     assert "model.safetensors is truncated" in error["error"]["message"]
     assert f"kept '{default}'" in error["error"]["message"]
-    assert updated["session"]["r1voice"]["model"] == default
+    assert state["r1voice"]["model"] == default
     assert response["status"] in ANSWERED

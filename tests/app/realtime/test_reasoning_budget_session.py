@@ -113,10 +113,12 @@ def test_a_bad_budget_is_one_error_naming_the_field(thinking_client: TestClient,
     with thinking_client.websocket_connect(URL) as ws:
         ws.receive_json()
         session = {"instructions": INSTRUCTIONS, "r1voice": {"max_reasoning_tokens": bad}}
-        events = update(ws, session)
+        ws.send_text(json.dumps({"type": "session.update", "session": session}))
+        events = update(ws, {})  # its reply shows the session as the refusal left it
     errors = of_type(events, "error")
     assert [e["error"]["param"] for e in errors] == ["session.r1voice.max_reasoning_tokens"]
-    assert events[-1]["session"]["instructions"] == INSTRUCTIONS  # the rest applies
+    assert [e["type"] for e in events] == ["error", "session.updated"]  # one reply each
+    assert events[-1]["session"]["instructions"] != INSTRUCTIONS  # refused whole
     assert events[-1]["session"]["r1voice"]["max_reasoning_tokens"] == 256
 
 

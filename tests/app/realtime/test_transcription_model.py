@@ -27,10 +27,17 @@ TRANSCRIBED = "conversation.item.input_audio_transcription.completed"
 
 
 def _choose(ws: Any, model: str, **more: Any) -> list[dict[str, Any]]:
-    """A beta-shaped update; returns the events up to its `session.updated`."""
+    """A beta-shaped update; returns the events up to its one reply (`session.updated`,
+    or an `error` when it is refused, and then it changed nothing)."""
     session = {"input_audio_transcription": {"model": model}, **more}
     ws.send_text(json.dumps({"type": "session.update", "event_id": "ev_1", "session": session}))
-    return receive_until(ws, lambda e: e["type"] == "session.updated")
+    return receive_until(ws, lambda e: e["type"] in ("session.updated", "error"))
+
+
+def _state(ws: Any) -> dict[str, Any]:
+    """The session as it is (the reply to an empty update)."""
+    ws.send_text(json.dumps({"type": "session.update", "session": {}}))
+    return receive_until(ws, lambda e: e["type"] == "session.updated")[-1]["session"]  # type: ignore[no-any-return]
 
 
 def _question(components: Any) -> np.ndarray:
@@ -74,14 +81,15 @@ def test_a_model_the_server_does_not_offer_is_refused_by_name(shared_components:
     with client_with(shared_components).websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         events = _choose(ws, "whisper-huge", temperature=0.7)
-    error, updated = events[-2], events[-1]
+        state = _state(ws)
+    [error] = events  # one reply
     assert error["type"] == "error" and error["error"]["event_id"] == "ev_1"
     assert error["error"]["code"] == "unsupported_model"
     assert error["error"]["param"] == "session.input_audio_transcription.model"
     assert "'whisper-huge' is not available" in error["error"]["message"]
     assert "whisper-base" in error["error"]["message"]  # the choices, named
-    assert updated["session"]["input_audio_transcription"] == {"model": default, "language": None}
-    assert updated["session"]["temperature"] == 0.7  # the rest of the update applied
+    assert state["input_audio_transcription"] == {"model": default, "language": None}
+    assert state["temperature"] != 0.7  # refused whole: nothing of it applied
 
 
 def test_a_model_that_fails_to_load_is_refused_and_the_session_keeps_its_own(
@@ -96,12 +104,13 @@ def test_a_model_that_fails_to_load_is_refused_and_the_session_keeps_its_own(
     with client_with(components).websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         events = _choose(ws, "whisper-base")
+        state = _state(ws)
         text_turn = _choose(ws, default)  # and the session still works
-    error, updated = events[-2], events[-1]
+    [error] = events  # one reply
     assert error["error"]["code"] == "model_load_failed"
     assert "model.bin is truncated" in error["error"]["message"]
     assert f"kept '{default}'" in error["error"]["message"]
-    assert updated["session"]["input_audio_transcription"] == {"model": default, "language": None}
+    assert state["input_audio_transcription"] == {"model": default, "language": None}
     assert [e["type"] for e in text_turn] == ["session.updated"]
 
 

@@ -66,6 +66,8 @@ def test_every_listed_phrase_is_a_backchannel_within_the_bound() -> None:
         ("♪", False),
         (" you", False),  # what Whisper makes of a breath
         ("Thank you.", False),
+        # whisper-base's zh pass over espeak-ng's "好的": zero-width joiners and punctuation
+        ("\u200d\u200d\u200d!\u200d\u200d。\u200d。\u200d\u200d", False),
         ("Uh-huh.", True),
         ("Stop.", True),
         ("嗯", True),

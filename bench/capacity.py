@@ -1,0 +1,351 @@
+"""How many conversations one box holds: N voice sessions at once, N swept until it breaks.
+
+One real server (`python -m app.cli serve`, as `bench voice` starts it) and N Realtime
+clients that behave like people on a microphone: 20 ms chunks at real-time pace, silence
+between words, the recorded and synthesized questions of `bench voice`, a think time
+after each answer (uniform, around `--think` seconds), and sessions that start as Poisson
+arrivals. At each N, one more connection interrupts a long answer while the N talk (the
+barge-in stop time under that load). Per N: voice-to-voice P50/P95 (the last speech
+sample sent -> the first answer audio received), failed turns, the barge-in stop time,
+and the share of the server's CPU time each stage's threads took (/proc, by thread
+name). **Capacity is the largest N with P95 <= the target (1.5 s) and no failed turn**;
+the sweep stops at the first N past it.
+
+The clients run in this process, on the same cores as the server, as a user's browser
+would not: their cost (JSON and base64 of 50 chunks a second per session) is reported as
+this process's CPU time. Timings are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from bench.voice.common import log
+
+P95_TARGET_MS = 1500.0
+DEFAULT_LEVELS = "1,2,4,6,8,12,16"
+
+# The server's threads by the stage they serve: OS thread names, given by app/executor.py
+# and the engine (engine/thread_name.py); a thread a library starts inherits the name of
+# the thread that started it (a model's load thread, "asr-load", starts CTranslate2's).
+STAGES = {
+    "asr": ("asr",),
+    "tts": ("tts",),
+    "vad": ("vad",),
+    "turn model": ("turn",),
+    "llm": ("r1voice-engine", "llm"),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--llm-backend", choices=["embedded", "transformers"], default=None,
+        help="passed to `serve`",
+    )  # fmt: skip
+    parser.add_argument("--llm-model", default=None, help="passed to `serve`")
+    parser.add_argument(
+        "--turn-detection", choices=["server_vad", "semantic_vad"], default=None,
+        help="the sessions' turn detection (default: the server's default)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sessions", default=None,
+        help=f"the levels N to sweep, comma separated (default {DEFAULT_LEVELS}; quick 1,2)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--turns", type=int, default=None, help="voice turns per session (default 4, quick 2)"
+    )
+    parser.add_argument(
+        "--think", type=float, default=2.0,
+        help="mean think time after an answer, s (uniform over 0.5x-1.5x; default 2)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--arrival-rate", type=float, default=1.0,
+        help="Poisson arrival rate of session starts, per second (default 1)",
+    )  # fmt: skip
+    parser.add_argument("--p95-target-ms", type=float, default=P95_TARGET_MS)
+    parser.add_argument(
+        "--keep-going", action="store_true", help="run every level, even past the capacity"
+    )
+    parser.add_argument("--plot", default=None, help="write a PNG of P50/P95 against N here")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--port", type=int, default=0, help="server port (default: a free one)")
+    parser.add_argument("--ready-timeout", type=float, default=600.0, help="seconds")
+    parser.add_argument("--turn-timeout", type=float, default=60.0, help="seconds per turn")
+    parser.add_argument("--server-log", default=None, help="keep the server's output here")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import asyncio
+
+    from app.settings import Settings
+    from bench.machine import describe
+    from bench.voice.server import Server
+    from bench.voice.workload import HUMAN_CLIPS, prepare_clips
+
+    quick = bool(getattr(args, "quick", False))
+    levels = parse_levels(args.sessions or ("1,2" if quick else DEFAULT_LEVELS))
+    turns = args.turns or (2 if quick else 4)
+    human = ["jfk"] if quick else list(HUMAN_CLIPS)
+    args.language = None  # what Server reads (a Mandarin capacity run is not offered yet)
+    log(f"preparing audio ({len(human)} human clips)")
+    clips = prepare_clips(human)
+    server = Server(args)
+    result: dict[str, Any] = {
+        "benchmark": "capacity",
+        "quick": quick,
+        "machine": describe(),
+        "settings": {
+            "levels": levels,
+            "turns_per_session": turns,
+            "think_s": args.think,
+            "arrival_rate_per_s": args.arrival_rate,
+            "p95_target_ms": args.p95_target_ms,
+            "seed": args.seed,
+            "llm_model": server.llm_model,
+            "turn_detection": args.turn_detection,
+        },
+    }
+    try:
+        server.start()
+        result["startup_to_ready_s"] = round(server.wait_ready(args.ready_timeout), 3)
+        log(f"server ready after {result['startup_to_ready_s']} s on port {server.port}")
+        url = f"ws://127.0.0.1:{server.port}/v1/realtime?r1voice_events=1"
+        merge_window_ms = Settings.from_env().turn_merge_window_ms  # the server inherits our env
+        sweep = asyncio.run(
+            _sweep(url, server.proc.pid, clips, human, levels, turns, args, merge_window_ms)
+        )
+        result["levels"] = sweep
+        result["capacity"] = capacity(sweep)
+    finally:
+        result["server"] = server.stop()
+    if args.plot:
+        result["plot"] = plot({"r1voice": result.get("levels", [])}, args.plot, args.p95_target_ms)
+    return result
+
+
+def parse_levels(text: str) -> list[int]:
+    """ "1,2,4" -> [1, 2, 4]: ascending, each at least 1, or a ValueError naming the bad one."""
+    levels = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        n = int(part)
+        if n < 1:
+            raise ValueError(f"--sessions: every level must be at least 1, got {n}")
+        levels.append(n)
+    if not levels or levels != sorted(set(levels)):
+        raise ValueError(f"--sessions: give ascending levels without repeats, got {text!r}")
+    return levels
+
+
+def capacity(levels: list[dict[str, Any]]) -> dict[str, Any]:
+    """The largest N whose level held (P95 within the target, no failed turn); 0 if none."""
+    held = [lv["sessions"] for lv in levels if lv["held"]]
+    broke = [lv["sessions"] for lv in levels if not lv["held"]]
+    return {"sessions": max(held, default=0), "first_broken": min(broke, default=None)}
+
+
+async def _sweep(
+    url: str,
+    pid: int,
+    clips: dict[str, Any],
+    human: list[str],
+    levels: list[int],
+    turns: int,
+    args: argparse.Namespace,
+    merge_window_ms: float,
+) -> list[dict[str, Any]]:
+    import random
+
+    rng = random.Random(args.seed)
+    questions = [c for name, c in sorted(clips.items()) if name.startswith("q")]
+    inputs = [*questions, *(clips[n] for n in human)]
+    out = []
+    for n in levels:
+        scripts = [[inputs[(k + j) % len(inputs)] for j in range(turns)] for k in range(n)]
+        delays, t = [], 0.0
+        for _ in range(n):
+            delays.append(round(t, 3))
+            t += rng.expovariate(args.arrival_rate)
+        log(f"{n} session(s) x {turns} turns, starts at {delays} s")
+        level = await _level(url, pid, scripts, delays, clips["interruption"], args, rng,
+                             merge_window_ms / 1000)  # fmt: skip
+        out.append(level)
+        v2v = level["voice_to_voice_ms"]
+        log(
+            f"  P50 {v2v['p50']} ms, P95 {v2v['p95']} ms, {level['turns_failed']} failed: "
+            + ("held" if level["held"] else "broke")
+        )
+        if not level["held"] and not args.keep_going:
+            break
+    return out
+
+
+async def _level(
+    url: str,
+    pid: int,
+    scripts: list[list[Any]],
+    delays: list[float],
+    interruption: Any,
+    args: argparse.Namespace,
+    rng: Any,
+    merge_window_s: float,
+) -> dict[str, Any]:
+    import asyncio
+
+    from bench.voice.client import run_session
+    from bench.voice.stats import summarize
+
+    mean = args.think
+    think = [random_think(rng, mean) for _ in scripts]
+    before = thread_cpu(pid)
+    own_before = _own_cpu()
+    sessions_task = asyncio.gather(
+        *(
+            run_session(url, script, delay, args.turn_timeout, merge_window_s, think_s=th)
+            for script, delay, th in zip(scripts, delays, think, strict=True)
+        )
+    )
+    barge_task = asyncio.create_task(
+        _barge_in(url, interruption, args.turn_timeout, merge_window_s, delay=1.0 + delays[-1])
+    )
+    sessions = await sessions_task
+    barge = await barge_task
+    cpu = stage_shares(before, thread_cpu(pid))
+    cpu["clients_cpu_s"] = round(_own_cpu() - own_before, 2)
+    turns = [t for s in sessions for t in s["turns"]]
+    answered = [t for t in turns if t["status"] in ("completed", "incomplete")]
+    ok = [t for t in answered if t.get("voice_to_voice_ms") is not None]
+    expected = sum(len(s) for s in scripts)
+    failed = expected - len(ok)
+    v2v = summarize(t["voice_to_voice_ms"] for t in ok)
+    held = failed == 0 and v2v["p95"] is not None and v2v["p95"] <= args.p95_target_ms
+    return {
+        "sessions": len(scripts),
+        "session_start_offsets_s": delays,
+        "turns": expected,
+        "turns_ok": len(ok),
+        "turns_failed": failed,
+        "failures": [
+            {"clip": t["clip"], "status": t["status"], "problem": t.get("problem")}
+            for t in turns
+            if t not in ok
+        ]
+        + [{"session_error": s["error"]} for s in sessions if s.get("error")],
+        "voice_to_voice_ms": v2v,
+        "server_breakdown_ms": {
+            stage: summarize((t.get("server") or {}).get(stage) for t in ok)
+            for stage in (
+                "speech_stopped_to_transcript_ms",
+                "speech_stopped_to_first_token_ms",
+                "speech_stopped_to_first_audio_ms",
+            )
+        },
+        "barge_in": barge,
+        "cpu": cpu,
+        "mic_max_lag_ms": max((s["mic_max_lag_ms"] for s in sessions), default=0.0),
+        "held": held,
+    }
+
+
+def random_think(rng: Any, mean: float) -> Any:
+    """A session's think times: uniform over 0.5x-1.5x the mean, from its own seed."""
+    import random
+
+    own = random.Random(rng.random())
+    return lambda: own.uniform(0.5 * mean, 1.5 * mean)
+
+
+async def _barge_in(
+    url: str, interruption: Any, turn_timeout: float, merge_window_s: float, delay: float
+) -> dict[str, Any]:
+    """One interruption of a long answer while the level's sessions talk."""
+    import asyncio
+
+    from bench.voice.client import barge_in_trial
+    from bench.voice.connection import Conn
+
+    await asyncio.sleep(delay)
+    try:
+        conn = await Conn.open(url)
+    except Exception as exc:  # reported: the level's load refused one more connection
+        return {"measured": False, "problem": f"cannot connect: {exc!r}"}
+    try:
+        trial = await barge_in_trial(conn, interruption, turn_timeout, merge_window_s)
+    finally:
+        await conn.close()
+    keep = ("measured", "to_last_audio_delta_ms", "to_response_done_ms", "problem")
+    return {k: trial.get(k) for k in keep if k in trial}
+
+
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) of each thread name of process `pid`, summed by name."""
+    import os
+    from pathlib import Path
+
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            name = (task / "comm").read_text().strip()
+            stat = (task / "stat").read_text()
+        except OSError:  # the thread ended meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def stage_shares(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
+    """Each stage's share of the server's CPU time between two `thread_cpu` readings
+    (threads of no stage are "other": the event loop, the HTTP server, ...). A thread that
+    ended between the readings is missed."""
+    spent = {name: after[name] - before.get(name, 0.0) for name in after}
+    total = sum(v for v in spent.values() if v > 0)
+    by_stage: dict[str, float] = {stage: 0.0 for stage in STAGES}
+    by_stage["other"] = 0.0
+    for name, seconds in spent.items():
+        stage = next((s for s, prefixes in STAGES.items() if name.startswith(prefixes)), "other")
+        by_stage[stage] += max(seconds, 0.0)
+    return {
+        "server_cpu_s": round(total, 2),
+        "share": {s: round(v / total, 3) if total else None for s, v in by_stage.items()},
+    }
+
+
+def _own_cpu() -> float:
+    import os
+
+    t = os.times()
+    return t.user + t.system
+
+
+def plot(systems: dict[str, list[dict[str, Any]]], path: str, target_ms: float) -> str | None:
+    """P50 and P95 against N, one pair of lines per system; the path, or None without
+    matplotlib (a dev dependency)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("no matplotlib: no plot")
+        return None
+    from pathlib import Path
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, levels in systems.items():
+        ns = [lv["sessions"] for lv in levels]
+        for q, style in (("p50", "-o"), ("p95", "--s")):
+            values = [lv["voice_to_voice_ms"][q] for lv in levels]
+            ax.plot(ns, values, style, label=f"{name} {q.upper()}")
+    ax.axhline(target_ms, color="grey", linewidth=0.8, label=f"P95 target {target_ms:g} ms")
+    ax.set_xlabel("concurrent voice sessions")
+    ax.set_ylabel("voice-to-voice (ms)")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path

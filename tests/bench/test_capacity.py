@@ -1,0 +1,124 @@
+"""`r1voice bench capacity`: its pure parts, and a --quick run of 1 and 2 sessions against
+a real server that must produce a well-formed report (no timing is asserted)."""
+
+from __future__ import annotations
+
+import os
+import random
+import struct
+import threading
+from pathlib import Path
+
+import pytest
+
+from app.cli import BENCHMARKS, build_parser
+from bench import capacity
+from engine.thread_name import set_os_thread_name
+
+
+def test_levels_are_ascending_positive_and_a_bad_list_is_refused_by_name() -> None:
+    assert capacity.parse_levels("1,2,4, 8") == [1, 2, 4, 8]
+    for bad in ("0,1", "4,2", "1,1", ""):
+        with pytest.raises(ValueError, match="--sessions"):
+            capacity.parse_levels(bad)
+
+
+def test_capacity_is_the_largest_level_that_held() -> None:
+    def level(n: int, held: bool) -> dict[str, object]:
+        return {"sessions": n, "held": held}
+
+    assert capacity.capacity([level(1, True), level(2, True), level(4, False)]) == {
+        "sessions": 2,
+        "first_broken": 4,
+    }
+    assert capacity.capacity([level(1, False)]) == {"sessions": 0, "first_broken": 1}
+    assert capacity.capacity([level(1, True)]) == {"sessions": 1, "first_broken": None}
+
+
+def test_stage_shares_sum_the_threads_of_each_stage() -> None:
+    before = {"asr_0": 1.0, "tts_0": 0.5, "r1voice-engine": 2.0, "python": 1.0}
+    after = {
+        "asr_0": 3.0,
+        "tts_0": 1.5,
+        "r1voice-engine": 5.0,
+        "llm-tokenizer_0": 1.0,
+        "python": 2.0,
+    }
+    shares = capacity.stage_shares(before, after)
+    assert shares["server_cpu_s"] == 8.0
+    assert shares["share"] == {
+        "asr": 0.25,
+        "tts": 0.125,
+        "vad": 0.0,
+        "turn model": 0.0,
+        "llm": 0.5,  # the engine's thread and the tokenizer's
+        "other": 0.125,
+    }
+
+
+def test_thread_cpu_reads_this_process_by_thread_name() -> None:
+    done = threading.Event()
+
+    def spin() -> None:
+        assert set_os_thread_name("asr_test")  # what the server's model threads do
+        x = 0
+        while not done.is_set():
+            x = (x * 31 + 7) % 1_000_003
+
+    worker = threading.Thread(target=spin, name="asr_test")
+    worker.start()
+    try:
+        import time
+
+        time.sleep(0.3)
+        seconds = capacity.thread_cpu(os.getpid())
+    finally:
+        done.set()
+        worker.join()
+    assert "asr_test" in seconds and seconds["asr_test"] >= 0.0
+
+
+def test_think_times_are_seeded_and_around_the_mean() -> None:
+    first = capacity.random_think(random.Random(3), 2.0)
+    again = capacity.random_think(random.Random(3), 2.0)
+    times = [first() for _ in range(50)]
+    assert times == [again() for _ in range(50)]
+    assert all(1.0 <= t <= 3.0 for t in times)
+
+
+def test_the_plot_is_a_png(tmp_path: Path) -> None:
+    levels = [
+        {"sessions": n, "voice_to_voice_ms": {"p50": 500.0 * n, "p95": 800.0 * n}}
+        for n in (1, 2, 4)
+    ]
+    path = capacity.plot({"r1voice": levels}, str(tmp_path / "capacity.png"), 1500.0)
+    assert path is not None
+    assert Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", Path(path).read_bytes()[16:24])
+    assert width > 300 and height > 200
+
+
+@pytest.mark.timeout(600)
+def test_a_quick_run_of_one_and_two_sessions_gives_a_well_formed_report(tmp_path: Path) -> None:
+    assert BENCHMARKS["capacity"] == "bench.capacity"
+    png = tmp_path / "capacity.png"
+    args = build_parser().parse_args(
+        ["bench", "capacity", "--quick", "--turns", "1", "--think", "0.5", "--keep-going",
+         "--plot", str(png)]
+    )  # fmt: skip
+    result = capacity.run(args)
+    assert result["machine"]["cpu_model"] and result["settings"]["levels"] == [1, 2]
+    levels = result["levels"]
+    assert [lv["sessions"] for lv in levels] == [1, 2]  # --keep-going: both, held or not
+    for lv in levels:
+        assert lv["turns"] == lv["sessions"]  # one turn each
+        assert lv["turns_ok"] + lv["turns_failed"] == lv["turns"], lv
+        assert lv["held"] == (lv["turns_failed"] == 0 and lv["voice_to_voice_ms"]["p95"] <= 1500.0)
+        assert lv["cpu"]["server_cpu_s"] > 0
+        shares = lv["cpu"]["share"]
+        assert set(shares) == {"asr", "tts", "vad", "turn model", "llm", "other"}
+        assert abs(sum(shares.values()) - 1.0) < 0.01
+        assert "measured" in lv["barge_in"]
+    assert result["capacity"]["sessions"] in (0, 1, 2)
+    assert result["plot"] == str(png) and png.read_bytes()[:4] == b"\x89PNG"
+    assert result["server"]["exit_code"] == 0
