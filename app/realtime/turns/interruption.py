@@ -43,7 +43,11 @@ class Interruption:
 
     def partial(self, agreed: str) -> Verdict:
         """The words agreed so far while the user still speaks."""
-        if self.verdict != "interrupt" and len(units(agreed)) > MAX_UNITS:
+        if (
+            self.verdict != "interrupt"
+            and len(units(agreed)) > MAX_UNITS
+            and not is_backchannel(agreed)  # a loop on one acknowledgement is still one
+        ):
             self.verdict = "interrupt"
         return self.verdict
 

@@ -36,7 +36,11 @@ from app.realtime.turns.backchannels import BACKCHANNELS, MAX_UNITS, has_words, 
         ("Yeah, but what about the dragon?", "en", False),
         ("Okay, tell me about Paris instead.", "en", False),
         ("I see the sea.", "en", False),
-        ("yeah yeah yeah yeah yeah", "en", False),  # past the length bound
+        ("yeah yeah yeah yeah yeah", "en", True),  # said again in a row: once
+        ("Yeah. Yeah. Yeah. Yeah. Yeah.", "en", True),  # Whisper looping on one "yeah"
+        ("Uh-huh. Uh-huh. Uh-huh. Uh-huh. Uh-", "en", True),
+        ("yeah okay right sure got it", "en", False),  # five of them: past the bound
+        ("yeah yeah okay okay right right sure sure got it", "en", False),
         ("不对", "zh", False),
         ("好的，那北京呢？", "zh", False),
         ("", "en", False),
