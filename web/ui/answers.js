@@ -106,9 +106,14 @@ export class Answers {
 
   /** Speech over the answer was decided (`r1voice.interruption`): a backchannel or no
    *  words let the paused answer go on (its audio is wanted again, its bubble marked);
-   *  `wait` and `interrupt` change nothing here (the barge-in and `response.done` do). */
+   *  `wait` (again, when the speech went on) and `interrupt` take the user's mark back
+   *  (the barge-in and `response.done` do the rest). */
   decided(userItemId, verdict) {
-    if (verdict !== "backchannel" && verdict !== "no_words") return;
+    if (verdict !== "backchannel" && verdict !== "no_words") {
+      // the speech went on after a resume ("Wait, ... stop"): not decided after all
+      if (userItemId && this.conversation.has(userItemId)) this.conversation.userDidNotInterrupt(userItemId, null);
+      return;
+    }
     const r = this.responses.active ? this.responses.get(this.responses.active) : null;
     this.responses.resume();
     if (userItemId) this.conversation.userDidNotInterrupt(userItemId, verdict);

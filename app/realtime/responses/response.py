@@ -133,6 +133,12 @@ class Response:
         if self.speaker is not None and not self._done:
             self.speaker.pause()
 
+    def pause_again(self) -> None:
+        """The speech that paused it went on after it resumed: send no more audio, and go
+        on later from what was sent (the client was not told to drop its queue again)."""
+        if self.speaker is not None and not self._done:
+            self.speaker.pause(rewind=False)
+
     def resume(self) -> None:
         """The speech was no interruption: the audio goes on from what the client heard."""
         if self.speaker is not None:

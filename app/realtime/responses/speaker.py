@@ -83,11 +83,12 @@ class Speaker:
             await self._play()
         await self._play()  # a pause while the last clause was synthesized rewound it
 
-    def pause(self) -> None:
-        """Send nothing more; a resume starts again from what the client had played."""
+    def pause(self, rewind: bool = True) -> None:
+        """Send nothing more; a resume starts again from what the client had played
+        (`rewind`: it dropped what it had queued), or else from what was sent."""
         if self.paused:
             return
-        heard = self.played_ms()
+        heard = self.played_ms() if rewind else self._position / self.bytes_per_ms
         self._paused_ms = self._base_ms = heard
         self._position = int(heard * self.bytes_per_ms) // self.sample_bytes * self.sample_bytes
         self._anchor = None
