@@ -90,6 +90,12 @@ _NOISE = frozenset({"you", "thank you", "thanks for watching"})
 
 def has_words(text: str) -> bool:
     """Whether a transcript holds words, not just Whisper's notes on noise ("(coughs)",
-    "[BLANK_AUDIO]", "♪") or what it makes up from a breath ("you")."""
+    "[BLANK_AUDIO]", "♪"), what it makes up from a breath ("you"), or a loop of digits it
+    writes for a short sound it cannot read (whisper-base on espeak-ng's "是的":
+    "3-3-4-4-4-4-4-4-4-"; nobody says that over an answer)."""
     tokens = _tokens(_NON_SPEECH.sub(" ", text))
-    return bool(tokens) and " ".join(tokens) not in _NOISE
+    return bool(tokens) and " ".join(tokens) not in _NOISE and not _digit_loop(tokens)
+
+
+def _digit_loop(tokens: list[str]) -> bool:
+    return len(tokens) >= 6 and len(set(tokens)) <= 2 and all(t.isdigit() for t in tokens)
