@@ -81,6 +81,7 @@ class RtcClient:
         # (index of the event last seen when it arrived, whether it was audible)
         self.frames: list[tuple[int, bool]] = []
         self._reader: asyncio.Task[None] | None = None
+        self._audio_came = asyncio.Event()
         self.channel.on("open", self.opened.set)
         self.channel.on("message", self._on_message)
         self.pc.on("track", self._on_track)
@@ -100,6 +101,7 @@ class RtcClient:
                 samples = frame.to_ndarray().astype(np.float32)
                 audible = float(np.sqrt(np.mean(samples**2))) > AUDIBLE_RMS
                 self.frames.append((len(self.seen), audible))
+                self._audio_came.set()
 
     async def offer(self) -> httpx.Response:
         """Send the offer; on 201 apply the answer."""
@@ -130,6 +132,12 @@ class RtcClient:
                 got.append(event)
                 if stop(event):
                     return got
+
+    async def hear(self, frames: int) -> None:
+        """Wait until `frames` audible frames of answer audio have come."""
+        while self.audible_frames() < frames:
+            self._audio_came.clear()
+            await self._audio_came.wait()
 
     def audible_frames(self, after_event: int = 0) -> int:
         """Answer frames heard that arrived after the `after_event`-th event."""
