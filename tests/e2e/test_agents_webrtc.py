@@ -8,6 +8,8 @@ its `baseUrl` at the server."""
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,7 @@ CONNECT = """async (base) => {
     baseUrl: base + '/v1/realtime/calls', audioElement, useInsecureApiKey: true });
   const rtc = window.__rtc = { transport, events: [], types: [] };
   transport.on('*', (event) => { rtc.events.push(event); rtc.types.push(event.type); });
-  transport.on('error', (error) => { rtc.error = String(error?.error ?? error); });
+  transport.on('error', (error) => { rtc.errors = [...(rtc.errors || []), JSON.stringify(error?.error ?? String(error))]; });
   await transport.connect({ apiKey: 'unused', model: 'r1voice' });
   rtc.callId = transport.callId;
   return transport.status;
@@ -45,6 +47,13 @@ AUDIO_RECEIVED = """async () => {
   stats.forEach((s) => { if (s.type === 'inbound-rtp' && s.kind === 'audio') energy += s.totalAudioEnergy || 0; });
   return energy;
 }"""
+
+
+def _retrieve_of_deleted(event: dict[str, Any], deleted: set[str]) -> bool:
+    """An `item_not_found` error for an item the server had deleted."""
+    error = event.get("error", {})
+    named = re.search(r"id '([^']+)'", error.get("message", ""))
+    return error.get("code") == "item_not_found" and bool(named) and named.group(1) in deleted  # type: ignore[union-attr]
 
 
 def _wait_for_type(page: Any, kind: str, after: int = 0, timeout_ms: int = 180_000) -> int:
@@ -116,7 +125,14 @@ def test_agents_sdk_webrtc_transport_in_chromium(
         last = page.evaluate("(i) => window.__rtc.events[i]", finished)
         assert last["response"]["status"] == "cancelled", last["response"]
         assert cleared > started
-        assert page.evaluate("window.__rtc.error") is None
+        # The SDK retrieves each transcribed item; one the server merged into the next turn
+        # (JFK's pause) was deleted by then (conversation.item.deleted): that retrieve is
+        # refused, as over the WebSocket. Nothing else may fail.
+        events = page.evaluate("window.__rtc.events")
+        deleted = {e["item_id"] for e in events if e["type"] == "conversation.item.deleted"}
+        errors = [json.loads(e) for e in page.evaluate("window.__rtc.errors || []")]
+        unexpected = [e for e in errors if not _retrieve_of_deleted(e, deleted)]
+        assert not unexpected, unexpected
         page.evaluate("() => window.__rtc.transport.close()")
     finally:
         browser.close()

@@ -92,6 +92,16 @@ async def create_call(request: Request, state: HttpState) -> Response:
         raise OpenAIError(
             refusal.http_status, refusal.message, code=refusal.code, headers={"Retry-After": "1"}
         )
+    client = request.client.host if request.client else "unknown"
+    limit = state.settings.client_max_sessions
+    if limit and state.calls.of_client(client) >= limit:  # as ClientRates does for sockets
+        raise OpenAIError(
+            429,
+            f"{client} has {limit} WebRTC calls open (R1VOICE_CLIENT_MAX_SESSIONS); "
+            "hang one up first",
+            code="rate_limited",
+            headers={"Retry-After": "1"},
+        )
     state.admitting += 1  # counted before the first await: no race past max_sessions
     call = Call(events.new_id("rtc"), state.settings.ice_server_list())
     started = False
@@ -105,7 +115,7 @@ async def create_call(request: Request, state: HttpState) -> Response:
         if session_object is not None:
             call.preface(json.dumps({"type": "session.update", "session": session_object}))
         call.watch_connect(state.settings.webrtc_connect_timeout_s)
-        state.calls.start(call.id, _run(state, session, call), call.hang_up)
+        state.calls.start(call.id, _run(state, session, call), call.hang_up, client)
         started = True
     except OfferError as exc:
         raise OpenAIError(400, exc.message, code=exc.code, param="sdp") from None

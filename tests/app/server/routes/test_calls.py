@@ -468,3 +468,21 @@ def test_a_keyed_server_takes_the_key_or_a_client_secret(shared_components: Any)
 
         run(main())
         assert_nothing_left(state, threads)
+
+
+def test_calls_count_against_the_client_limit(shared_components: Any) -> None:
+    app = app_with(
+        shared_components, client_max_sessions=1, webrtc_connect_timeout_s=CONNECT_TIMEOUT_S
+    )
+    state: ServerState = app.state.server
+    threads = _call_threads()
+    for base in run_live(app):
+
+        async def main(base: str = base) -> None:
+            assert (await _post(base, await _offer_sdp())).status_code == 201
+            second = await _post(base, await _offer_sdp())
+            assert second.status_code == 429
+            assert "R1VOICE_CLIENT_MAX_SESSIONS" in second.json()["error"]["message"]
+
+        run(main())
+        assert_nothing_left(state, threads)
