@@ -210,6 +210,10 @@ class Session:
             await self.turns.append(audio, self.last_event_at)
         except ProtocolError as exc:  # a full buffer (turn detection off, no commit)
             self.outbox.emit(events.error(exc.code, exc.message, param=exc.param))
+        except Exception as exc:  # a bug of ours must not end the conversation
+            log.exception("failed to take in a media track's audio")
+            message = f"the server failed to take in the microphone's audio ({type(exc).__name__})"
+            self.outbox.emit(events.error("server_error", message, kind="server_error"))
 
     def _normalize(self, raw: str | bytes) -> str | bytes:
         """GA `session.update` -> the flat shape we validate (and switch to GA)."""

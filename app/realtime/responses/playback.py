@@ -49,5 +49,5 @@ class Playback(Protocol):
 
     def clear(self) -> None:
         """The client's `output_audio_buffer.clear`: stop whatever plays, and confirm it
-        (`output_audio_buffer.cleared`, even when nothing played)."""
+        (`output_audio_buffer.cleared`, naming the last answer that played, if any)."""
         ...

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Coroutine
 from typing import Any
 
 from aiortc import (
@@ -57,8 +58,8 @@ class Call:
         self._send_room = asyncio.Event()
         self._send_room.set()
         self._connected = asyncio.Event()
-        self.ended = asyncio.Event()
-        self.end_reason = ""
+        self._ended = asyncio.Event()
+        self._end_reason = ""
         self._tasks: set[asyncio.Task[None]] = set()
         self._pc.on("datachannel", self._on_datachannel)
         self._pc.on("track", self._on_track)
@@ -172,24 +173,24 @@ class Call:
         """Wait for `event`; ConnectionError if the call ends first."""
         if not event.is_set():
             waiter = asyncio.ensure_future(event.wait())
-            ender = asyncio.ensure_future(self.ended.wait())
+            ender = asyncio.ensure_future(self._ended.wait())
             try:
                 await asyncio.wait({waiter, ender}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 waiter.cancel()
                 ender.cancel()
         if not event.is_set():
-            raise ConnectionError(f"the call ended: {self.end_reason}")
+            raise ConnectionError(f"the call ended: {self._end_reason}")
 
     def _end(self, reason: str) -> None:
-        if self.ended.is_set():
+        if self._ended.is_set():
             return
-        self.end_reason = reason
+        self._end_reason = reason
         log.info("call %s ends: %s", self.id, reason)
-        self.ended.set()
+        self._ended.set()
         self._inbound.put_nowait(None)
 
-    def _spawn(self, work: Any) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -92,7 +92,8 @@ class OutputTrack(MediaStreamTrack):
         response_id = self._current or self._last
         self._queue.clear()
         self._current = None
-        self._emit(events.event("output_audio_buffer.cleared", response_id=response_id))
+        if response_id is not None:  # the event names an answer: none ever played, none said
+            self._emit(events.event("output_audio_buffer.cleared", response_id=response_id))
 
     # -- one answer's audio ----------------------------------------------------------
 

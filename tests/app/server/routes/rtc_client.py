@@ -77,12 +77,14 @@ class RtcClient:
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.seen: list[dict[str, Any]] = []
         self.opened = asyncio.Event()
+        self.closed = asyncio.Event()  # the server closed the data channel (the call ended)
         self.location: str | None = None
         # (index of the event last seen when it arrived, whether it was audible)
         self.frames: list[tuple[int, bool]] = []
         self._reader: asyncio.Task[None] | None = None
         self._audio_came = asyncio.Event()
         self.channel.on("open", self.opened.set)
+        self.channel.on("close", self.closed.set)
         self.channel.on("message", self._on_message)
         self.pc.on("track", self._on_track)
 

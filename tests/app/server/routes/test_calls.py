@@ -6,8 +6,10 @@ turned into turns; and after every call, nothing of it left on the server."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import re
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -15,10 +17,15 @@ from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 
+from app.server.drain import DrainingServer
 from app.server.state import ServerState
+from tests.app.protocol.test_ga_conformance import invalid_events
 from tests.app.server.routes.rtc_client import MIC_RATE, RtcClient
+from tests.app.server.test_drain import WORDS, SlowLLM
+from tests.clients.conftest import start_uvicorn
 from tests.conftest import app_with, load_clip, run_live, user_text_item
 
 CONNECT_TIMEOUT_S = 3.0
@@ -122,6 +129,7 @@ def test_text_turn_answered_with_events_and_audio(rtc_server: tuple[str, ServerS
             "output_audio_buffer.stopped"
         )
         assert client.audible_frames() >= 10  # 200 ms of the answer heard at least
+        assert not invalid_events(got)  # as the openai SDK's models have them
         await client.close()
 
     run(main())
@@ -177,6 +185,7 @@ def test_output_audio_buffer_clear_stops_the_audio(rtc_server: tuple[str, Server
         got = await client.until(lambda e: e["type"] == "output_audio_buffer.cleared")
         cleared_at = len(client.seen)
         done = await client.until(lambda e: e["type"] == "response.done")
+        assert not invalid_events(before + got + done)
         status = done[-1]["response"]["status"]
         assert status in ("cancelled", "completed"), status
         played = generated = ""
@@ -486,3 +495,44 @@ def test_calls_count_against_the_client_limit(shared_components: Any) -> None:
 
         run(main())
         assert_nothing_left(state, threads)
+
+
+@pytest.mark.timeout(120)
+def test_a_drain_lets_the_answer_finish_then_ends_the_call(shared_components: Any) -> None:
+    """SIGTERM: no new call (503), the answer in flight completes, then the call closes."""
+    llm = SlowLLM(WORDS)
+    app = app_with(
+        dataclasses.replace(shared_components, llm=llm),
+        drain_timeout_s=20,
+        webrtc_connect_timeout_s=CONNECT_TIMEOUT_S,
+    )
+    state: ServerState = app.state.server
+    threads = _call_threads()
+
+    def draining(config: uvicorn.Config) -> DrainingServer:
+        return DrainingServer(config, state.drain, state.sessions, 20)
+
+    server, thread, base = start_uvicorn(app, draining)
+    assert isinstance(server, DrainingServer)
+
+    async def main() -> None:
+        client = RtcClient(base)
+        assert (await client.offer()).status_code == 201
+        await client.until(lambda e: e["type"] == "session.created")
+        client.send({"type": "conversation.item.create", "item": user_text_item("Hi")})
+        client.send({"type": "response.create", "response": {"output_modalities": ["text"]}})
+        await client.until(lambda e: e["type"] == "response.output_text.delta")
+        server.handle_exit(signal.SIGTERM, None)
+        late = await _post(base, await _offer_sdp())
+        assert late.status_code == 503 and late.json()["error"]["code"] == "shutting_down"
+        done = await client.until(lambda e: e["type"] == "response.done")
+        assert done[-1]["response"]["status"] == "completed"
+        async with asyncio.timeout(30):
+            await client.closed.wait()
+        await client.close()
+
+    run(main())
+    thread.join(30)
+    assert not thread.is_alive()
+    assert_nothing_left(state, threads)
+    assert llm.running == set()

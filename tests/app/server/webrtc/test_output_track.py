@@ -52,10 +52,16 @@ def test_stop_drops_the_rest_at_once_and_says_cleared() -> None:
     assert _kinds(seen) == [("started", "resp_1"), ("cleared", "resp_1")]
 
 
-def test_clear_confirms_even_when_nothing_plays() -> None:
+def test_clear_names_the_last_answer_that_played() -> None:
     track, seen = _track()
-    track.clear()
-    assert _kinds(seen) == [("cleared", None)]
+    track.clear()  # none ever played: the event would name no answer
+    assert seen == []
+    playout = track.playout("resp_1")
+    playout.play(b"\x01\x00" * (FRAME_BYTES // 2), PCM, 0.0)
+    playout.finish()
+    _frames(track, 1)
+    track.clear()  # played to its end already: still confirmed, naming it
+    assert _kinds(seen) == [("started", "resp_1"), ("stopped", "resp_1"), ("cleared", "resp_1")]
 
 
 def test_a_next_answer_ends_the_one_before() -> None:
