@@ -207,6 +207,56 @@ def test_output_audio_buffer_clear_stops_the_audio(rtc_server: tuple[str, Server
     assert_nothing_left(state, threads)
 
 
+def test_speech_over_an_answer_stops_the_track_and_truncates_the_item(
+    rtc_server: tuple[str, ServerState],
+) -> None:
+    """Barge-in: the server stops its own track at once (output_audio_buffer.cleared) and
+    keeps of the answer only what went out; the client sends no truncate."""
+    base, state = rtc_server
+    threads = _call_threads()
+    speech = load_clip("jfk.flac", MIC_RATE)
+
+    async def main() -> None:
+        client = RtcClient(base)
+        assert (await client.offer()).status_code == 201
+        await client.until(lambda e: e["type"] == "session.created")
+        ask = "Tell me a long story about a dragon and a knight."
+        client.send({"type": "conversation.item.create", "item": user_text_item(ask)})
+        client.send({"type": "response.create"})
+        before = await client.until(lambda e: e["type"] == "output_audio_buffer.started")
+        response_id = before[-1]["response_id"]
+        await client.hear(10)
+        client.mic.say(speech)  # words, not a backchannel: an interruption
+        got = await client.until(
+            lambda e: e["type"] == "response.done" and e["response"]["id"] == response_id
+        )
+        kinds = [e["type"] for e in got]
+        assert kinds.index("input_audio_buffer.speech_started") < kinds.index(
+            "output_audio_buffer.cleared"
+        )
+        cleared = next(e for e in got if e["type"] == "output_audio_buffer.cleared")
+        assert cleared["response_id"] == response_id
+        done = got[-1]["response"]
+        assert done["status"] == "cancelled"
+        assert done["status_details"]["reason"] == "turn_detected"
+        kept = done["output"][0]["content"][0]["transcript"]
+        generated = "".join(
+            e["delta"]
+            for e in before + got
+            if e["type"] == "response.output_audio_transcript.delta"
+        )
+        assert len(kept) < len(generated)  # only what was played
+        item_id = done["output"][0]["id"]
+        client.send({"type": "conversation.item.retrieve", "item_id": item_id})
+        retrieved = await client.until(lambda e: e["type"] == "conversation.item.retrieved")
+        assert retrieved[-1]["item"]["content"][0]["transcript"] == kept
+        assert not invalid_events(before + got)
+        await client.close()
+
+    run(main())
+    assert_nothing_left(state, threads)
+
+
 def test_hangup_ends_the_call(rtc_server: tuple[str, ServerState]) -> None:
     base, state = rtc_server
     threads = _call_threads()
