@@ -13,6 +13,7 @@ from app.llm.tool_calls import ToolSpec
 from app.protocol.schemas import AudioFormat
 from app.realtime.conversation import Conversation
 from app.realtime.handoff import EventSink
+from app.realtime.responses.playback import Playback
 
 
 class Voices(Protocol):
@@ -79,3 +80,4 @@ class ResponseDeps:
     audio_lead_ms: int
     # each audio piece as it leaves (the session's echo reference listens)
     on_audio: Callable[[bytes, AudioFormat], None] = lambda _piece, _fmt: None
+    playback: Playback | None = None  # the server plays the audio (WebRTC); None: the client
