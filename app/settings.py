@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, fields
 from typing import Any
@@ -91,6 +92,11 @@ class Settings:
     # high-priority reserve, <= 0) are kept for voice sessions
     http_priority_floor: int = 1
     drain_timeout_s: int = 30  # on SIGTERM: how long open connections may finish
+    # WebRTC (POST /v1/realtime/calls): ICE servers as the browser's RTCIceServer[] JSON,
+    # e.g. [{"urls": "turn:turn.example.com:3478", "username": "u", "credential": "p"}];
+    # empty: host candidates only (a server reachable directly, or on the same network)
+    ice_servers: str = ""
+    webrtc_connect_timeout_s: float = 20.0  # a call whose ICE/DTLS has not connected: closed
 
     def __post_init__(self) -> None:
         if self.llm_backend not in ("embedded", "transformers", "remote"):
@@ -113,9 +119,45 @@ class Settings:
             raise ValueError("max_response_tokens must be > 0")
         if self.send_stall_s <= 0:
             raise ValueError("send_stall_s must be > 0 (R1VOICE_SEND_STALL_S)")
+        if self.webrtc_connect_timeout_s <= 0:
+            raise ValueError(
+                "webrtc_connect_timeout_s must be > 0 (R1VOICE_WEBRTC_CONNECT_TIMEOUT_S)"
+            )
+        self.ice_server_list()  # refused now, at start, with the variable named
         for name in ("max_sessions", "session_idle_timeout_s", "session_max_s", "client_burst"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1 (R1VOICE_{name.upper()})")
+
+    def ice_server_list(self) -> list[dict[str, Any]]:
+        """`ice_servers` parsed and checked: each has `urls` (a string or a list of
+        strings), and `username` / `credential` strings when given."""
+        if not self.ice_servers.strip():
+            return []
+        where = "R1VOICE_ICE_SERVERS"
+        example = '[{"urls": "stun:stun.example.com:3478"}]'
+        try:
+            servers = json.loads(self.ice_servers)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where} is not JSON ({exc}); give a list like {example}") from None
+        if not isinstance(servers, list):
+            raise ValueError(f"{where} must be a JSON list of ICE servers, like {example}")
+        for i, server in enumerate(servers):
+            if not isinstance(server, dict) or "urls" not in server:
+                raise ValueError(f"{where}[{i}] must be an object with `urls`, like {example}")
+            urls = server["urls"]
+            urls = [urls] if isinstance(urls, str) else urls
+            if not (isinstance(urls, list) and urls and all(isinstance(u, str) for u in urls)):
+                raise ValueError(f"{where}[{i}].urls must be a URL or a list of URLs")
+            bad = [u for u in urls if not u.startswith(("stun:", "stuns:", "turn:", "turns:"))]
+            if bad:
+                raise ValueError(f"{where}[{i}].urls: {bad[0]!r} is no stun:/turn: URL")
+            for key in ("username", "credential"):
+                if key in server and not isinstance(server[key], str):
+                    raise ValueError(f"{where}[{i}].{key} must be a string")
+            unknown = set(server) - {"urls", "username", "credential", "credentialType"}
+            if unknown:
+                raise ValueError(f"{where}[{i}] has unknown fields: {sorted(unknown)}")
+        return servers
 
     def remote_llm_options(self) -> dict[str, Any]:
         """The remote backend's options (empty for the other backends)."""

@@ -157,15 +157,13 @@ def client_with(components: Any, **setting_overrides: Any) -> TestClient:
     return TestClient(app_with(components, **setting_overrides))
 
 
-@pytest.fixture(scope="session")
-def live_server(shared_components: Any) -> Iterator[str]:
-    """A real uvicorn server on a free loopback port (for clients that need a real socket)."""
+def run_live(app: Any) -> Iterator[str]:
+    """Serve `app` with a real uvicorn server on a free loopback port; yields host:port."""
     import socket
     import threading
 
     import uvicorn
 
-    app = app_with(shared_components)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -181,6 +179,12 @@ def live_server(shared_components: Any) -> Iterator[str]:
     yield f"127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def live_server(shared_components: Any) -> Iterator[str]:
+    """A real uvicorn server on a free loopback port (for clients that need a real socket)."""
+    yield from run_live(app_with(shared_components))
 
 
 def post_json(client: Any, url: str, body: dict[str, Any]) -> Any:

@@ -1,5 +1,6 @@
 // The r1voice page: the ASR -> LLM -> TTS pipeline on screen, swappable by drag and drop,
-// and a voice conversation over the Realtime WebSocket (GA dialect). Plain ES modules:
+// and a voice conversation over Realtime (GA dialect): a WebRTC call where the browser can,
+// else the WebSocket. Plain ES modules:
 // web/lib/ holds the logic (no DOM), web/ui/ the views; this file builds them, routes the
 // server's events to them, and starts the page in its language (English or Simplified
 // Chinese: the user's saved choice, else the browser's).
@@ -42,6 +43,7 @@ const debug = (window.r1voice = {
   copied: null,
   sessions: 0,
   language: "en", // the page's
+  transport: null, // "webrtc" or "websocket": the connection in use
 });
 
 // The views call each other only through the hooks and objects given here; a hook may
@@ -68,6 +70,10 @@ const client = new RealtimeClient(notices, {
     talk.update();
   },
   onKey: () => session.forgetPalettes(),
+  onTransport: (transport) => {
+    debug.transport = transport;
+    settings.showTransport(transport);
+  },
 });
 const session = new SessionConfig({
   client,
@@ -152,6 +158,11 @@ function onEvent(ev) {
       break;
     case "response.output_audio.done":
       answers.audioDone();
+      break;
+    case "output_audio_buffer.started": // a WebRTC call: the server's track plays it
+    case "output_audio_buffer.stopped":
+    case "output_audio_buffer.cleared":
+      answers.serverAudio(ev);
       break;
     case "response.done":
       answers.done(ev.response);

@@ -19,6 +19,7 @@ KNOWN_TYPES = {
     "input_audio_buffer.append",
     "input_audio_buffer.commit",
     "input_audio_buffer.clear",
+    "output_audio_buffer.clear",
     "conversation.item.create",
     "conversation.item.delete",
     "conversation.item.truncate",

@@ -169,6 +169,12 @@ class AudioClear(_ClientEvent):
     type: Literal["input_audio_buffer.clear"]
 
 
+class OutputAudioClear(_ClientEvent):
+    """WebRTC only: stop the answer's audio the server plays (see app/server/webrtc)."""
+
+    type: Literal["output_audio_buffer.clear"]
+
+
 class ContentPart(_Lenient):
     type: Literal["input_text", "text", "output_text", "input_audio", "audio", "output_audio"]
     text: str | None = None
@@ -279,6 +285,7 @@ ClientEvent = Annotated[
     | AudioAppend
     | AudioCommit
     | AudioClear
+    | OutputAudioClear
     | ItemCreate
     | ItemDelete
     | ItemTruncate

@@ -1,4 +1,8 @@
-"""One Realtime conversation over one WebSocket: client events in, server events out.
+"""One Realtime conversation over one connection: client events in, server events out.
+
+The same session serves both transports: the WebSocket (events carry the audio both
+ways) and WebRTC (events on a data channel; the audio on RTP tracks, handed in with
+`append_pcm` and played by a `Playback` the session's answers write to).
 
 The session only dispatches: input audio and turn taking live in the `TurnCoordinator`,
 answers in `Responses`, events go out through the `Outbox` (in the client's dialect).
@@ -8,11 +12,13 @@ other; what both speak of is in handoff.py) -> conversation / LLM / sink.
 
 from __future__ import annotations
 
+import base64
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
+from app.audio import encode_audio, pcm16_to_float, resample
 from app.llm import LLMBackend
 from app.llm.tool_calls import call_text
 from app.models.components import Components
@@ -36,6 +42,7 @@ from app.protocol.schemas import (
     ItemDelete,
     ItemRetrieve,
     ItemTruncate,
+    OutputAudioClear,
     ResponseCancel,
     ResponseCreate,
     SessionUpdate,
@@ -50,6 +57,7 @@ from app.realtime.conversation import (
 )
 from app.realtime.history_summary import HistorySummary
 from app.realtime.outbox import Outbox
+from app.realtime.responses.playback import Playback
 from app.realtime.responses.responses import Responses
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome
 from app.realtime.session_config import SessionConfig
@@ -60,6 +68,8 @@ from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.turn import TurnPolicy
 
 log = logging.getLogger("r1voice.session")
+
+PCM_RATE = 24_000  # media tracks' audio comes in at the protocol's rate
 
 
 class Session:
@@ -74,7 +84,10 @@ class Session:
         extensions: bool = False,
         on_merge: Callable[[str], None] = lambda _detection: None,
         meter_llm: Callable[[LLMBackend], LLMBackend] = lambda llm: llm,
+        playback: Playback | None = None,
     ) -> None:
+        """`playback`: the server's own audio track (WebRTC), which plays the answers'
+        audio in place of `response.output_audio.delta` events."""
         settings = components.settings
         self.id = events.new_id("sess")
         self.started_at = self.last_event_at = time.monotonic()  # for idle and max age
@@ -95,6 +108,9 @@ class Session:
         )
         self.echo = EchoReference(threshold=settings.echo_correlation)
         self.summary = HistorySummary(self.config, self.conversation, self.outbox.emit)
+        self._playback = playback
+        if playback is not None:
+            playback.attach(self.outbox.emit)
         deps = ResponseDeps(
             sink=self.outbox.emit,
             conversation=self.conversation,
@@ -103,6 +119,7 @@ class Session:
             audio_lead_ms=settings.audio_lead_ms,
             on_audio=self.echo.played,
             on_dropped=self.summary.fold,
+            playback=playback,
         )
         self._on_response = on_response
         self.responses = Responses(self.config, deps, self._response_ended)
@@ -184,6 +201,24 @@ class Session:
                 events.error("server_error", message, event_id=event_id, kind="server_error")
             )
 
+    async def append_pcm(self, pcm: bytes, arrived_at: float | None = None) -> None:
+        """Microphone audio from a media track (WebRTC): PCM16 mono at 24 kHz, taken in as
+        an `input_audio_buffer.append` in the session's input format would be."""
+        fmt = self.config.input_format
+        if (fmt.type, fmt.rate) != ("audio/pcm", PCM_RATE):  # the client asked for another
+            samples = resample(pcm16_to_float(pcm), PCM_RATE, fmt.rate)
+            pcm = encode_audio(samples, fmt.type)
+        audio = base64.b64encode(pcm).decode("ascii")
+        self.last_event_at = time.monotonic() if arrived_at is None else arrived_at
+        try:
+            await self.turns.append(audio, self.last_event_at)
+        except ProtocolError as exc:  # a full buffer (turn detection off, no commit)
+            self.outbox.emit(events.error(exc.code, exc.message, param=exc.param))
+        except Exception as exc:  # a bug of ours must not end the conversation
+            log.exception("failed to take in a media track's audio")
+            message = f"the server failed to take in the microphone's audio ({type(exc).__name__})"
+            self.outbox.emit(events.error("server_error", message, kind="server_error"))
+
     def _normalize(self, raw: str | bytes) -> str | bytes:
         """GA `session.update` -> the flat shape we validate (and switch to GA)."""
         update = ga_session_update(raw)
@@ -203,6 +238,8 @@ class Session:
         elif isinstance(event, AudioClear):
             await self.turns.clear()
             self.outbox.emit(events.event("input_audio_buffer.cleared"))
+        elif isinstance(event, OutputAudioClear):
+            await self._clear_output_audio()
         elif isinstance(event, ItemCreate):
             await self._create_item(event)
         elif isinstance(event, ItemDelete):
@@ -250,6 +287,21 @@ class Session:
             cfg.false_interruption_timeout,
         )
         self.outbox.emit(events.event("session.updated", session=self.session_object()))
+
+    async def _clear_output_audio(self) -> None:
+        """Stop the answer's audio the server plays; one still being spoken stops too (its
+        item keeps what was played), as no more of its audio may play."""
+        if self._playback is None:
+            raise ProtocolError(
+                "invalid_event",
+                "output_audio_buffer.clear is for WebRTC connections, where the server plays "
+                "the audio; over the WebSocket stop playback on the client and send "
+                "conversation.item.truncate",
+            )
+        self._playback.clear()  # says output_audio_buffer.cleared
+        active = self.responses.active
+        if active is not None and active.speaking:
+            await active.cancel("client_cancelled")
 
     async def _create_item(self, event: ItemCreate) -> None:
         given = event.item

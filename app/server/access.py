@@ -6,7 +6,8 @@ as `Authorization: Bearer <key>`; a WebSocket may instead offer the subprotocol
 `openai-insecure-api-key.<key>` (browsers cannot set headers) and may use a client secret
 from `POST /v1/realtime/client_secrets` in place of the key. Health probes stay open; the
 page's static files are open (they hold no secret); /metrics and the API docs follow
-`open_metrics`. The Host check stops DNS rebinding of a loopback server; the Origin check
+`open_metrics`. A WebRTC offer (`POST /v1/realtime/calls`) takes a client secret as its
+bearer token, as OpenAI's does. The Host check stops DNS rebinding of a loopback server; the Origin check
 stops other web pages a user visits from using it through their browser.
 """
 
@@ -34,6 +35,7 @@ KEY_SUBPROTOCOL = "openai-insecure-api-key."
 ALWAYS_OPEN = ("/v2/health/",)
 PAGE = ("/web/", "/static/")
 DOCS_AND_METRICS = ("/metrics", "/docs", "/redoc", "/openapi.json")
+CALLS_PATH = "/v1/realtime/calls"  # a WebRTC offer: a client secret opens it too
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
@@ -133,6 +135,8 @@ class AccessGuard:
             where = "Authorization: Bearer <key>"
             if scope["type"] == "websocket":
                 where += f", the subprotocol {KEY_SUBPROTOCOL}<key> or a client secret"
+            elif scope["path"] == CALLS_PATH:
+                where += " or a client secret"
             return 401, "invalid_api_key", f"a valid API key is required ({where})"
         return None
 
@@ -151,7 +155,8 @@ class AccessGuard:
         for value in offered:
             if hmac.compare_digest(value.encode(), key):
                 return True
-            if scope["type"] == "websocket" and self.client_secrets.valid(value):
+            realtime = scope["type"] == "websocket" or scope["path"] == CALLS_PATH
+            if realtime and self.client_secrets.valid(value):
                 return True
         return False
 

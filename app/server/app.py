@@ -19,6 +19,7 @@ from app.server.access import AccessGuard, AccessPolicy, DeniedHandshakeLog
 from app.server.body_limit import BodyLimit
 from app.server.client_rates import ClientRates
 from app.server.routes import (
+    calls,
     client_secrets,
     completions,
     health,
@@ -65,6 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             loader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await loader
+            await state.calls.close()
             await state.heap.close()
             if state.components is not None:
                 await components_module.close_components(state.components)
@@ -79,6 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(kserve.router)
     app.include_router(components_route.router)
     app.include_router(client_secrets.router)
+    app.include_router(calls.router)
     policy = AccessPolicy.from_settings(state.settings)
     DeniedHandshakeLog.install()
     settings = state.settings

@@ -186,8 +186,11 @@ def open_page(
     start_server: Callable[..., ServerHandle],  # its servers stop after the pages close
 ) -> Iterator[Callable[..., Page]]:
     """open_page(wav, server=None, grant_mic=True, fake_mic=True, expect_errors=(),
-    locale=None) -> the page at / in a fresh Chromium whose microphone plays `wav` (and
-    whose language is `locale`, e.g. "zh-CN": navigator.languages and Accept-Language).
+    locale=None, transport="websocket") -> the page at / in a fresh Chromium whose
+    microphone plays `wav` (and whose language is `locale`, e.g. "zh-CN":
+    navigator.languages and Accept-Language), over the connection `transport` pins
+    ("auto": the page's default, WebRTC in Chromium; test_page_webrtc.py uses it; the
+    others pin the WebSocket, whose audio deltas they count).
     Uncaught page errors, console errors and HTTP errors fail the test, except those
     matching a pattern of `expect_errors` (e.g. the refused handshakes of a server still
     warming up)."""
@@ -209,6 +212,7 @@ def open_page(
         expect_errors: tuple[str, ...] = (),
         before_load: Callable[[Page], None] | None = None,
         locale: str | None = None,
+        transport: str = "websocket",
     ) -> Page:
         allowed.extend(re.compile(p) for p in expect_errors)
         try:
@@ -222,6 +226,7 @@ def open_page(
         browsers.append(browser)
         page = browser.new_page(viewport={"width": 1100, "height": 900}, locale=locale)
         page.add_init_script(RECORD_USER_BUBBLES)
+        page.add_init_script(f"localStorage.setItem('r1voice.transport', '{transport}')")
         page.on("pageerror", lambda exc: record(str(exc)))
         page.on("console", lambda msg: record(msg.text) if msg.type == "error" else None)
         page.on(

@@ -16,6 +16,20 @@ export class Answers {
     Object.assign(this, { audio, client, conversation, notices, stages, debug, sessionVoice });
     this.schedule = new PlaybackSchedule(RATE);
     this.responses = new Responses();
+    // A WebRTC call: the server plays the audio and says when (output_audio_buffer.*);
+    // how long each answer played, from those events: response id -> ms.
+    this.serverHeard = new Map();
+    this.serverPlaying = null; // {id, since}
+  }
+
+  /** `output_audio_buffer.started` / `.stopped` / `.cleared` (WebRTC: the server's track). */
+  serverAudio(ev) {
+    const now = performance.now();
+    const playing = this.serverPlaying;
+    if (playing) this.serverHeard.set(playing.id, (this.serverHeard.get(playing.id) || 0) + now - playing.since);
+    this.serverPlaying = ev.type === "output_audio_buffer.started" ? { id: ev.response_id, since: now } : null;
+    const on = this.serverPlaying !== null;
+    if (on !== this.stages.state.speaking) this.stages.update({ type: "playing", on });
   }
 
   /** `response.created`. */
@@ -63,7 +77,8 @@ export class Answers {
     const r = this.responses.finish(response, this.sessionVoice());
     this.debug.responses.push({ id: response.id, status: response.status, voice: r.voice, reason: response.status_details && response.status_details.reason });
     for (const item of answerItems(response)) {
-      const outcome = answerOutcome(response, item, r.voice, this.schedule.playedMs(item.id));
+      const played = this.client.serverPlays ? this.serverHeard.get(response.id) || 0 : this.schedule.playedMs(item.id);
+      const outcome = answerOutcome(response, item, r.voice, played);
       this.conversation.assistantDone(item.id, outcome);
       if (outcome.interrupted) {
         this.flush("cancelled");
@@ -86,6 +101,7 @@ export class Answers {
   /** Stop what is playing now: the server detected speech (it cancels the answer itself),
    *  or the user pressed push-to-talk (the page cancels it and truncates what was not heard). */
   bargeIn(reason) {
+    if (this.client.serverPlays) return this._serverBargeIn(reason);
     const playingItem = this.schedule.currentItem();
     const wasPlaying = this.schedule.isPlaying();
     this.responses.interrupt();
@@ -106,17 +122,33 @@ export class Answers {
 
   /** Speech over the answer was decided (`r1voice.interruption`): a backchannel or no
    *  words let the paused answer go on (its audio is wanted again, its bubble marked);
-   *  `wait` and `interrupt` change nothing here (the barge-in and `response.done` do). */
+   *  `wait` (again, when the speech went on) and `interrupt` take the user's mark back
+   *  (the barge-in and `response.done` do the rest). */
   decided(userItemId, verdict) {
-    if (verdict !== "backchannel" && verdict !== "no_words") return;
+    if (verdict !== "backchannel" && verdict !== "no_words") {
+      // the speech went on after a resume ("Wait, ... stop"): not decided after all
+      if (userItemId && this.conversation.has(userItemId)) this.conversation.userDidNotInterrupt(userItemId, null);
+      return;
+    }
     const r = this.responses.active ? this.responses.get(this.responses.active) : null;
     this.responses.resume();
     if (userItemId) this.conversation.userDidNotInterrupt(userItemId, verdict);
     if (r && r.itemId) this.conversation.assistantResumed(r.itemId);
   }
 
+  /** Over WebRTC the server stops its track itself on speech, and keeps what was heard of
+   *  the answer; pressing push-to-talk cancels the answer (the server truncates it), or
+   *  clears what still plays of one already generated. */
+  _serverBargeIn(reason) {
+    this.responses.interrupt();
+    if (reason !== "push_to_talk") return;
+    if (this.responses.active) this.client.send({ type: "response.cancel" }, { background: true });
+    else if (this.serverPlaying) this.client.send({ type: "output_audio_buffer.clear" }, { background: true });
+  }
+
   /** The connection closed: nothing plays, no answer is being generated. */
   reset() {
+    this.serverPlaying = null;
     this.audio.flush();
     this.schedule.flush();
     this.responses.clearActive();

@@ -40,6 +40,11 @@ export class AudioEngine {
     return this.mic !== null;
   }
 
+  /** The open microphone's track (a WebRTC call sends it as it is), or null. */
+  get micTrack() {
+    return this.mic ? this.mic.stream.getAudioTracks()[0] || null : null;
+  }
+
   /** Open the microphone (rejects with the browser's error: NotAllowedError, ...). */
   async openMic(deviceId) {
     if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {

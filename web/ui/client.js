@@ -1,14 +1,18 @@
-// The Realtime connection: the WebSocket (GA dialect, with r1voice's own events), the API
-// key asked for when the server wants one, reconnects with backoff, and the status line
-// and notices that say what the connection is doing.
-import { KEY_ITEM, KeyRequired, keyWanted, realtimeProtocols } from "../lib/auth.js";
+// The Realtime connection: a WebRTC call where the browser can (rtc.js), else the
+// WebSocket (GA dialect, with r1voice's own events); the API key asked for when the server
+// wants one, reconnects with backoff, and the status line and notices that say what the
+// connection is doing.
+import { KEY_ITEM, KEY_SUBPROTOCOL, KeyRequired, keyWanted, realtimeProtocols } from "../lib/auth.js";
 import { Backoff } from "../lib/backoff.js";
 import { closeInfo, parseEvent, retryView } from "../lib/events.js";
 import { t } from "../lib/i18n.js";
+import { chooseTransport, savedChoice, TRANSPORT_ITEM } from "../lib/transport.js";
 import { $, h } from "./dom.js";
+import { RtcSocket } from "./rtc.js";
 
 export class RealtimeClient {
-  /** hooks: onEvent(ev) for each server event, onSend(ev) for each sent one, onClosed()
+  /** hooks: onTransport("webrtc" | "websocket") as a connection opens, onEvent(ev) for
+   *  each server event, onSend(ev) for each sent one, onClosed()
    *  when the socket closes (before the page says why), onKey() when a key was entered. */
   constructor(notices, hooks) {
     this.notices = notices;
@@ -21,10 +25,42 @@ export class RealtimeClient {
     this.background = new Set(); // client events whose errors only go to the log
     this.counter = 0;
     this.status = { state: "connecting", text: () => t("status.connecting") };
+    this.choice = savedChoice(localStorage); // "auto" (WebRTC where it can) or "websocket"
+    this.failedWebRTC = false; // a call failed: the WebSocket from then on
+    this.transport = null; // "webrtc" or "websocket": the connection open (or opening)
   }
 
   get isOpen() {
-    return Boolean(this.ws && this.ws.readyState === WebSocket.OPEN);
+    return Boolean(this.ws && this.ws.readyState === 1); // OPEN, for either connection
+  }
+
+  /** The server plays the answers (a WebRTC call): no audio deltas, no truncate. */
+  get serverPlays() {
+    return this.transport === "webrtc";
+  }
+
+  /** A WebRTC call sends the microphone's `track` (null: nothing) on its media track. */
+  setMic(track) {
+    if (this.serverPlays && this.ws) this.ws.setMic(track);
+  }
+
+  /** Settings: "auto" or "websocket"; kept for the next visit, used from now on. */
+  choose(choice) {
+    this.choice = choice;
+    this.failedWebRTC = false;
+    try {
+      localStorage.setItem(TRANSPORT_ITEM, choice);
+    } catch {
+      /* storage refused: the choice lasts for this page */
+    }
+    const old = this.ws;
+    if (old) {
+      old.onclose = null;
+      old.close();
+      this.ws = null;
+      this.hooks.onClosed();
+    }
+    this.connect();
   }
 
   /** Open, with a session started: the page can talk. */
@@ -65,7 +101,7 @@ export class RealtimeClient {
   async connect() {
     clearTimeout(this.reconnectTimer);
     this.reconnectTimer = null;
-    if (this.ws && this.ws.readyState <= WebSocket.OPEN) return;
+    if (this.ws && this.ws.readyState <= 1) return; // connecting or open
     this.setStatus("connecting", () => t("status.connecting"));
     if (this.connecting) return;
     this.connecting = true;
@@ -78,9 +114,19 @@ export class RealtimeClient {
     } finally {
       this.connecting = false;
     }
-    const proto = location.protocol === "https:" ? "wss" : "ws";
-    const socket = new WebSocket(`${proto}://${location.host}/v1/realtime?dialect=ga&r1voice_events=1`, protocols);
+    const transport = chooseTransport(this.choice, typeof RTCPeerConnection !== "undefined", this.failedWebRTC);
+    let socket;
+    if (transport === "webrtc") {
+      const secret = protocols.find((p) => p.startsWith(KEY_SUBPROTOCOL));
+      const bearer = secret ? secret.slice(KEY_SUBPROTOCOL.length) : null;
+      socket = new RtcSocket("/v1/realtime/calls?r1voice_events=1", bearer, $("answer-audio"));
+    } else {
+      const proto = location.protocol === "https:" ? "wss" : "ws";
+      socket = new WebSocket(`${proto}://${location.host}/v1/realtime?dialect=ga&r1voice_events=1`, protocols);
+    }
+    this.transport = transport;
     this.ws = socket;
+    this.hooks.onTransport(transport);
     let opened = false;
     socket.onmessage = (m) => {
       const ev = parseEvent(m.data);
@@ -91,6 +137,8 @@ export class RealtimeClient {
       if (this.ws !== socket) return;
       this.ws = null;
       let code = e.code;
+      // a call that never opened (refused, or ICE failed): the WebSocket from now on
+      if (transport === "webrtc" && !opened && code !== 1013 && code !== 4001) this.failedWebRTC = true;
       if (!opened && code !== 1013) code = await this._probeReadiness(code);
       this._closed(code, e.reason);
     };

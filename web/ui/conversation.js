@@ -54,13 +54,17 @@ export class Conversation {
   }
 
   /** Speech over an answer was no interruption (`r1voice.interruption`): the user turn
-   *  `id` was a backchannel, or held no words; either way the answer went on. */
+   *  `id` was a backchannel, or held no words; either way the answer went on. A null
+   *  `verdict` takes the mark back (the speech went on, and may interrupt yet). */
   userDidNotInterrupt(id, verdict) {
     const item = this._user(id);
+    item.el.classList.remove("backchannel", "no-words");
+    delete item.el.dataset.badge;
+    item.verdict = verdict;
+    if (!verdict) return;
     const kind = verdict === "backchannel" ? "backchannel" : "no-words";
     item.el.classList.add(kind);
     item.el.dataset.badge = t(kind === "backchannel" ? "log.backchannel" : "log.noWords");
-    item.verdict = verdict;
   }
 
   /** The user stayed silent after an answer (`input_audio_buffer.timeout_triggered`):

@@ -13,6 +13,15 @@ export class SettingsDrawer {
   constructor({ session, client, debug, onLanguage }) {
     Object.assign(this, { session, client, debug, onLanguage });
     this.result = null; // () => the last Apply's outcome
+    this.transport = null; // the connection in use, as the page shows it
+  }
+
+  /** Which connection the page talks over ("webrtc" or "websocket"). */
+  showTransport(transport) {
+    this.transport = transport;
+    $("page-transport").value = this.client.choice;
+    $("transport-in-use").textContent = t("settings.inUse", { transport: transport === "webrtc" ? "WebRTC" : "WebSocket" });
+    $("transport-in-use").dataset.transport = transport;
   }
 
   /** Show the confirmed session, unless the user has edited the form since. */
@@ -64,6 +73,7 @@ export class SettingsDrawer {
   relabel() {
     $("page-language").value = getLanguage();
     if (this.result) $("settings-result").textContent = this.result();
+    if (this.transport) this.showTransport(this.transport);
   }
 
   toggle(open = $("settings").hidden) {
@@ -112,6 +122,7 @@ export class SettingsDrawer {
     $("settings").addEventListener("keydown", (e) => e.key === "Escape" && this.toggle(false));
     $("copy-config").addEventListener("click", () => this.copyConfig());
     $("page-language").addEventListener("change", (e) => this.onLanguage(e.target.value));
+    $("page-transport").addEventListener("change", (e) => this.client.choose(e.target.value));
   }
 
   _showTurnKnobs() {

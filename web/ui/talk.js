@@ -29,7 +29,8 @@ export class Talk {
   /** A frame from the microphone (24 kHz). */
   frame(samples) {
     if (!this.streaming) return;
-    this.client.send({ type: "input_audio_buffer.append", audio: encodeAudio(samples) });
+    // a WebRTC call carries the microphone on its own track (see _stream)
+    if (!this.client.serverPlays) this.client.send({ type: "input_audio_buffer.append", audio: encodeAudio(samples) });
     this.sentSamples += samples.length;
   }
 
@@ -43,7 +44,7 @@ export class Talk {
     if (this.streaming || this.audio.micOpen) return this.stop({ commit: false });
     await this.audio.ensure();
     if (!(await this._openMic())) return;
-    this.streaming = true;
+    this._stream(true);
     this.sentSamples = 0;
     this.update();
   }
@@ -62,7 +63,7 @@ export class Talk {
       this.update();
       return;
     }
-    this.streaming = true;
+    this._stream(true);
     if (!this.held) this.stop({ commit: true }); // released while the microphone opened
     this.update();
   }
@@ -76,8 +77,9 @@ export class Talk {
 
   /** Close the microphone; commit: end a push-to-talk turn (or clear one too short). */
   stop({ commit }) {
+    this.client.setMic(null);
     const tail = this.audio.closeMic();
-    if (this.streaming && tail.length) this.client.send({ type: "input_audio_buffer.append", audio: encodeAudio(tail) });
+    if (this.streaming && tail.length && !this.client.serverPlays) this.client.send({ type: "input_audio_buffer.append", audio: encodeAudio(tail) });
     const turn = this.session.view.turnDetection;
     if (this.streaming && !commit && this.stages.state.asr === "hearing" && turn) {
       // stopped mid-sentence, hands-free: a silence lets server VAD end (and answer) the turn
@@ -85,7 +87,7 @@ export class Talk {
       this.client.send({ type: "input_audio_buffer.append", audio: encodeAudio(new Float32Array(Math.round((RATE * ms) / 1000))) });
     }
     const wasStreaming = this.streaming;
-    this.streaming = false;
+    this._stream(false);
     this.stages.update({ type: "mic", on: false });
     if (wasStreaming && commit) {
       if (this.sentSamples < RATE / 10) {
@@ -164,9 +166,15 @@ export class Talk {
       if (!this.audio.micOpen) return;
       const wasStreaming = this.streaming;
       this.audio.closeMic();
-      if (await this._openMic()) this.streaming = wasStreaming;
+      if (await this._openMic()) this._stream(wasStreaming);
     });
     navigator.mediaDevices?.addEventListener?.("devicechange", () => this.listMics());
+  }
+
+  /** Whether the microphone goes to the server (a WebRTC call: its track, set or unset). */
+  _stream(on) {
+    this.streaming = on;
+    this.client.setMic(on ? this.audio.micTrack : null);
   }
 
   async _openMic() {

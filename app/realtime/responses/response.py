@@ -59,8 +59,16 @@ class Response:
         self.id = events.new_id("resp")
         self.item_id = events.new_id("item")
         self.gate = EventGate(deps.sink, held=spec.early_user_text is not None)
+        # the server's own track plays the audio (WebRTC): no audio deltas then
+        self._playout = deps.playback.playout(self.id) if deps.playback and spec.audio else None
         self.speaker = (
-            Speaker(self._synthesize, spec.output_format, deps.audio_lead_ms, self._send_audio)
+            Speaker(
+                self._synthesize,
+                spec.output_format,
+                deps.audio_lead_ms,
+                self._send_audio,
+                playout=self._playout,
+            )
             if spec.audio
             else None
         )
@@ -117,12 +125,17 @@ class Response:
         """
         self._cancel_reason = reason
         if self.speaker is not None:  # no more audio leaves, even before the task unwinds
-            self.speaker.muted = True
+            self.speaker.stop()
         task = self._task
         if task is None or task.done():
             return
         task.cancel()
         await asyncio.wait([task])  # raises CancelledError only if *we* are cancelled
+
+    @property
+    def speaking(self) -> bool:
+        """Its audio is still being produced (an audio answer not yet done)."""
+        return self.speaker is not None and not self._done
 
     @property
     def paused(self) -> bool:
@@ -133,6 +146,12 @@ class Response:
         goes on writing meanwhile). A text answer has nothing to pause."""
         if self.speaker is not None and not self._done:
             self.speaker.pause()
+
+    def pause_again(self) -> None:
+        """The speech that paused it went on after it resumed: send no more audio, and go
+        on later from what was sent (the client was not told to drop its queue again)."""
+        if self.speaker is not None and not self._done:
+            self.speaker.pause(rewind=False)
 
     def resume(self) -> None:
         """The speech was no interruption: the audio goes on from what the client heard."""
@@ -234,9 +253,11 @@ class Response:
             await self.gate.released.wait()  # a held text answer waits for its turn to end
         except asyncio.CancelledError:
             status, details = "cancelled", {"type": "cancelled", "reason": self._cancel_reason}
-            if self._cancel_reason == "turn_detected" and self.speaker is not None:
-                heard = self.speaker.played_ms() if self._heard_ms is None else self._heard_ms
-                self.text = self.speaker.text_played(heard)  # what was heard
+            speaker = self.speaker
+            # what was heard: told by the barge-in, or known exactly (the server's track)
+            if speaker is not None and (self._cancel_reason == "turn_detected" or speaker.exact):
+                heard = speaker.played_ms() if self._heard_ms is None else self._heard_ms
+                self.text = speaker.text_played(heard)  # what was heard
         except Exception as exc:  # every failure is reported; the session goes on
             code = exc.code if isinstance(exc, LLMBackendError) else "server_error"
             if code == "server_error":
@@ -330,8 +351,9 @@ class Response:
         return await self.deps.voices.speak(text, rate, self.spec.speed, self.voice)
 
     def _send_audio(self, piece: bytes) -> None:
-        where = {"item_id": self.item_id, "output_index": 0, "content_index": 0}
-        self._emit("response.audio.delta", delta=events.encode_base64(piece), **where)
+        if self._playout is None:  # the client plays it
+            where = {"item_id": self.item_id, "output_index": 0, "content_index": 0}
+            self._emit("response.audio.delta", delta=events.encode_base64(piece), **where)
         self.deps.on_audio(piece, self.spec.output_format)
 
     def _finish(self, status: str, details: dict[str, Any] | None) -> None:

@@ -5,6 +5,9 @@ the client's playback, so a barge-in leaves little queued; the timeline of claus
 the conversation keep only the words that were actually heard. A pause (speech over the
 answer, not yet known to be an interruption) stops the sending where the client stopped
 hearing; the client drops what it had queued, so a resume sends again from there.
+When the server plays the audio itself (a WebRTC track, playback.py), a `Playout` gets
+each piece too: what was heard is then what the track played, not an estimate, and a
+pause or a cancel drops what the track had queued.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 
 from app.audio import encode_audio
 from app.protocol.schemas import AudioFormat
+from app.realtime.responses.playback import Playout
 from app.text_units import join, units
 
 AUDIO_CHUNK_MS = 100  # size of each audio delta
@@ -44,12 +48,14 @@ class Speaker:
         lead_ms: int,
         send: Callable[[bytes], None],
         clock: Callable[[], float] = time.monotonic,
+        playout: Playout | None = None,
     ) -> None:
         self.synthesize = synthesize
         self.fmt = fmt
         self.lead_s = lead_ms / 1000
         self.send = send
         self.clock = clock
+        self._playout = playout
         self.sample_bytes = 2 if fmt.type == "audio/pcm" else 1
         self.bytes_per_ms = fmt.rate / 1000 * self.sample_bytes
         self.clauses: list[SpokenClause] = []
@@ -82,12 +88,29 @@ class Speaker:
             )
             await self._play()
         await self._play()  # a pause while the last clause was synthesized rewound it
+        if self._playout is not None:
+            self._playout.finish()
 
-    def pause(self) -> None:
-        """Send nothing more; a resume starts again from what the client had played."""
+    def stop(self) -> None:
+        """Send nothing more (a cancelled answer); the server's track drops its queue."""
+        self.muted = True
+        if self._playout is not None:
+            self._playout.stop()
+
+    @property
+    def exact(self) -> bool:
+        """Whether `played_ms` is what was played (the server's track), not an estimate."""
+        return self._playout is not None
+
+    def pause(self, rewind: bool = True) -> None:
+        """Send nothing more; a resume starts again from what the client had played
+        (`rewind`: it dropped what it had queued), or else from what was sent."""
         if self.paused:
             return
-        heard = self.played_ms()
+        if self._playout is not None:  # the server's own track: nothing queued plays on
+            self._playout.stop()
+            rewind = True
+        heard = self.played_ms() if rewind else self._position / self.bytes_per_ms
         self._paused_ms = self._base_ms = heard
         self._position = int(heard * self.bytes_per_ms) // self.sample_bytes * self.sample_bytes
         self._anchor = None
@@ -118,6 +141,8 @@ class Speaker:
             if self.paused:  # paused while waiting: rewound, wait for the resume
                 continue
             piece = self._piece(chunk)
+            if self._playout is not None:
+                self._playout.play(piece, self.fmt, position_ms)
             self.send(piece)
             self._position += len(piece)
             self.audio_ms = max(self.audio_ms, self._position / self.bytes_per_ms)
@@ -137,6 +162,9 @@ class Speaker:
         """How much of the audio the client has played by now (given the paced sending)."""
         if self._paused_ms is not None:
             return self._paused_ms
+        if self._playout is not None:
+            played = self._playout.played_ms()
+            return self._base_ms if played is None else played
         if self._anchor is None:
             return self._base_ms
         since, at_ms = self._anchor

@@ -13,6 +13,7 @@ from app.llm.tool_calls import ToolSpec
 from app.protocol.schemas import AudioFormat
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink
+from app.realtime.responses.playback import Playback
 
 
 class Voices(Protocol):
@@ -82,3 +83,4 @@ class ResponseDeps:
     # the items the history dropped to fit, once the answer is done, with the LLM that
     # answered (the session's HistorySummary folds them into its summary)
     on_dropped: Callable[[list[Item], LLMBackend], None] = lambda _items, _llm: None
+    playback: Playback | None = None  # the server plays the audio (WebRTC); None: the client

@@ -49,20 +49,38 @@ def _tokens(text: str) -> list[str]:
 
 def is_backchannel(text: str, language: str | None = None) -> bool:
     """Whether `text` is only acknowledgements (repeated or combined: "yeah yeah",
-    "oh okay", "嗯嗯对"), within `MAX_UNITS`."""
+    "oh okay", "嗯嗯对"), within `MAX_UNITS`. A phrase said again in a row counts once:
+    Whisper loops on a short sound ("Yeah. Yeah. Yeah. Yeah. Yeah." for one "yeah")."""
     tokens = _tokens(text)
-    if not tokens or len(units(text)) > MAX_UNITS:
+    if not tokens:
         return False
-    phrases = BACKCHANNELS.get(language or "", _ALL)
-    # covered[i]: tokens[:i] is a sequence of phrases
-    covered = [True] + [False] * len(tokens)
+    pieces = _phrases_of(tokens, BACKCHANNELS.get(language or "", _ALL))
+    if pieces is None:
+        return False
+    said = [p for i, p in enumerate(pieces) if i == 0 or p != pieces[i - 1]]
+    return sum(len(units(p)) for p in said) <= MAX_UNITS
+
+
+def _phrases_of(tokens: list[str], phrases: frozenset[str]) -> list[str] | None:
+    """`tokens` cut into listed phrases (the longest last phrase first), or None when some
+    token is in none."""
+    # cut[i]: where the last phrase of tokens[:i] starts, if tokens[:i] is all phrases
+    cut: list[int | None] = [0] + [None] * len(tokens)
     for end in range(1, len(tokens) + 1):
         for start in range(max(0, end - _LONGEST), end):
             piece = tokens[start:end]  # Chinese phrases are written without spaces
-            if covered[start] and {" ".join(piece), "".join(piece)} & phrases:
-                covered[end] = True
+            if cut[start] is not None and {" ".join(piece), "".join(piece)} & phrases:
+                cut[end] = start
                 break
-    return covered[-1]
+    if cut[-1] is None:
+        return None
+    pieces, end = [], len(tokens)
+    while end > 0:
+        begin = cut[end]
+        assert begin is not None  # every cut on the way back was reached
+        pieces.append(" ".join(tokens[begin:end]))
+        end = begin
+    return pieces[::-1]
 
 
 _NON_SPEECH = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|[♪♫]")
@@ -72,6 +90,12 @@ _NOISE = frozenset({"you", "thank you", "thanks for watching"})
 
 def has_words(text: str) -> bool:
     """Whether a transcript holds words, not just Whisper's notes on noise ("(coughs)",
-    "[BLANK_AUDIO]", "♪") or what it makes up from a breath ("you")."""
+    "[BLANK_AUDIO]", "♪"), what it makes up from a breath ("you"), or a loop of digits it
+    writes for a short sound it cannot read (whisper-base on espeak-ng's "是的":
+    "3-3-4-4-4-4-4-4-4-"; nobody says that over an answer)."""
     tokens = _tokens(_NON_SPEECH.sub(" ", text))
-    return bool(tokens) and " ".join(tokens) not in _NOISE
+    return bool(tokens) and " ".join(tokens) not in _NOISE and not _digit_loop(tokens)
+
+
+def _digit_loop(tokens: list[str]) -> bool:
+    return len(tokens) >= 6 and len(set(tokens)) <= 2 and all(t.isdigit() for t in tokens)

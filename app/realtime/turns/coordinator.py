@@ -160,8 +160,9 @@ class TurnCoordinator:
                 audio = self.audio.turn_audio(turn.start, vad_event.sample, turn.carry)
                 await judge.paused(turn, vad_event.sample, audio, words, self._patience)
         elif vad_event.kind == "speech_resumed":
-            if turn.interruption is not None:
-                turn.interruption.speech_resumed()
+            interruption = turn.interruption
+            if interruption is not None and interruption.speech_resumed():
+                self._pause_again(interruption)
             if self._semantic:
                 self._semantic.resumed()
             turn.transcriber.resume()
@@ -236,6 +237,17 @@ class TurnCoordinator:
         self.interruption = turn.interruption = Interruption(turn.item_id, timeout)
         self._paused, self._applied = answer, "wait"
         self._tell(turn.interruption)
+
+    def _pause_again(self, interruption: Interruption) -> None:
+        """The speech that paused the answer went on after a pass over its start let the
+        answer resume: pause it again until the rest's words decide (before, "Wait," heard
+        as nothing resumed the answer, which then played over "stop")."""
+        answer = self._paused
+        if interruption is not self.interruption or answer is None:
+            return
+        answer.pause_again()
+        self._applied = "wait"
+        self._tell(interruption)
 
     def _apply(self, verdict: Verdict) -> None:
         """Do what the decision says to the paused answer (once a verdict)."""

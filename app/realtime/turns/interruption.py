@@ -43,7 +43,11 @@ class Interruption:
 
     def partial(self, agreed: str) -> Verdict:
         """The words agreed so far while the user still speaks."""
-        if self.verdict != "interrupt" and len(units(agreed)) > MAX_UNITS:
+        if (
+            self.verdict != "interrupt"
+            and len(units(agreed)) > MAX_UNITS
+            and not is_backchannel(agreed)  # a loop on one acknowledgement is still one
+        ):
             self.verdict = "interrupt"
         return self.verdict
 
@@ -62,8 +66,15 @@ class Interruption:
     def speech_ended(self, sample: int) -> None:
         self._ended_at = sample
 
-    def speech_resumed(self) -> None:
+    def speech_resumed(self) -> bool:
+        """The speech went on after a pause. True when that undoes a resume: a whole pass
+        over its first words ("Wait,") heard none or a backchannel, and the rest may be
+        "stop": wait for its words again."""
         self._ended_at = None
+        if self.resumes:
+            self.verdict = "wait"
+            return True
+        return False
 
     def waited(self, now: int) -> Verdict:
         """Input audio reached `now`: no words `timeout` after the speech ended resume."""

@@ -37,6 +37,11 @@ class Answer(Protocol):
         """Go on with the paused audio, from what the client had heard."""
         ...
 
+    def pause_again(self) -> None:
+        """Stop the resumed audio again, without rewinding it (nothing told the client to
+        drop what it had queued)."""
+        ...
+
     async def cancel(self, reason: str) -> None: ...
 
 

@@ -1,4 +1,4 @@
-"""A WebSocket's incoming messages, stamped when they arrive, handled one at a time.
+"""A connection's incoming messages, stamped when they arrive, handled one at a time.
 
 The session handles one message at a time, and some take a while (judging a pause
 waits for the early transcript, up to semantic_end's TRANSCRIPT_WAIT_S). Reading and handling used to be one loop,
@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable
+
+from app.server.transport import Received
 
 # About 10 s of a microphone's 20 ms appends, or 8 MiB (two of the largest messages): past
 # either the reader stops reading and the client's sends wait (TCP backpressure), as they
@@ -23,7 +24,7 @@ from typing import Any
 INBOX_MESSAGES = 512
 INBOX_BYTES = 8 * 1024 * 1024
 
-Message = tuple[float, str | bytes]  # (when it arrived, its text or bytes)
+Message = tuple[float, Received]  # (when it arrived, what it holds)
 
 
 class Inbox:
@@ -32,8 +33,8 @@ class Inbox:
 
     def __init__(
         self,
-        receive: Callable[[], Awaitable[Mapping[str, Any]]],
-        handle: Callable[[str | bytes, float], Awaitable[None]],
+        receive: Callable[[], Awaitable[Received | None]],
+        handle: Callable[[Received, float], Awaitable[None]],
         clock: Callable[[], float] = time.monotonic,
         size: int = INBOX_MESSAGES,
         max_bytes: int = INBOX_BYTES,
@@ -49,11 +50,9 @@ class Inbox:
         self._room.set()
 
     async def read(self) -> None:
-        """Take messages off the socket until the client disconnects."""
+        """Take messages off the connection until the client disconnects (None)."""
         try:
-            while (message := await self._receive())["type"] != "websocket.disconnect":
-                raw = message.get("text")
-                data = raw if raw is not None else message.get("bytes") or b""
+            while (data := await self._receive()) is not None:
                 arrived_at = self._clock()
                 await self._room.wait()
                 await self._queue.put((arrived_at, data))

@@ -135,3 +135,87 @@ def test_a_paused_answer_resumes_from_what_the_client_had_heard() -> None:
     timeline = b"".join(c.audio for c in speaker.clauses)
     assert b"".join(sent[10:]) == timeline[400 * 48 :]  # 24 kHz PCM16: 48 bytes a ms
     assert speaker.audio_ms == 2000.0
+
+
+def test_paused_again_without_rewinding_it_goes_on_from_what_was_sent() -> None:
+    """Paused a second time by the same speech (no new `speech_started`: the client still
+    plays what it has), a resume sends only what had not been sent, nothing twice."""
+    sent: list[bytes] = []
+
+    async def synthesize(text: str, rate: int) -> np.ndarray:
+        return np.linspace(-0.9 if "first" in text else 0.1, 0.9, rate).astype(np.float32)
+
+    clock = Clock()
+    speaker = Speaker(synthesize, AudioFormat(), 60_000, sent.append, clock)
+
+    async def main() -> None:
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        released = asyncio.Event()
+        released.set()
+        queue.put_nowait("The first clause,")
+        running = asyncio.create_task(speaker.run(queue, released))
+        await asyncio.sleep(0)
+        clock.now = 0.4
+        speaker.pause(rewind=False)
+        assert speaker.played_ms() == 1000.0  # the client plays all it was sent
+        queue.put_nowait("and the second one.")
+        queue.put_nowait(None)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert len(sent) == 10 and not running.done()
+        speaker.resume()
+        await running
+
+    asyncio.run(main())
+    timeline = b"".join(c.audio for c in speaker.clauses)
+    assert b"".join(sent) == timeline  # each byte once, in order
+
+
+class Track:
+    """A server-side playout (WebRTC) that has played `played` ms when asked."""
+
+    def __init__(self) -> None:
+        self.pieces: list[tuple[int, float]] = []  # (bytes, at ms)
+        self.played: float | None = None
+        self.stops = 0
+        self.finished = False
+
+    def play(self, piece: bytes, fmt: AudioFormat, at_ms: float) -> None:
+        self.pieces.append((len(piece), at_ms))
+
+    def played_ms(self) -> float | None:
+        return self.played
+
+    def stop(self) -> None:
+        self.stops += 1
+
+    def finish(self) -> None:
+        self.finished = True
+
+
+def test_a_playout_gets_every_piece_and_says_what_was_heard() -> None:
+    track = Track()
+
+    async def synthesize(text: str, rate: int) -> np.ndarray:
+        return np.full(int(0.25 * rate), 0.25, np.float32)
+
+    speaker = Speaker(synthesize, AudioFormat(), 60_000, lambda _piece: None, Clock(), track)
+
+    async def main() -> None:
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        for clause in ["Hello there,", "how are you today?", None]:
+            queue.put_nowait(clause)
+        released = asyncio.Event()
+        released.set()
+        await speaker.run(queue, released)
+
+    asyncio.run(main())
+    assert [at for _size, at in track.pieces] == [0.0, 100.0, 200.0, 250.0, 350.0, 450.0]
+    assert track.finished and speaker.exact
+    assert speaker.played_ms() == 0.0  # nothing played yet: not the clock's estimate
+    track.played = 375.0
+    assert speaker.played_ms() == 375.0
+    speaker.pause()  # the track drops its queue; what it played is what was heard
+    assert track.stops == 1 and speaker.played_ms() == 375.0
+    speaker.stop()
+    assert track.stops == 2 and speaker.muted

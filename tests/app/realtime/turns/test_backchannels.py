@@ -36,7 +36,11 @@ from app.realtime.turns.backchannels import BACKCHANNELS, MAX_UNITS, has_words, 
         ("Yeah, but what about the dragon?", "en", False),
         ("Okay, tell me about Paris instead.", "en", False),
         ("I see the sea.", "en", False),
-        ("yeah yeah yeah yeah yeah", "en", False),  # past the length bound
+        ("yeah yeah yeah yeah yeah", "en", True),  # said again in a row: once
+        ("Yeah. Yeah. Yeah. Yeah. Yeah.", "en", True),  # Whisper looping on one "yeah"
+        ("Uh-huh. Uh-huh. Uh-huh. Uh-huh. Uh-", "en", True),
+        ("yeah okay right sure got it", "en", False),  # five of them: past the bound
+        ("yeah yeah okay okay right right sure sure got it", "en", False),
         ("不对", "zh", False),
         ("好的，那北京呢？", "zh", False),
         ("", "en", False),
@@ -68,6 +72,10 @@ def test_every_listed_phrase_is_a_backchannel_within_the_bound() -> None:
         ("Thank you.", False),
         # whisper-base's zh pass over espeak-ng's "好的": zero-width joiners and punctuation
         ("\u200d\u200d\u200d!\u200d\u200d。\u200d。\u200d\u200d", False),
+        ("3-3-4-4-4-4-4-4-4-", False),  # whisper-base looping over espeak-ng's "是的"
+        ("1 2 3 4 5 6", True),  # counting is words
+        ("3 3 4", True),  # too short to be a loop
+        ("no no no no no no", True),  # a loop of words is still words
         ("Uh-huh.", True),
         ("Stop.", True),
         ("嗯", True),

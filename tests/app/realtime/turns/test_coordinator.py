@@ -51,6 +51,7 @@ class FakeAnswer:
     shown: bool = False
     paused: bool = False
     resumes: int = 0
+    pauses_again: int = 0
     cancelled: str | None = None  # the reason
 
     def release(self, timing: TurnTiming, previous_item_id: str | None) -> None:
@@ -61,6 +62,9 @@ class FakeAnswer:
 
     def resume(self) -> None:
         self.paused, self.resumes = False, self.resumes + 1
+
+    def pause_again(self) -> None:
+        self.paused, self.pauses_again = True, self.pauses_again + 1
 
     async def cancel(self, reason: str) -> None:
         self.cancelled, self.done = reason, True
@@ -396,6 +400,54 @@ class HeldASR(ScriptedASR):
     async def run(self, audio_16k: np.ndarray, prefix: str | None = None) -> Any:
         await self.ready.wait()
         return await super().run(audio_16k, prefix)
+
+
+def test_speech_that_goes_on_after_a_resume_pauses_the_answer_again() -> None:
+    """Found by `bench conversation`: "Wait, stop." paused the answer, the pass at the
+    comma heard nothing and resumed it, and it played over "stop" until the final pass
+    cancelled it. Speech going on after a resume pauses it again, without rewinding (the
+    client was not told to drop its queue), until the words decide."""
+
+    async def main(h: Harness) -> None:
+        h.responses.responding = True
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(5000, [], True)  # past the hold: paused
+        await h.feed(1000, [("speech_lull", 22_000)], True)  # "Wait," then a gap
+        await h.settle()
+        assert not h.responses.playing.paused  # the pass heard no words: resumed
+        await h.feed(2000, [("speech_resumed", 24_000)], True)  # "stop."
+        assert h.responses.playing.paused and h.responses.playing.pauses_again == 1
+        await h.feed(34_000 - h.audio.buffer.end, [("speech_stopped", 30_000)], False)
+        await h.settle()
+
+    h = Harness(["", "Wait, stop."])
+    asyncio.run(main(h))
+    playing = h.responses.playing
+    assert playing.cancelled == "turn_detected" and playing.resumes == 1
+    verdicts = [e["verdict"] for e in over_the_answer(h)]
+    assert verdicts == ["wait", "no_words", "wait", "interrupt"]
+
+
+def test_a_pause_in_a_backchannel_resumes_once_and_the_rest_resumes_again() -> None:
+    """ "Yeah, ... yeah": paused again when the speech goes on, resumed again at its end."""
+
+    async def main(h: Harness) -> None:
+        h.responses.responding = True
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(5000, [], True)
+        await h.feed(1000, [("speech_lull", 22_000)], True)
+        await h.settle()
+        await h.feed(2000, [("speech_resumed", 24_000)], True)
+        await h.feed(34_000 - h.audio.buffer.end, [("speech_stopped", 30_000)], False)
+        await h.settle()
+
+    h = Harness(["Yeah.", "Yeah, yeah."])
+    asyncio.run(main(h))
+    playing = h.responses.playing
+    assert playing.cancelled is None and not playing.paused
+    assert playing.resumes == 2 and playing.pauses_again == 1
+    verdicts = [e["verdict"] for e in over_the_answer(h)]
+    assert verdicts == ["wait", "backchannel", "wait", "backchannel"]
 
 
 def test_no_words_by_the_false_interruption_timeout_resume_and_later_words_interrupt() -> None:

@@ -40,6 +40,14 @@ def test_partial_words_interrupt_only_when_too_long_for_a_backchannel() -> None:
     assert d.heard("Yeah.", "en") == "interrupt"  # final: once interrupted, it stays so
 
 
+def test_a_partial_pass_looping_on_one_acknowledgement_does_not_interrupt() -> None:
+    """Whisper loops on a short sound ("Yeah. Yeah. Yeah. Yeah. Yeah." for one "yeah"):
+    past the length bound in words, still one backchannel."""
+    d = decision()
+    assert d.partial("Yeah. Yeah. Yeah. Yeah. Yeah. Yeah.") == "wait"
+    assert d.heard("Yeah. Yeah. Yeah. Yeah. Yeah.", "en") == "backchannel"
+
+
 def test_no_words_by_the_timeout_after_the_speech_ended_resume() -> None:
     d = decision()
     assert d.waited(10 * SECOND) == "wait"  # still speaking: no timeout runs

@@ -4,20 +4,19 @@ the reader never held up by a slow handler (within its bounds)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from app.server.routes.inbox import Inbox
+from app.server.transport import Received
 
 
 class Socket:
     """`receive()` gives the scripted messages, then a disconnect."""
 
     def __init__(self, texts: list[str]) -> None:
-        self.messages = [{"type": "websocket.receive", "text": t} for t in texts]
-        self.messages.append({"type": "websocket.disconnect", "code": 1000})
+        self.messages: list[str | None] = [*texts, None]  # None: the client left
         self.read = 0
 
-    async def receive(self) -> dict[str, Any]:
+    async def receive(self) -> str | None:
         await asyncio.sleep(0)
         self.read += 1
         return self.messages[self.read - 1]
@@ -36,10 +35,10 @@ def test_messages_are_stamped_when_read_while_the_handler_is_busy() -> None:
     """The handler blocks on the first message until every message has been read: the
     stamps are the reading order's, and everything is handled, in order."""
     socket = Socket(["a", "b", "c", "d"])
-    handled: list[tuple[str | bytes, float]] = []
+    handled: list[tuple[Received, float]] = []
     all_read = asyncio.Event()
 
-    async def handle(data: str | bytes, arrived_at: float) -> None:
+    async def handle(data: Received, arrived_at: float) -> None:
         if not handled:
             await all_read.wait()
         handled.append((data, arrived_at))
@@ -60,9 +59,9 @@ def test_messages_are_stamped_when_read_while_the_handler_is_busy() -> None:
 def test_the_reader_waits_when_the_unhandled_bytes_reach_the_bound() -> None:
     socket = Socket(["x" * 10] * 6)
     release = asyncio.Event()
-    handled: list[str | bytes] = []
+    handled: list[Received] = []
 
-    async def handle(data: str | bytes, arrived_at: float) -> None:
+    async def handle(data: Received, arrived_at: float) -> None:
         await release.wait()
         handled.append(data)
 
@@ -82,10 +81,10 @@ def test_the_reader_waits_when_the_unhandled_bytes_reach_the_bound() -> None:
 
 
 def test_a_failed_read_still_ends_the_handler() -> None:
-    async def receive() -> dict[str, Any]:
+    async def receive() -> str | None:
         raise RuntimeError("the socket broke")
 
-    async def handle(data: str | bytes, arrived_at: float) -> None:
+    async def handle(data: Received, arrived_at: float) -> None:
         raise AssertionError("nothing was read")
 
     async def main() -> None:

@@ -116,6 +116,12 @@ CASES: list[tuple[str, str | bytes, str, str | None]] = [
         None,
     ),
     ("binary frame", b"\x00\xff\x00", "invalid_json", None),
+    (  # the server plays no audio on the WebSocket: the client stops its own playback
+        "output buffer clear over the WebSocket",
+        json.dumps({"type": "output_audio_buffer.clear"}),
+        "invalid_event",
+        None,
+    ),
 ]
 
 

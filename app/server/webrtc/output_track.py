@@ -1,0 +1,177 @@
+"""The call's outgoing audio: answers' PCM in, 20 ms frames out at real time, Opus on RTP.
+
+aiortc's RTP sender calls `recv()` for each frame and encodes it to Opus on the default
+thread pool (its encoder resamples our 24 kHz mono to Opus's 48 kHz); SRTP and the
+pacing sleep run on the event loop, as aiortc does for every track. This track only
+slices bytes on the loop: a frame is 960 bytes. The pacing follows aiortc's own
+AudioStreamTrack: frame n is due at start + n * 20 ms; with nothing queued it sends
+silence, so the stream's timing never jumps.
+
+The track knows what went out: each answer's piece carries its place on the answer's
+timeline, so `played_ms` is exact, and `stop` drops the rest at once. It reports
+`output_audio_buffer.started` when an answer's first frame goes out, `.stopped` when
+its last has (after `finish_answer`), `.cleared` when it is stopped before that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fractions
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+
+from aiortc import MediaStreamTrack
+from aiortc.mediastreams import MediaStreamError
+from av import AudioFrame
+
+from app.audio import decode_audio, float_to_pcm16, resample
+from app.protocol import events
+from app.protocol.schemas import AudioFormat
+from app.realtime.handoff import EventSink
+
+RATE = 24_000
+FRAME_MS = 20
+FRAME_SAMPLES = RATE * FRAME_MS // 1000
+FRAME_BYTES = FRAME_SAMPLES * 2
+BYTES_PER_MS = RATE * 2 / 1000
+TIME_BASE = fractions.Fraction(1, RATE)
+KEPT_ANSWERS = 8  # answers whose played position is remembered (truncation asks soon after)
+
+
+@dataclass
+class _Piece:
+    response_id: str
+    data: bytes
+    at_ms: float  # where it starts on its answer's timeline
+    offset: int = 0  # bytes of it already sent
+
+
+class TrackPlayout:
+    """One answer's side of the track (app/realtime/responses/playback.py's Playout)."""
+
+    def __init__(self, track: OutputTrack, response_id: str) -> None:
+        self._track, self._id = track, response_id
+
+    def play(self, piece: bytes, fmt: AudioFormat, at_ms: float) -> None:
+        self._track.play_answer(self._id, piece, fmt, at_ms)
+
+    def played_ms(self) -> float | None:
+        return self._track.answer_played_ms(self._id)
+
+    def stop(self) -> None:
+        self._track.stop_answer(self._id)
+
+    def finish(self) -> None:
+        self._track.finish_answer(self._id)
+
+
+class OutputTrack(MediaStreamTrack):
+    kind = "audio"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._queue: deque[_Piece] = deque()
+        self._played: OrderedDict[str, float] = OrderedDict()  # answer -> ms played
+        self._finished: set[str] = set()
+        self._current: str | None = None  # the answer whose audio is out (started told)
+        self._last: str | None = None  # the last answer that played, for `cleared`
+        self._emit: EventSink = lambda _event: None
+        self._start: float | None = None
+        self._frames = 0
+
+    # -- Playback (the session's side) ------------------------------------------------
+
+    def attach(self, emit: EventSink) -> None:
+        self._emit = emit
+
+    def playout(self, response_id: str) -> TrackPlayout:
+        return TrackPlayout(self, response_id)
+
+    def clear(self) -> None:
+        response_id = self._current or self._last
+        self._queue.clear()
+        self._current = None
+        if response_id is not None:  # the event names an answer: none ever played, none said
+            self._emit(events.event("output_audio_buffer.cleared", response_id=response_id))
+
+    # -- one answer's audio ----------------------------------------------------------
+
+    def play_answer(self, response_id: str, piece: bytes, fmt: AudioFormat, at_ms: float) -> None:
+        if (fmt.type, fmt.rate) != ("audio/pcm", RATE):  # a session asked for another format
+            piece = float_to_pcm16(resample(decode_audio(piece, fmt.type), fmt.rate, RATE))
+        if piece:
+            self._queue.append(_Piece(response_id, piece, at_ms))
+
+    def answer_played_ms(self, response_id: str) -> float | None:
+        return self._played.get(response_id)
+
+    def stop_answer(self, response_id: str) -> None:
+        dropped = any(p.response_id == response_id for p in self._queue)
+        self._queue = deque(p for p in self._queue if p.response_id != response_id)
+        if self._current == response_id or dropped:
+            self._current = None
+            self._emit(events.event("output_audio_buffer.cleared", response_id=response_id))
+
+    def finish_answer(self, response_id: str) -> None:
+        self._finished.add(response_id)
+        self._stop_if_done()
+
+    def _stop_if_done(self) -> None:
+        current = self._current
+        if current in self._finished and not any(p.response_id == current for p in self._queue):
+            self._current = None
+            self._finished.discard(current)
+            self._emit(events.event("output_audio_buffer.stopped", response_id=current))
+
+    # -- the media track (aiortc's side) ----------------------------------------------
+
+    async def recv(self) -> AudioFrame:
+        if self.readyState != "live":
+            raise MediaStreamError
+        now = time.monotonic()
+        if self._start is None:
+            self._start = now
+        else:
+            due = self._start + self._frames * FRAME_MS / 1000
+            if due > now:
+                await asyncio.sleep(due - now)
+            elif now - due > 0.5:  # the loop stalled: restart the clock, do not burst
+                self._start, self._frames = now, 0
+        if self.readyState != "live":
+            raise MediaStreamError
+        data = self._take(FRAME_BYTES)
+        frame = AudioFrame(format="s16", layout="mono", samples=FRAME_SAMPLES)
+        frame.planes[0].update(data)
+        frame.pts = self._frames * FRAME_SAMPLES
+        frame.sample_rate = RATE
+        frame.time_base = TIME_BASE
+        self._frames += 1
+        return frame
+
+    def _take(self, size: int) -> bytes:
+        """`size` bytes of the queued audio (silence where none), noting what played."""
+        out = bytearray()
+        while len(out) < size and self._queue:
+            piece = self._queue[0]
+            if self._current != piece.response_id:
+                if self._current is not None:  # the one before ended without `finish`
+                    self._emit(
+                        events.event("output_audio_buffer.stopped", response_id=self._current)
+                    )
+                self._current = self._last = piece.response_id
+                self._emit(events.event("output_audio_buffer.started", response_id=self._current))
+            taken = piece.data[piece.offset : piece.offset + size - len(out)]
+            out += taken
+            piece.offset += len(taken)
+            self._note_played(piece.response_id, piece.at_ms + piece.offset / BYTES_PER_MS)
+            if piece.offset >= len(piece.data):
+                self._queue.popleft()
+        self._stop_if_done()
+        return bytes(out) + bytes(size - len(out))
+
+    def _note_played(self, response_id: str, ms: float) -> None:
+        self._played[response_id] = ms
+        self._played.move_to_end(response_id)
+        while len(self._played) > KEPT_ANSWERS:
+            self._played.popitem(last=False)

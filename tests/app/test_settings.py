@@ -1,0 +1,43 @@
+"""Settings checked at start: a bad value is an error naming its variable."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.settings import Settings
+
+
+def test_ice_servers_default_to_none_host_candidates_only() -> None:
+    assert Settings().ice_server_list() == []
+
+
+def test_ice_servers_as_the_browser_writes_them() -> None:
+    servers = (
+        '[{"urls": "stun:stun.example.com:3478"}, {"urls": ["turn:t.example.com:3478", '
+        '"turns:t.example.com:5349"], "username": "u", "credential": "p"}]'
+    )
+    parsed = Settings(ice_servers=servers).ice_server_list()
+    assert parsed[1]["username"] == "u" and len(parsed) == 2
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("stun:stun.example.com", "is not JSON"),
+        ('{"urls": "stun:x"}', "must be a JSON list"),
+        ('[{"url": "stun:x"}]', "must be an object with `urls`"),
+        ('[{"urls": []}]', "must be a URL or a list of URLs"),
+        ('[{"urls": "http://x"}]', "no stun:/turn: URL"),
+        ('[{"urls": "turn:x", "username": 1}]', "username must be a string"),
+        ('[{"urls": "turn:x", "password": "p"}]', "unknown fields"),
+    ],
+)
+def test_bad_ice_servers_are_refused_naming_the_variable(value: str, says: str) -> None:
+    with pytest.raises(ValueError, match="R1VOICE_ICE_SERVERS") as refused:
+        Settings(ice_servers=value)
+    assert says in str(refused.value)
+
+
+def test_connect_timeout_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="R1VOICE_WEBRTC_CONNECT_TIMEOUT_S"):
+        Settings(webrtc_connect_timeout_s=0)
