@@ -92,10 +92,13 @@ def has_words(text: str) -> bool:
     """Whether a transcript holds words, not just Whisper's notes on noise ("(coughs)",
     "[BLANK_AUDIO]", "♪"), what it makes up from a breath ("you"), or a loop of digits it
     writes for a short sound it cannot read (whisper-base on espeak-ng's "是的":
-    "3-3-4-4-4-4-4-4-4-"; nobody says that over an answer)."""
+    "3-3-4-4-4-4-4-4-4-", "3-2-1-1-1-1-1-1-1-"; nobody says that over an answer)."""
     tokens = _tokens(_NON_SPEECH.sub(" ", text))
     return bool(tokens) and " ".join(tokens) not in _NOISE and not _digit_loop(tokens)
 
 
 def _digit_loop(tokens: list[str]) -> bool:
-    return len(tokens) >= 6 and len(set(tokens)) <= 2 and all(t.isdigit() for t in tokens)
+    """Digits only, one of them repeated for at least half (counting is no loop)."""
+    if len(tokens) < 6 or not all(t.isdigit() for t in tokens):
+        return False
+    return max(tokens.count(t) for t in set(tokens)) * 2 >= len(tokens)

@@ -73,6 +73,7 @@ def test_every_listed_phrase_is_a_backchannel_within_the_bound() -> None:
         # whisper-base's zh pass over espeak-ng's "好的": zero-width joiners and punctuation
         ("\u200d\u200d\u200d!\u200d\u200d。\u200d。\u200d\u200d", False),
         ("3-3-4-4-4-4-4-4-4-", False),  # whisper-base looping over espeak-ng's "是的"
+        ("3-2-1-1-1-1-1-1-1-", False),
         ("1 2 3 4 5 6", True),  # counting is words
         ("3 3 4", True),  # too short to be a loop
         ("no no no no no no", True),  # a loop of words is still words
