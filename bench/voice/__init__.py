@@ -15,6 +15,14 @@ Measured on the client (monotonic clock of this process):
 - barge-in: the first sample of an interruption is sent -> the server stops sending
   the interrupted answer (its last audio delta, and its `response.done` "cancelled").
 
+With --transport webrtc|both the same clients run over WebRTC calls as well
+(POST /v1/realtime/calls; rtc_connection.py): the answer's first audio is its first
+audible frame off the call's track (and, reported beside it, the data channel's
+`output_audio_buffer.started`); barge-in's stop is its last audible frame (and
+`output_audio_buffer.cleared`). Each level also reports the CPU time of the server
+process and of this one, so WebRTC's cost per session (Opus, SRTP) shows against the
+WebSocket's on the same workload (transports.py).
+
 1 and 4 concurrent sessions (session starts are Poisson arrivals, seeded). Timings are
 reported, never asserted; targets are printed next to them.
 """
