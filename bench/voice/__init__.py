@@ -15,6 +15,14 @@ Measured on the client (monotonic clock of this process):
 - barge-in: the first sample of an interruption is sent -> the server stops sending
   the interrupted answer (its last audio delta, and its `response.done` "cancelled").
 
+With --transport webrtc|both the same clients run over WebRTC calls as well
+(POST /v1/realtime/calls; rtc_connection.py): the answer's first audio is its first
+audible frame off the call's track (and, reported beside it, the data channel's
+`output_audio_buffer.started`); barge-in's stop is its last audible frame (and
+`output_audio_buffer.cleared`). Each level also reports the CPU time of the server
+process and of this one, so WebRTC's cost per session (Opus, SRTP) shows against the
+WebSocket's on the same workload (transports.py).
+
 1 and 4 concurrent sessions (session starts are Poisson arrivals, seeded). Timings are
 reported, never asserted; targets are printed next to them.
 """
@@ -28,6 +36,7 @@ from bench.voice.common import TARGETS_MS, log
 from bench.voice.report import collect_metadata, print_summary
 from bench.voice.runner import run_clients
 from bench.voice.server import Server
+from bench.voice.transports import parse_transport
 from bench.voice.workload import HUMAN_CLIPS, HUMAN_CLIPS_ZH, QUESTIONS, Plan, prepare_clips
 
 __all__ = ["add_arguments", "run"]
@@ -77,6 +86,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="zh: a Mandarin server (whisper-base, voice auto, Qwen unless --llm-model) "
         "and Mandarin speech",
     )
+    parser.add_argument(
+        "--transport",
+        choices=["websocket", "webrtc", "both"],
+        default=None,
+        help="the clients' transport; given: each level, CPU and barge-in per transport, "
+        "and WebRTC against the WebSocket when both (default: the WebSocket alone)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--port", type=int, default=0, help="server port (default: a free one)")
     parser.add_argument("--ready-timeout", type=float, default=600.0, help="seconds")
@@ -103,13 +119,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     log(f"preparing audio ({len(plan.human_clips)} human clips, {len(QUESTIONS)} questions)")
     clips = prepare_clips(plan.human_clips, args.language)
     server = Server(args)
+    transports = parse_transport(getattr(args, "transport", None))
     result: dict[str, Any] = {"benchmark": "voice", "quick": quick, "targets_ms": TARGETS_MS}
+    if transports is not None:
+        from bench.machine import describe
+
+        result["transport"] = args.transport
+        result["machine"] = describe()
     try:
         server.start()
         result["startup_to_ready_s"] = round(server.wait_ready(args.ready_timeout), 3)
         log(f"server ready after {result['startup_to_ready_s']} s on port {server.port}")
         result["metadata"] = collect_metadata(args, server, plan, clips)
-        result.update(asyncio.run(run_clients(server, plan, clips, result["metadata"])))
+        result.update(asyncio.run(run_clients(server, plan, clips, result["metadata"], transports)))
     finally:
         result["server"] = server.stop()
     print_summary(result)

@@ -5,16 +5,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench.voice.common import ANSWER_DONE, AUDIO_DELTAS, TRANSCRIPT_DONE, log
+from bench.voice.common import ANSWER_AUDIO, ANSWER_DONE, TRANSCRIPT_DONE, log
 from bench.voice.connection import Conn
+from bench.voice.rtc_connection import RtcConn
 from bench.voice.workload import LONG_ANSWER_INSTRUCTIONS, LONG_ANSWER_PROMPT, Clip
+
+
+async def open_connection(url: str) -> Conn | RtcConn:
+    """ws://...: a Realtime WebSocket; http://host:port: a WebRTC call."""
+    if url.startswith("http"):
+        return await RtcConn.open(url)
+    return await Conn.open(url)
 
 
 def _ms(t: float | None, since: float | None) -> float | None:
     return None if t is None or since is None else round((t - since) * 1000, 1)
 
 
-async def voice_turn(conn: Conn, clip: Clip, turn_timeout: float) -> dict[str, Any]:
+async def voice_turn(conn: Conn | RtcConn, clip: Clip, turn_timeout: float) -> dict[str, Any]:
     """Say the clip, keep the microphone on (silence), wait for the answer and its metrics."""
     start = len(conn.log)
     turn: dict[str, Any] = {
@@ -62,9 +70,21 @@ async def voice_turn(conn: Conn, clip: Clip, turn_timeout: float) -> dict[str, A
         rid, t_done = None, None
     events = conn.events(start)
     first_audio = next(
-        (t for t, e in events if e["type"] in AUDIO_DELTAS and e.get("response_id") == rid), None
+        (t for t, e in events if e["type"] in ANSWER_AUDIO and e.get("response_id") == rid), None
     )
     transcripts = [e.get("transcript") or "" for _, e in events if e["type"] == TRANSCRIPT_DONE]
+    if isinstance(conn, RtcConn):  # the server's word that the answer's audio went out
+        turn["voice_to_voice_started_event_ms"] = _ms(
+            next(
+                (
+                    t
+                    for t, e in events
+                    if e["type"] == "output_audio_buffer.started" and e.get("response_id") == rid
+                ),
+                None,
+            ),
+            last_sent,
+        )
     stopped = [t for t, e in events if e["type"] == "input_audio_buffer.speech_stopped"]
     turn.update(
         {
@@ -117,7 +137,7 @@ async def run_session(
 
     await asyncio.sleep(delay)
     try:
-        conn = await Conn.open(url)
+        conn = await open_connection(url)
     except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
         return {"turns": [], "error": f"cannot connect: {exc!r}", "mic_max_lag_ms": 0.0}
     turns: list[dict[str, Any]] = []
@@ -139,7 +159,7 @@ async def run_session(
 
 
 async def barge_in_trial(
-    conn: Conn, interruption: Clip, turn_timeout: float, merge_window_s: float
+    conn: Conn | RtcConn, interruption: Clip, turn_timeout: float, merge_window_s: float
 ) -> dict[str, Any]:
     """A typed request for a long answer; once its audio streams, the user talks over it."""
     start = len(conn.log)
@@ -166,7 +186,7 @@ async def barge_in_trial(
         )
         rid = created["response"]["id"]
         await conn.wait_for(
-            lambda t, e: e["type"] in AUDIO_DELTAS and e.get("response_id") == rid,
+            lambda t, e: e["type"] in ANSWER_AUDIO and e.get("response_id") == rid,
             i_created,
             turn_timeout,
         )
@@ -184,7 +204,7 @@ async def barge_in_trial(
         trial["reason"] = "the long answer never finished (no response.done)"
         return trial
     events = conn.events(i_created, i_done)
-    deltas = [t for t, e in events if e["type"] in AUDIO_DELTAS and e.get("response_id") == rid]
+    deltas = [t for t, e in events if e["type"] in ANSWER_AUDIO and e.get("response_id") == rid]
     # The server announces speech_started once the speech has passed its barge-in hold,
     # right after it cancelled the answer (so after that answer's response.done).
     try:
@@ -211,6 +231,23 @@ async def barge_in_trial(
             "to_response_done_ms": _ms(t_done, first_sent),
         }
     )
+    if isinstance(conn, RtcConn):  # the server's word that it stopped the track
+        trial["to_output_audio_buffer_cleared_ms"] = _ms(
+            next(
+                (
+                    t
+                    for t, e in conn.events(i_created)
+                    if e["type"] == "output_audio_buffer.cleared" and t >= first_sent
+                ),
+                None,
+            ),
+            first_sent,
+        )
+        # what the jitter buffer still played after the server stopped the track
+        cleared, last = trial["to_output_audio_buffer_cleared_ms"], trial["to_last_audio_delta_ms"]
+        trial["cleared_to_last_audio_ms"] = (
+            None if cleared is None or last is None else round(last - cleared, 1)
+        )
     if status != "cancelled":
         trial["reason"] = "the answer finished before the interruption took effect"
     elif deltas and deltas[-1] < first_sent:

@@ -14,6 +14,10 @@ WIRE_RATE = 24_000  # Realtime default input format: PCM16 mono 24 kHz
 CHUNK_MS = 20
 
 AUDIO_DELTAS = ("response.audio.delta", "response.output_audio.delta")
+# Logged by the WebRTC client for each audible frame of the answer's track: its audio
+# events, where a WebSocket has deltas
+RTC_AUDIO_FRAME = "bench.rtc.audio_frame"
+ANSWER_AUDIO = (*AUDIO_DELTAS, RTC_AUDIO_FRAME)
 ANSWER_DONE = ("response.audio_transcript.done", "response.output_audio_transcript.done")
 TRANSCRIPT_DONE = "conversation.item.input_audio_transcription.completed"
 # A response's statuses that are a whole answer: "incomplete" is one cut at its

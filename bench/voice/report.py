@@ -125,6 +125,13 @@ def print_summary(result: dict[str, Any]) -> None:
 
     if "startup_to_ready_s" in result:
         log(f"startup to ready: {result['startup_to_ready_s']} s")
+    for transport, part in result.get("transports", {}).items():
+        log(f"-- over {transport}")
+        print_summary(part)
+    if "transport_comparison" in result:
+        import json
+
+        log("WebRTC against the WebSocket: " + json.dumps(result["transport_comparison"]))
     t = TARGETS_MS
     for name, level in result.get("concurrency", {}).items():
         log(

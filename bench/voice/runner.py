@@ -1,25 +1,59 @@
 """The client side of a run: each concurrency level (Poisson session starts), then the
-barge-in trials."""
+barge-in trials; over one transport, or over each in turn on the same server."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from bench.voice.client import barge_in_trial, run_session
+from bench.voice.client import barge_in_trial, open_connection, run_session
 from bench.voice.common import TARGETS_MS, log
-from bench.voice.connection import Conn
+from bench.voice.cpu import CpuMeter
 from bench.voice.server import Server
 from bench.voice.stats import level_summary, summarize, wer_summary
+from bench.voice.transports import compare_transports
 from bench.voice.workload import QUESTIONS, Clip, Plan
 
 
+def transport_url(server: Server, transport: str) -> str:
+    if transport == "webrtc":  # the offer goes to {base}/v1/realtime/calls
+        return server.base
+    return f"ws://127.0.0.1:{server.port}/v1/realtime?r1voice_events=1"
+
+
 async def run_clients(
-    server: Server, plan: Plan, clips: dict[str, Clip], metadata: dict[str, Any]
+    server: Server,
+    plan: Plan,
+    clips: dict[str, Clip],
+    metadata: dict[str, Any],
+    transports: list[str] | None = None,
 ) -> dict[str, Any]:
+    """`transports` None: the WebSocket alone, reported as it always was; else each of
+    them in turn (same workload, same seed), under "transports", and their comparison."""
+    if transports is None:
+        return await _run_transport(server, plan, clips, metadata, "websocket", cpu=False)
+    out: dict[str, Any] = {"transports": {}}
+    for transport in transports:
+        log(f"transport: {transport}")
+        out["transports"][transport] = await _run_transport(
+            server, plan, clips, metadata, transport, cpu=True
+        )
+    out["transport_comparison"] = compare_transports(out["transports"])
+    return out
+
+
+async def _run_transport(
+    server: Server,
+    plan: Plan,
+    clips: dict[str, Clip],
+    metadata: dict[str, Any],
+    transport: str,
+    cpu: bool,
+) -> dict[str, Any]:
+    import os
     import random
 
-    url = f"ws://127.0.0.1:{server.port}/v1/realtime?r1voice_events=1"
+    url = transport_url(server, transport)
     merge_window_s = metadata["turn_merge_window_ms"] / 1000
     human = [clips[n] for n in plan.human_clips]
     questions = [clips[f"q{i + 1}"] for i in range(len(QUESTIONS))]
@@ -41,19 +75,28 @@ async def run_clients(
             delays.append(round(t, 3))
             t += rng.expovariate(plan.arrival_rate)
         log(f"{n_sessions} session(s) x {n_turns} turns, starts at {delays} s")
+        server_cpu, client_cpu = CpuMeter(server.proc.pid), CpuMeter(os.getpid())
+        server_cpu.start()
+        client_cpu.start()
         sessions = await _gather(
             run_session(url, script, delay, plan.turn_timeout, merge_window_s)
             for script, delay in zip(scripts, delays, strict=True)
         )
         turns = [turn for s in sessions for turn in s["turns"]]
         all_turns += turns
-        levels[f"sessions_{n_sessions}"] = level_summary(n_sessions, n_turns, delays, sessions)
-        v2v = levels[f"sessions_{n_sessions}"]["voice_to_voice_ms"]
+        level = level_summary(n_sessions, n_turns, delays, sessions)
+        if cpu:
+            level["cpu"] = {
+                "server": server_cpu.stop(n_sessions),
+                "client": client_cpu.stop(n_sessions),
+            }
+        levels[f"sessions_{n_sessions}"] = level
+        v2v = level["voice_to_voice_ms"]
         log(f"  voice-to-voice P50 {v2v['p50']} ms, P95 {v2v['p95']} ms (n={v2v['n']})")
     out: dict[str, Any] = {"concurrency": levels, "wer": wer_summary(all_turns, clips)}
     if plan.barge_in > 0:
         log(f"barge-in: {plan.barge_in} trial(s)")
-        conn = await Conn.open(url)
+        conn = await open_connection(url)
         trials = []
         try:
             for _ in range(plan.barge_in):
@@ -78,6 +121,9 @@ async def run_clients(
             "target_ms": TARGETS_MS["barge_in"],
             "details": trials,
         }
+        if transport == "webrtc":
+            for key in ("to_output_audio_buffer_cleared_ms", "cleared_to_last_audio_ms"):
+                out["barge_in"][key] = summarize(t.get(key) for t in measured)
     return out
 
 

@@ -91,7 +91,7 @@ def level_summary(
         "speech_stopped_to_first_token_ms",
         "speech_stopped_to_first_audio_ms",
     )
-    return {
+    out = {
         "sessions": n_sessions,
         "turns_per_session": n_turns,
         "session_start_offsets_s": delays,
@@ -114,6 +114,11 @@ def level_summary(
         "session_errors": [s["error"] for s in sessions if s["error"]],
         "details": turns,
     }
+    if any("voice_to_voice_started_event_ms" in t for t in ok):  # a WebRTC level
+        out["voice_to_voice_started_event_ms"] = summarize(
+            t.get("voice_to_voice_started_event_ms") for t in ok
+        )
+    return out
 
 
 def wer_summary(turns: list[dict[str, Any]], clips: dict[str, Clip]) -> dict[str, Any]:

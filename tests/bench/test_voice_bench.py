@@ -13,7 +13,7 @@ import pytest
 
 from app.cli import BENCHMARKS, build_parser
 from bench import voice
-from bench.voice import stats, workload
+from bench.voice import cpu, rtc_connection, stats, transports, workload
 
 
 def test_normalize_ignores_case_punctuation_and_apostrophes() -> None:
@@ -146,3 +146,117 @@ def test_registered_in_the_cli_with_quick_and_json() -> None:
     )
     assert args.sessions == "1,4"
     assert voice.__doc__ is not None and voice.__doc__.splitlines()[0].strip()
+
+
+def test_transport_is_websocket_alone_unless_given() -> None:
+    args = build_parser().parse_args(["bench", "voice", "--quick"])
+    assert args.transport is None
+    assert transports.parse_transport(None) is None  # today's report, unchanged
+    assert transports.parse_transport("webrtc") == ["webrtc"]
+    assert transports.parse_transport("both") == ["websocket", "webrtc"]
+    args = build_parser().parse_args(["bench", "voice", "--transport", "both"])
+    assert args.transport == "both"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["bench", "voice", "--transport", "carrier-pigeon"])
+
+
+def _level(p50: float, p95: float, cores: float) -> dict[str, object]:
+    return {
+        "voice_to_voice_ms": {"p50": p50, "p95": p95, "n": 4},
+        "cpu": {
+            "server": {"cores_per_session": cores},
+            "client": {"cores_per_session": cores / 2},
+        },
+    }
+
+
+def _summary(p50: float) -> dict[str, float]:
+    return {"p50": p50, "p95": p50 + 10}
+
+
+def test_compare_transports_subtracts_the_websocket_and_checks_the_targets() -> None:
+    results = {
+        "websocket": {
+            "concurrency": {
+                "sessions_1": _level(900, 1000, 0.2),
+                "sessions_4": _level(950, 1100, 0.15),
+            },
+            "barge_in": {
+                "measured": 2,
+                "to_last_audio_delta_ms": _summary(300),
+                "to_response_done_ms": _summary(320),
+            },
+        },
+        "webrtc": {
+            "concurrency": {
+                "sessions_1": _level(920, 1010, 0.3),
+                "sessions_4": _level(1000, 1200, 0.2),
+            },
+            "barge_in": {
+                "measured": 2,
+                "to_last_audio_delta_ms": _summary(140),
+                "to_response_done_ms": _summary(330),
+                "to_output_audio_buffer_cleared_ms": _summary(100),
+            },
+        },
+    }
+    out = transports.compare_transports(results)
+    one, four = out["levels"]["sessions_1"], out["levels"]["sessions_4"]
+    assert one["webrtc_minus_websocket"]["voice_to_voice_p50_ms"] == 20
+    assert one["webrtc_minus_websocket"]["server_cores_per_session"] == pytest.approx(0.1)
+    assert one["voice_to_voice_p50_target_met"] is True
+    assert four["webrtc_minus_websocket"]["voice_to_voice_p95_ms"] == 100
+    assert four["voice_to_voice_p50_target_met"] is False  # 50 ms over
+    assert out["barge_in"]["webrtc"]["to_output_audio_buffer_cleared_ms"]["p50"] == 100
+    assert out["barge_in"]["webrtc_stop_target_met"] is True
+    assert list(out["levels"]) == ["sessions_1", "sessions_4"]
+
+
+def test_compare_one_transport_has_no_difference() -> None:
+    out = transports.compare_transports(
+        {"webrtc": {"concurrency": {"sessions_1": _level(1, 2, 0.1)}}}
+    )
+    assert "webrtc_minus_websocket" not in out["levels"]["sessions_1"]
+    assert out["barge_in"] == {}
+
+
+def test_a_frame_is_audible_above_the_noise_floor() -> None:
+    assert not rtc_connection.frame_is_audible(bytes(960))
+    assert not rtc_connection.frame_is_audible((np.ones(480, np.int16) * 20).tobytes())
+    assert rtc_connection.frame_is_audible((np.ones(480, np.int16) * 1000).tobytes())
+    assert not rtc_connection.frame_is_audible(b"")
+
+
+def test_process_cpu_time_of_this_process_grows() -> None:
+    import os
+
+    before = cpu.process_cpu_s(os.getpid())
+    assert before is not None and before > 0
+    sum(i * i for i in range(2_000_000))  # some CPU
+    after = cpu.process_cpu_s(os.getpid())
+    assert after is not None and after >= before
+    assert cpu.process_cpu_s(2**22 + 12345) is None  # no such process
+    meter = cpu.CpuMeter(os.getpid())
+    meter.start()
+    got = meter.stop(sessions=4)
+    assert set(got) == {"cpu_s", "wall_s", "cores", "cores_per_session"}
+
+
+def test_the_rtc_microphone_sends_speech_then_silence() -> None:
+    """`say` resolves with the times of its first and last chunk; silence around it."""
+    import asyncio
+
+    async def main() -> None:
+        conn = rtc_connection.RtcConn()
+        chunk = 960  # 20 ms at 24 kHz
+        speech = b"\x01\x00" * 700  # 1.46 chunks
+        assert conn.next_chunk(chunk, 1.0) == bytes(chunk)
+        said = asyncio.ensure_future(conn.say(speech))
+        await asyncio.sleep(0)
+        assert conn.next_chunk(chunk, 2.0) == speech[:chunk]
+        assert not said.done()
+        assert conn.next_chunk(chunk, 2.02) == speech[chunk:] + bytes(2 * chunk - len(speech))
+        assert await said == (2.0, 2.02)
+        assert conn.next_chunk(chunk, 2.04) == bytes(chunk)
+
+    asyncio.run(main())

@@ -1,0 +1,115 @@
+"""WebRTC against the WebSocket on the same run: the numbers issue #28 asks for and its
+targets (voice-to-voice within 30 ms at P50, barge-in stop within 150 ms on WebRTC)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+TRANSPORTS = ("websocket", "webrtc")
+# WebRTC's voice-to-voice P50 may exceed the WebSocket's by this much
+V2V_P50_MARGIN_MS = 30.0
+# speech sent over an answer -> the answer's audio stops coming, on WebRTC
+RTC_BARGE_IN_STOP_MS = 150.0
+
+
+def parse_transport(value: str | None) -> list[str] | None:
+    """--transport: None (not given) keeps the WebSocket-only report; "both" is each."""
+    if value is None:
+        return None
+    if value == "both":
+        return list(TRANSPORTS)
+    if value not in TRANSPORTS:
+        raise ValueError(f"unknown transport {value!r}")
+    return [value]
+
+
+def _get(d: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(key)
+    return d
+
+
+def _diff(a: float | None, b: float | None, digits: int = 1) -> float | None:
+    return None if a is None or b is None else round(a - b, digits)
+
+
+def compare_transports(results: dict[str, Any]) -> dict[str, Any]:
+    """Per level: P50/P95 on each, WebRTC minus WebSocket, and the server CPU that WebRTC
+    adds per session (Opus both ways, SRTP, RTP pacing: all the transport's work, less
+    the WebSocket's JSON and base64); the barge-in stop on each; the targets."""
+    ws, rtc = results.get("websocket"), results.get("webrtc")
+    levels: dict[str, Any] = {}
+    names = {*(_get(ws, "concurrency") or {}), *(_get(rtc, "concurrency") or {})}
+    for name in sorted(names, key=lambda n: int(n.rsplit("_", 1)[1])):
+        row: dict[str, Any] = {}
+        for transport, r in (("websocket", ws), ("webrtc", rtc)):
+            level = _get(r, "concurrency", name)
+            if level is None:
+                continue
+            row[transport] = {
+                "voice_to_voice_ms": {
+                    k: level["voice_to_voice_ms"].get(k) for k in ("p50", "p95", "n")
+                },
+                "server_cores_per_session": _get(level, "cpu", "server", "cores_per_session"),
+                "client_cores_per_session": _get(level, "cpu", "client", "cores_per_session"),
+            }
+            if "voice_to_voice_started_event_ms" in level:
+                row[transport]["voice_to_voice_started_event_ms"] = {
+                    k: level["voice_to_voice_started_event_ms"].get(k) for k in ("p50", "p95")
+                }
+        if "websocket" in row and "webrtc" in row:
+            p50_delta = _diff(
+                row["webrtc"]["voice_to_voice_ms"]["p50"],
+                row["websocket"]["voice_to_voice_ms"]["p50"],
+            )
+            row["webrtc_minus_websocket"] = {
+                "voice_to_voice_p50_ms": p50_delta,
+                "voice_to_voice_p95_ms": _diff(
+                    row["webrtc"]["voice_to_voice_ms"]["p95"],
+                    row["websocket"]["voice_to_voice_ms"]["p95"],
+                ),
+                "server_cores_per_session": _diff(
+                    row["webrtc"]["server_cores_per_session"],
+                    row["websocket"]["server_cores_per_session"],
+                    4,
+                ),
+                "client_cores_per_session": _diff(
+                    row["webrtc"]["client_cores_per_session"],
+                    row["websocket"]["client_cores_per_session"],
+                    4,
+                ),
+            }
+            row["voice_to_voice_p50_target_met"] = (
+                None if p50_delta is None else p50_delta <= V2V_P50_MARGIN_MS
+            )
+        levels[name] = row
+    barge: dict[str, Any] = {}
+    for transport, r in (("websocket", ws), ("webrtc", rtc)):
+        b = _get(r, "barge_in")
+        if b is None:
+            continue
+        barge[transport] = {
+            "measured": b["measured"],
+            "to_last_audio_ms": {k: b["to_last_audio_delta_ms"].get(k) for k in ("p50", "p95")},
+            "to_response_done_ms": {k: b["to_response_done_ms"].get(k) for k in ("p50", "p95")},
+        }
+        for key in (
+            "to_speech_started_ms",
+            "to_output_audio_buffer_cleared_ms",
+            "cleared_to_last_audio_ms",
+        ):
+            if key in b:
+                barge[transport][key] = {k: b[key].get(k) for k in ("p50", "p95")}
+    stop = _get(barge, "webrtc", "to_last_audio_ms", "p50")
+    if stop is not None:
+        barge["webrtc_stop_target_met"] = stop <= RTC_BARGE_IN_STOP_MS
+    return {
+        "targets_ms": {
+            "webrtc_voice_to_voice_p50_over_websocket": V2V_P50_MARGIN_MS,
+            "webrtc_barge_in_stop": RTC_BARGE_IN_STOP_MS,
+        },
+        "levels": levels,
+        "barge_in": barge,
+    }
