@@ -14,6 +14,8 @@ faster-whisper alone as its users run it (full window, beam 5), interleaved; the
 character error rate (CER: punctuation dropped, numbers read out) and the time of a
 pass are reported for each, per clip. `--model` may be a model directory of your own.
 
+`--long`: turns over Whisper's 30 s window, English and Mandarin (bench/asr_long.py).
+
 Counts and times are reported, never asserted.
 """
 
@@ -37,6 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--language",
         default=None,
         help="zh: Mandarin clips, CER of the server's pass against faster-whisper alone",
+    )
+    parser.add_argument(
+        "--long",
+        action="store_true",
+        help="turns over 30 s (English, Mandarin): the server's final pass against "
+        "faster-whisper alone (with --language: that language only)",
     )
     parser.add_argument(
         "--detect", action="store_true", help="with --language: let Whisper detect it"
@@ -190,14 +198,19 @@ def _alone(model: Any, audio: Any, language: str | None) -> Any:
     """faster-whisper as its users call it: the full 30 s window, beam 5, its defaults."""
     from app.models.asr import FRAMES_PER_S, WINDOW_S, Transcript
     from app.models.languages import simplified
+    from app.text_units import join
 
     model.window_frames = WINDOW_S * FRAMES_PER_S
     segments, info = model.transcribe(audio, language=language, beam_size=5)
-    text = "".join(s.text.strip() for s in segments)
+    text = join(s.text.strip() for s in segments)
     return Transcript(simplified(text), info.language, info.duration)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if getattr(args, "long", False):
+        from bench import asr_long
+
+        return asr_long.run(args)
     if getattr(args, "language", None):
         return run_language(args)
     import numpy as np

@@ -35,6 +35,15 @@ MAX_TOKENS_PER_S = 12
 MAX_TOKENS_MARGIN = 24
 # Segments Whisper is likely to have hallucinated from noise or silence.
 NO_SPEECH_PROB_MAX = 0.6
+# A turn over Whisper's window is decoded as faster-whisper decodes a long clip by
+# itself: window after window, beam search, each window conditioned on the text before
+# it. Greedy windows decoded each on its own were rejected (too repetitive, too unsure)
+# more often and fell back to sampling, whose text invents words ("ask not what your
+# country can do for you testify by you as well"); and the no-speech check above, made
+# for a clip that starts with its speech, is not applied there: every segment of a window
+# shares the window's no-speech probability, so it dropped or kept a whole window of
+# words at once. faster-whisper's own check (a likely silence decoded poorly) remains.
+LONG_FORM_BEAM = 5
 
 
 @dataclass
@@ -153,7 +162,8 @@ class WhisperASR:
         applies it to the first 30 s window alone). Audio longer than Whisper's 30 s
         window is decoded with timestamps, so each window starts where the last word
         ended; without them a word across a window's edge came out twice (25% WER on a
-        47 s monologue against 4.5% with). Segments are decoded lazily, so a set
+        47 s monologue against 4.5% with), and as faster-whisper decodes a long clip
+        (see LONG_FORM_BEAM). Segments are decoded lazily, so a set
         `cancel` token stops the work at the next segment. A clip under 30 s is encoded
         over a fitted window; if Whisper loops there, the full window decodes it again.
         """
@@ -181,22 +191,30 @@ class WhisperASR:
         language: str | None,
     ) -> Transcript:
         self.model.window_frames = frames
+        long_form = audio_16k.size > WINDOW_S * 16_000
+        options: dict[str, Any] = (
+            {"beam_size": LONG_FORM_BEAM, "condition_on_previous_text": True}
+            if long_form
+            else {
+                "beam_size": 1,
+                "condition_on_previous_text": False,
+                "without_timestamps": True,
+                "max_new_tokens": max_new_tokens(audio_16k.size, bool(prompt or prefix)),
+            }
+        )
         segments, info = self.model.transcribe(
             audio_16k.astype(np.float32),
             language=language,
-            beam_size=1,
             vad_filter=False,
-            condition_on_previous_text=False,
             initial_prompt=prompt,
             prefix=prefix,
-            without_timestamps=audio_16k.size <= WINDOW_S * 16_000,
-            max_new_tokens=max_new_tokens(audio_16k.size, bool(prompt or prefix)),
+            **options,
         )
         kept = []
         for s in segments:
             if cancel is not None and cancel.cancelled:
                 break
-            if s.no_speech_prob < NO_SPEECH_PROB_MAX or s.avg_logprob > -0.5:
+            if long_form or s.no_speech_prob < NO_SPEECH_PROB_MAX or s.avg_logprob > -0.5:
                 kept.append(s.text.strip())
         text = join(kept)  # spaces only where the script wants them (none in Chinese)
         if info.language == "zh":

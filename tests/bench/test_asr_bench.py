@@ -28,3 +28,16 @@ def test_an_unbundled_model_is_refused_by_name() -> None:
     args = build_parser().parse_args(["bench", "asr", "--quick", "--model", "whisper-huge"])
     with pytest.raises(ModelError, match="whisper-huge"):
         asr.run(args)
+
+
+def test_long_quick_reports_both_languages_against_faster_whisper_alone() -> None:
+    args = build_parser().parse_args(["bench", "asr", "--long", "--quick"])
+    result = asr.run(args)
+    assert result["mode"] == "long" and result["machine"]["cpu_count"]
+    languages = result["languages"]
+    assert list(languages) == ["en", "zh"]
+    for language in languages.values():
+        assert set(language["paths"]) == {"server", "faster_whisper_beam5"}
+        for clip in language["clips"]:
+            assert clip["seconds"] > 30  # every turn outgrows Whisper's window
+            assert clip["server"]["error_rate"] < 0.5  # heard, not a loop or a blank
