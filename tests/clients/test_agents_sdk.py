@@ -198,8 +198,13 @@ async def test_audio_turn(scripted_server: ScriptedServer) -> None:
     assert recorder.errors() == []
     at = next(i for i, item in enumerate(history) if item.item_id == transcribed["item_id"])
     assert "country" in transcript(history[at]).lower()  # the SDK's history has the transcript
-    answer = next(i for i in history[at:] if getattr(i, "role", None) == "assistant")
-    assert transcript(answer) == "".join(SHORT_ANSWER)
+    # the last answer is the one to the whole sentence: an answer to its first part, cut
+    # where it was heard (often before any of it: an empty transcript), may come after the
+    # turn's item in the SDK's history (seen once in a suite run)
+    answers = [i for i in history[at:] if getattr(i, "role", None) == "assistant"]
+    whole = "".join(SHORT_ANSWER)
+    assert answers and transcript(answers[-1]) == whole
+    assert all(whole.startswith(transcript(a)) for a in answers), answers
     audio = b"".join(e.audio.data for e in recorder.events if e.type == "audio")
     assert len(audio) / 2 / REALTIME_RATE >= 0.5
     assert invalid_events(recorder.raw) == []
