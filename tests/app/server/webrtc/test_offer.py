@@ -16,7 +16,8 @@ def test_an_offer_with_opus_audio_is_taken() -> None:
 
 def test_a_later_audio_section_counts_when_the_first_is_rejected() -> None:
     rejected = "m=audio 0 UDP/TLS/RTP/SAVPF 0\r\na=rtpmap:0 PCMU/8000\r\n"
-    Offer.parse("v=0\r\n" + rejected + AUDIO)
+    offer = Offer.parse("v=0\r\n" + rejected + AUDIO)  # not refused as "offer_without_audio"
+    assert "opus/48000" in offer.sdp
 
 
 @pytest.mark.parametrize(
