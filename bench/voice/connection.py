@@ -155,27 +155,43 @@ class Conn:
         """The first logged event from index `start` with match(arrival, event) true:
         (index, arrival time, event). TimeoutError if none arrives within `within_s`,
         or ConnectionError if closed."""
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + within_s
-        i = start
-        while True:
-            while i < len(self.log):
-                t, event = self.log[i]
-                if match(t, event):
-                    return i, t, event
-                i += 1
-            if self.closed:
-                raise ConnectionError("the server closed the connection")
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise TimeoutError
-            self._new.clear()
-            try:
-                await asyncio.wait_for(self._new.wait(), remaining)
-            except TimeoutError:
-                raise TimeoutError from None
+        return await wait_in_log(
+            self.log, self._new, lambda: self.closed, match, start, within_s, "connection"
+        )
 
     def events(self, start: int, end: int | None = None) -> list[tuple[float, dict[str, Any]]]:
         return self.log[start:end]
+
+
+async def wait_in_log(
+    log: list[tuple[float, dict[str, Any]]],
+    new: Any,
+    closed: Any,
+    match: Any,
+    start: int,
+    within_s: float,
+    what: str,
+) -> tuple[int, float, dict[str, Any]]:
+    """The first event of `log` from `start` with match(arrival, event) true, waiting on
+    the asyncio.Event `new` (set on each logged event) until `closed()` or `within_s`."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within_s
+    i = start
+    while True:
+        while i < len(log):
+            t, event = log[i]
+            if match(t, event):
+                return i, t, event
+            i += 1
+        if closed():
+            raise ConnectionError(f"the server closed the {what}")
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            raise TimeoutError
+        new.clear()
+        try:
+            await asyncio.wait_for(new.wait(), remaining)
+        except TimeoutError:
+            raise TimeoutError from None

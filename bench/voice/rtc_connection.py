@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.voice.common import CHUNK_MS, RTC_AUDIO_FRAME, WIRE_RATE
+from bench.voice.connection import wait_in_log
 
 # PCM16 RMS above which a received frame is the answer's audio, not Opus's noise floor
 AUDIBLE_RMS = 100.0
@@ -173,27 +174,9 @@ class RtcConn:
         self, match: Any, start: int, within_s: float
     ) -> tuple[int, float, dict[str, Any]]:
         """As `Conn.wait_for`: the first logged event from `start` that matches."""
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + within_s
-        i = start
-        while True:
-            while i < len(self.log):
-                t, event = self.log[i]
-                if match(t, event):
-                    return i, t, event
-                i += 1
-            if self.closed:
-                raise ConnectionError("the server closed the call")
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise TimeoutError
-            self._new.clear()
-            try:
-                await asyncio.wait_for(self._new.wait(), remaining)
-            except TimeoutError:
-                raise TimeoutError from None
+        return await wait_in_log(
+            self.log, self._new, lambda: self.closed, match, start, within_s, "call"
+        )
 
     def events(self, start: int, end: int | None = None) -> list[tuple[float, dict[str, Any]]]:
         return self.log[start:end]
