@@ -44,6 +44,12 @@ NO_SPEECH_PROB_MAX = 0.6
 # shares the window's no-speech probability, so it dropped or kept a whole window of
 # words at once. faster-whisper's own check (a likely silence decoded poorly) remains.
 LONG_FORM_BEAM = 5
+# Every pass decodes at temperature 0 only. Whisper's fallback (sampling at rising
+# temperatures when a pass looks repetitive or unsure) made a transcript random: the same
+# short question came out as a different text on most passes (once a loop), and a long
+# turn of one sentence said four times lost a sentence in some passes and not others.
+# Loops are caught instead by `_repeats` and decoded again over the full window.
+TEMPERATURE = 0.0
 
 
 @dataclass
@@ -193,10 +199,15 @@ class WhisperASR:
         self.model.window_frames = frames
         long_form = audio_16k.size > WINDOW_S * 16_000
         options: dict[str, Any] = (
-            {"beam_size": LONG_FORM_BEAM, "condition_on_previous_text": True}
+            {
+                "beam_size": LONG_FORM_BEAM,
+                "temperature": TEMPERATURE,
+                "condition_on_previous_text": True,
+            }
             if long_form
             else {
                 "beam_size": 1,
+                "temperature": TEMPERATURE,
                 "condition_on_previous_text": False,
                 "without_timestamps": True,
                 "max_new_tokens": max_new_tokens(audio_16k.size, bool(prompt or prefix)),

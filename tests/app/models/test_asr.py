@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from typing import Any
 
 import numpy as np
 import pytest
@@ -149,7 +150,8 @@ def test_the_fitted_window_loses_no_words_against_the_full_window() -> None:
                 for (ref, _), heard in zip(clips, texts_heard, strict=True)
             )
         )
-        assert not any(_repeats(heard) for heard in texts_heard), texts_heard
+        loops = [heard for heard in texts_heard if _repeats(heard)]
+        assert not loops, (min_window_s, loops)
     assert errors[0] <= errors[1] + 2, errors
 
 
@@ -240,3 +242,35 @@ def test_a_mandarin_turn_over_30_s_keeps_its_words() -> None:
     assert errors <= _alone_errors(base, said, audio, "zh") + 5, heard
     assert errors < chars / 2, heard
     base.executor.shutdown()
+
+
+def test_a_short_turn_transcribes_the_same_every_time() -> None:
+    """Whisper's temperature fallback sampled this espeak-ng question into a different text on
+    almost every pass over the full window (once a loop); a turn's transcript is a function
+    of its audio."""
+    from app.models.espeak_tts import EspeakTTS
+    from bench.voice.workload import trim_silence
+
+    speech = trim_silence(
+        np.asarray(EspeakTTS("en-us").synthesize("Name a fruit that is yellow.", 16_000)), 16_000
+    )
+    clip = np.concatenate([speech, np.zeros(3200, np.float32)])
+    asr = WhisperASR(
+        model_registry.locate("whisper-tiny.en", "asr"), name="whisper-tiny.en", min_window_s=30.0
+    )
+    assert len({asr.transcribe(clip).text for _ in range(4)}) == 1
+
+
+def test_no_pass_falls_back_to_sampling(asr: WhisperASR, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Short and long turns alike decode at temperature 0 alone: faster-whisper's default
+    falls back to sampling at rising temperatures, which made transcripts random."""
+    seen: list[Any] = []
+
+    def transcribe(audio, **options):  # type: ignore[no-untyped-def]
+        seen.append(options.get("temperature", "faster-whisper's fallback list"))
+        return iter(()), type("Info", (), {"language": "en", "duration": audio.size / 16_000})()
+
+    monkeypatch.setattr(asr.model, "transcribe", transcribe)
+    for seconds in (3, 45):
+        asr.transcribe(np.zeros(seconds * 16_000, np.float32))
+    assert seen == [0.0, 0.0]
