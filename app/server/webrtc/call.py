@@ -27,7 +27,7 @@ from aiortc import (
 )
 
 from app.server.transport import InputPcm, Received
-from app.server.webrtc.input_reader import InputReader
+from app.server.webrtc.input_reader import InputReader, hold_one_packet
 from app.server.webrtc.offer import Offer, OfferError
 from app.server.webrtc.output_track import OutputTrack
 
@@ -79,6 +79,9 @@ class Call:
                 f"the SDP offer could not be read ({type(exc).__name__}: {exc}); send the "
                 "offer exactly as RTCPeerConnection.createOffer() made it",
             ) from None
+        for transceiver in pc.getTransceivers():
+            if transceiver.kind == "audio" and not hold_one_packet(transceiver.receiver):
+                log.warning("call %s: aiortc's jitter buffer not found; it holds 80 ms", self.id)
         pc.addTrack(self.track)  # on the offer's audio transceiver
         try:
             await pc.setLocalDescription(await pc.createAnswer())

@@ -13,7 +13,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 import numpy as np
-from aiortc import MediaStreamTrack
+from aiortc import MediaStreamTrack, RTCRtpReceiver
+from aiortc.jitterbuffer import JitterBuffer
 from aiortc.mediastreams import MediaStreamError
 from av import AudioFrame
 
@@ -21,6 +22,23 @@ from app.audio import StreamResampler, float_to_pcm16
 from app.server.transport import InputPcm
 
 RATE = 24_000
+# aiortc's audio jitter buffer holds 4 packets (80 ms) before it hands the decoder the
+# first: smoothing for a playout clock. The session is no playout clock (VAD takes audio
+# as it comes), so every packet held is 20 ms later speech_started and barge-in. It
+# holds one: a frame is known whole once the next packet's timestamp is seen. Reordered
+# packets are still put in order (it reads by sequence number); a lost one waits as before.
+JITTER_PACKETS = 1
+JITTER_CAPACITY = 16  # aiortc's, a power of 2
+
+
+def hold_one_packet(receiver: RTCRtpReceiver) -> bool:
+    """Give an audio receiver a jitter buffer that holds one packet; False (nothing
+    changed) where this aiortc keeps it elsewhere."""
+    slot = "_RTCRtpReceiver__jitter_buffer"  # aiortc offers no setting for it
+    if not isinstance(getattr(receiver, slot, None), JitterBuffer):
+        return False
+    setattr(receiver, slot, JitterBuffer(capacity=JITTER_CAPACITY, prefetch=JITTER_PACKETS))
+    return True
 
 
 class InputReader:
