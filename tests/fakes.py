@@ -90,10 +90,15 @@ class ScriptedASR:
     def __init__(self, texts: list[str]) -> None:
         self.texts = texts
         self.calls: list[tuple[int, str | None]] = []  # (samples, prefix)
+        self.prompts: list[str | None] = []  # each pass's
         self.busy = False
+        self.fixed_language: str | None = None
 
-    async def run(self, audio_16k: np.ndarray, prefix: str | None = None) -> Transcript:
+    async def run(
+        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+    ) -> Transcript:
         self.calls.append((audio_16k.size, prefix))
+        self.prompts.append(prompt)
         await asyncio.sleep(0)
         text = self.texts[min(len(self.calls) - 1, len(self.texts) - 1)]
         return Transcript(text=text, language="en", duration_s=audio_16k.size / 16_000)

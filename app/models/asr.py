@@ -144,11 +144,17 @@ class WhisperASR:
         return self.executor.pending > 0
 
     async def run(
-        self, audio_16k: np.ndarray, prefix: str | None = None, language: str | None = None
+        self,
+        audio_16k: np.ndarray,
+        prefix: str | None = None,
+        language: str | None = None,
+        prompt: str | None = None,
     ) -> Transcript:
         """`transcribe` on this model's executor; a cancelled caller stops it between segments."""
         return await self.executor.run_cancellable(
-            lambda token: self.transcribe(audio_16k, prefix=prefix, cancel=token, language=language)
+            lambda token: self.transcribe(
+                audio_16k, prompt=prompt, prefix=prefix, cancel=token, language=language
+            )
         )
 
     def transcribe(

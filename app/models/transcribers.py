@@ -95,5 +95,11 @@ class ChosenTranscriber:
     def busy(self) -> bool:
         return self.model.busy
 
-    async def run(self, audio_16k: np.ndarray, prefix: str | None = None) -> Transcript:
-        return await self.model.run(audio_16k, prefix=prefix, language=self.language)
+    @property
+    def fixed_language(self) -> str | None:
+        return "en" if self.model.english_only else self.language or self.model.language
+
+    async def run(
+        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+    ) -> Transcript:
+        return await self.model.run(audio_16k, prefix=prefix, language=self.language, prompt=prompt)

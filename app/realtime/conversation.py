@@ -122,6 +122,10 @@ class Conversation:
                 param="item",
             )
 
+    def heard_language(self) -> str | None:
+        """The language the last spoken user turn was heard in (None: none was spoken)."""
+        return next((i.language for i in reversed(self.items) if i.language), None)
+
     @property
     def last_id(self) -> str | None:
         return self.items[-1].id if self.items else None

@@ -35,6 +35,7 @@ from app.protocol.schemas import (
 )
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink, TurnTiming
+from app.realtime.turns.backchannels import listening_prompt
 from app.realtime.turns.committed import answer_committed, transcribe_committed
 from app.realtime.turns.echo import CHECK_EVERY, WINDOW, EchoReference
 from app.realtime.turns.idle import IdleTimer, Silence
@@ -235,6 +236,8 @@ class TurnCoordinator:
             return
         timeout = int(self.false_interruption_timeout_s * PIPELINE_RATE)
         self.interruption = turn.interruption = Interruption(turn.item_id, timeout)
+        language = self.asr.fixed_language or self.conversation.heard_language()
+        turn.transcriber.prompt = listening_prompt(language)
         self._paused, self._applied = answer, "wait"
         self._tell(turn.interruption)
 

@@ -40,7 +40,15 @@ class SpeechRecognizer(Protocol):
     @property
     def busy(self) -> bool: ...
 
-    async def run(self, audio_16k: np.ndarray, prefix: str | None = None) -> Transcript: ...
+    @property
+    def fixed_language(self) -> str | None:
+        """The language every pass is in (the session's, or the model's only one); None:
+        detected per pass."""
+        ...
+
+    async def run(
+        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+    ) -> Transcript: ...
 
 
 async def stop_task(task: asyncio.Task[object] | None) -> None:
@@ -59,6 +67,7 @@ class TurnTranscriber:
         self.agreement = LocalAgreement()
         self.language: str | None = None  # what the last final pass heard
         self.paused = False
+        self.prompt: str | None = None  # Whisper's prompt for final passes
         self._partials: asyncio.Task[None] | None = None
         self._early: tuple[int, asyncio.Task[str]] | None = None
 
@@ -89,7 +98,7 @@ class TurnTranscriber:
 
     async def _transcribe(self, audio: np.ndarray) -> str:
         """A final pass: the whole turn, no forced prefix."""
-        transcript = await self.asr.run(audio)
+        transcript = await self.asr.run(audio, prompt=self.prompt)
         self.language = transcript.language or None
         return transcript.text
 

@@ -21,6 +21,12 @@ from app.realtime.turns.backchannels import BACKCHANNELS, MAX_UNITS, has_words, 
         ("OK", "en", True),
         ("Oh, okay.", "en", True),
         ("I see.", "en", True),
+        ("Mm-m.", "en", True),  # a hum however Whisper spells it
+        ("Mmm.", None, True),
+        ("Hmm, hmm.", "en", True),
+        ("Mh.", "zh", True),
+        ("Ham.", "en", False),  # a word that only looks like one
+        ("Hum.", "en", False),
         ("嗯。", "zh", True),
         ("嗯嗯", "zh", True),
         ("对。", "zh", True),

@@ -13,8 +13,9 @@ import pytest
 
 from app.executor import ModelExecutor
 from app.protocol.schemas import AudioFormat, TurnDetection
-from app.realtime.conversation import Conversation
+from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import TurnTiming
+from app.realtime.turns.backchannels import LISTENING_PROMPTS
 from app.realtime.turns.coordinator import TurnCoordinator
 from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.turn import TurnPolicy
@@ -357,6 +358,30 @@ def test_a_backchannel_resumes_the_answer_and_is_kept_unanswered(backchannel: st
     assert verdicts[-1]["item_id"] == h.conversation.items[0].id
 
 
+@pytest.mark.parametrize(
+    ("fixed", "heard_before", "prompt"),
+    [
+        ("en", None, LISTENING_PROMPTS["en"]),  # the session's (or the model's) language
+        ("zh", "en", LISTENING_PROMPTS["zh"]),  # it wins over what was heard before
+        (None, "zh", LISTENING_PROMPTS["zh"]),  # detected per turn: the last one heard
+        (None, None, None),  # nothing to go by: no prompt (it would bias the detection)
+        ("fr", None, None),  # a language with no list
+    ],
+)
+def test_speech_over_the_answer_is_transcribed_with_the_listening_prompt(
+    fixed: str | None, heard_before: str | None, prompt: str | None
+) -> None:
+    """Whisper wrote Piper's "Uh-huh." as "of" and whisper-base espeak-ng's "好的" as
+    "奥德": words that cancelled the answer. Speech over an answer is transcribed with a
+    prompt of acknowledgements in the conversation's language; other turns with none."""
+    h = Harness(["Uh-huh."])
+    h.asr.fixed_language = fixed
+    h.conversation.add(Item("item_1", "user", "hello there", audio=True, language=heard_before))
+    asyncio.run(speech_over_the_answer(h, 0.5))
+    assert h.asr.prompts == [prompt]
+    assert [e["verdict"] for e in over_the_answer(h)] == ["wait", "backchannel"]
+
+
 @pytest.mark.parametrize("heard", ["", " you", "(coughs)"])
 def test_speech_with_no_words_resumes_the_answer(heard: str) -> None:
     """A cough, a knock or a breath past the barge-in hold: the answer goes on. Before, it
@@ -397,9 +422,11 @@ class HeldASR(ScriptedASR):
         super().__init__(texts)
         self.ready = asyncio.Event()
 
-    async def run(self, audio_16k: np.ndarray, prefix: str | None = None) -> Any:
+    async def run(
+        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+    ) -> Any:
         await self.ready.wait()
-        return await super().run(audio_16k, prefix)
+        return await super().run(audio_16k, prefix, prompt)
 
 
 def test_speech_that_goes_on_after_a_resume_pauses_the_answer_again() -> None:

@@ -21,10 +21,12 @@ class _CountedASR(ScriptedASR):
         super().__init__([*hypotheses, ""])  # "": agrees on nothing, the loop may run on
         self.taken = asyncio.Event()
 
-    async def run(self, audio_16k: np.ndarray, prefix: str | None = None) -> Transcript:
+    async def run(
+        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+    ) -> Transcript:
         if len(self.calls) == len(self.texts) - 1:
             self.taken.set()
-        return await super().run(audio_16k, prefix)
+        return await super().run(audio_16k, prefix, prompt)
 
 
 async def _deltas(hypotheses: list[str]) -> tuple[list[str], ScriptedASR]:
