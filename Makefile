@@ -86,7 +86,21 @@ bench: models
 	$(VENV)/bin/r1voice bench engine --quick --json bench-results/engine.json
 
 # The benchmark's peers (compared in `r1voice bench engine`): llama.cpp, as above.
-bench-peers: llama-cpp
+bench-peers: llama-cpp bench-pipecat
+
+# The Pipecat pipeline `r1voice bench capacity --peer pipecat` compares with
+# (bench/pipecat_bot.py), in its own environment: Pipecat pins its own versions of what
+# r1voice also uses (faster-whisper, onnxruntime, piper-tts).
+PIPECAT_VENV := .venv-pipecat
+PIPECAT_STAMP := $(PIPECAT_VENV)/.installed
+$(PIPECAT_STAMP): Makefile
+	@test -x $(PIPECAT_VENV)/bin/python || $(PYTHON) -m venv $(PIPECAT_VENV)
+	$(PIPECAT_VENV)/bin/python -m pip install -q --upgrade pip
+	$(PIPECAT_VENV)/bin/python -m pip install -q 'pipecat-ai[websocket,whisper,piper]==1.14.0' uvicorn
+	touch $(PIPECAT_STAMP)
+.PHONY: bench-pipecat
+bench-pipecat: $(PIPECAT_STAMP)
+test: bench-pipecat
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PIPECAT_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -11,6 +11,10 @@ and the share of the server's CPU time each stage's threads took (/proc, by thre
 name). **Capacity is the largest N with P95 <= the target (1.5 s) and no failed turn**;
 the sweep stops at the first N past it.
 
+`--peer pipecat` sweeps the stack a user would build instead (bench/pipecat_peer.py: a
+Pipecat pipeline on the same models) level by level after r1voice, on the same scripts,
+starts and think times, and reports both capacities and their ratio.
+
 The clients run in this process, on the same cores as the server, as a user's browser
 would not: their cost (JSON and base64 of 50 chunks a second per session) is reported as
 this process's CPU time. Timings are reported, never asserted.
@@ -19,6 +23,7 @@ this process's CPU time. Timings are reported, never asserted.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any
 
 from bench.voice.common import log
@@ -67,6 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--keep-going", action="store_true", help="run every level, even past the capacity"
     )
+    parser.add_argument(
+        "--peer", choices=["pipecat"], default=None,
+        help="also sweep the Pipecat pipeline on the same models, level by level after "
+        "r1voice (needs `make bench-pipecat`)",
+    )  # fmt: skip
     parser.add_argument("--plot", default=None, help="write a PNG of P50/P95 against N here")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--port", type=int, default=0, help="server port (default: a free one)")
@@ -106,22 +116,117 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "turn_detection": args.turn_detection,
         },
     }
+    peer = _peer(args, server.llm_model) if args.peer else None
     try:
         server.start()
         result["startup_to_ready_s"] = round(server.wait_ready(args.ready_timeout), 3)
         log(f"server ready after {result['startup_to_ready_s']} s on port {server.port}")
-        url = f"ws://127.0.0.1:{server.port}/v1/realtime?r1voice_events=1"
+        systems = {
+            "r1voice": System(
+                f"ws://127.0.0.1:{server.port}/v1/realtime?r1voice_events=1", [server.proc.pid]
+            )
+        }
+        if peer is not None:
+            result["peer_startup_s"] = round(peer.start(args.ready_timeout), 3)
+            llm_pid, bot_pid = peer.pids
+            stages = {llm_pid: "llm (llama.cpp)", bot_pid: "pipeline (vad, turn, asr, tts)"}
+            systems["pipecat"] = System(peer.url, peer.pids, False, stages)
         merge_window_ms = Settings.from_env().turn_merge_window_ms  # the server inherits our env
-        sweep = asyncio.run(
-            _sweep(url, server.proc.pid, clips, human, levels, turns, args, merge_window_ms)
-        )
-        result["levels"] = sweep
-        result["capacity"] = capacity(sweep)
+        sweeps = asyncio.run(_sweep(systems, clips, human, levels, turns, args, merge_window_ms))
+        result["levels"] = sweeps["r1voice"]
+        result["capacity"] = capacity(sweeps["r1voice"])
+        if peer is not None:
+            result["peer"] = {
+                "system": "pipecat",
+                "pipeline": PIPECAT_PIPELINE,
+                "levels": sweeps["pipecat"],
+                "capacity": capacity(sweeps["pipecat"]),
+            }
+            result["comparison"] = compare(result["levels"], sweeps["pipecat"])
     finally:
         result["server"] = server.stop()
+        if peer is not None:
+            result.setdefault("peer", {})["processes"] = peer.stop()
     if args.plot:
-        result["plot"] = plot({"r1voice": result.get("levels", [])}, args.plot, args.p95_target_ms)
+        shown = {"r1voice": result.get("levels", [])}
+        if peer is not None:
+            shown["pipecat"] = result["peer"].get("levels", [])
+        result["plot"] = plot(shown, args.plot, args.p95_target_ms)
     return result
+
+
+PIPECAT_PIPELINE = (
+    "pipecat-ai 1.14 (bench/pipecat_bot.py): FastAPI WebSocket transport (protobuf), "
+    "Silero VAD, Smart Turn v3, faster-whisper (the same model directory, int8), "
+    "llama.cpp's server (llama-cpp-python, the same GGUF), Piper (the same voice); "
+    "one pipeline per connection"
+)
+# r1voice's targets against the peer (issue #30)
+CAPACITY_RATIO_TARGET = 2.0
+ONE_SESSION_P50_RATIO_TARGET = 0.8
+
+
+@dataclass
+class System:
+    """One system under test: where its clients connect, and its processes (for CPU)."""
+
+    url: str
+    pids: list[int]
+    barge_in: bool = True  # the peer takes no typed request to start a long answer
+    # the stage each process is, where its threads carry no stage names (the peer's)
+    process_stages: dict[int, str] | None = None
+    broken: bool = False
+
+    def stages(self) -> dict[str, tuple[str, ...]]:
+        if not self.process_stages:
+            return STAGES
+        return {stage: (stage,) for stage in self.process_stages.values()}
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds by thread name, or by process stage where those are given."""
+        out: dict[str, float] = {}
+        for pid in self.pids:
+            for name, seconds in thread_cpu(pid).items():
+                key = self.process_stages[pid] if self.process_stages else name
+                out[key] = out.get(key, 0.0) + seconds
+        return out
+
+
+def _peer(args: argparse.Namespace, llm_model: str | None) -> Any:
+    from app.settings import Settings
+    from bench.pipecat_peer import PipecatPeer
+
+    settings = Settings.from_env()
+    return PipecatPeer(
+        llm_model or settings.llm_model,
+        settings.asr_model,
+        settings.tts_voice,
+        settings.system_prompt,
+        log_prefix=args.server_log,  # beside the server's: <log>.pipecat.log, ...
+    )
+
+
+def compare(ours: list[dict[str, Any]], peer: list[dict[str, Any]]) -> dict[str, Any]:
+    """r1voice against the peer: capacity ratio, 1-session P50 ratio, and the targets."""
+    cap, peer_cap = capacity(ours)["sessions"], capacity(peer)["sessions"]
+    p50 = next((lv["voice_to_voice_ms"]["p50"] for lv in ours if lv["sessions"] == 1), None)
+    peer_p50 = next((lv["voice_to_voice_ms"]["p50"] for lv in peer if lv["sessions"] == 1), None)
+    cap_ratio = round(cap / peer_cap, 2) if peer_cap else None
+    p50_ratio = round(p50 / peer_p50, 3) if p50 is not None and peer_p50 else None
+    return {
+        "capacity": {"r1voice": cap, "pipecat": peer_cap, "ratio": cap_ratio},
+        "one_session_p50_ms": {"r1voice": p50, "pipecat": peer_p50, "ratio": p50_ratio},
+        "targets": {
+            "capacity_ratio_at_least": CAPACITY_RATIO_TARGET,
+            "one_session_p50_ratio_at_most": ONE_SESSION_P50_RATIO_TARGET,
+            "capacity_ratio_met": None
+            if cap_ratio is None and cap == 0
+            else (cap_ratio is None or cap_ratio >= CAPACITY_RATIO_TARGET),
+            "one_session_p50_met": None
+            if p50_ratio is None
+            else p50_ratio <= ONE_SESSION_P50_RATIO_TARGET,
+        },
+    }
 
 
 def parse_levels(text: str) -> list[int]:
@@ -147,49 +252,55 @@ def capacity(levels: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def _sweep(
-    url: str,
-    pid: int,
+    systems: dict[str, System],
     clips: dict[str, Any],
     human: list[str],
     levels: list[int],
     turns: int,
     args: argparse.Namespace,
     merge_window_ms: float,
-) -> list[dict[str, Any]]:
+) -> dict[str, list[dict[str, Any]]]:
+    """Each level N on each system in turn (the same scripts, starts and think times),
+    until every system has broken (or every level ran, with --keep-going)."""
     import random
 
     rng = random.Random(args.seed)
     questions = [c for name, c in sorted(clips.items()) if name.startswith("q")]
     inputs = [*questions, *(clips[n] for n in human)]
-    out = []
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in systems}
     for n in levels:
         scripts = [[inputs[(k + j) % len(inputs)] for j in range(turns)] for k in range(n)]
         delays, t = [], 0.0
         for _ in range(n):
             delays.append(round(t, 3))
             t += rng.expovariate(args.arrival_rate)
-        log(f"{n} session(s) x {turns} turns, starts at {delays} s")
-        level = await _level(url, pid, scripts, delays, clips["interruption"], args, rng,
-                             merge_window_ms / 1000)  # fmt: skip
-        out.append(level)
-        v2v = level["voice_to_voice_ms"]
-        log(
-            f"  P50 {v2v['p50']} ms, P95 {v2v['p95']} ms, {level['turns_failed']} failed: "
-            + ("held" if level["held"] else "broke")
-        )
-        if not level["held"] and not args.keep_going:
+        think_seeds = [rng.random() for _ in scripts]
+        for name, system in systems.items():
+            if system.broken and not args.keep_going:
+                continue
+            log(f"{name}: {n} session(s) x {turns} turns, starts at {delays} s")
+            thinks = [_think(seed, args.think) for seed in think_seeds]
+            level = await _level(system, scripts, delays, thinks, clips["interruption"], args,
+                                 merge_window_ms / 1000)  # fmt: skip
+            out[name].append(level)
+            v2v = level["voice_to_voice_ms"]
+            log(
+                f"  {name}: P50 {v2v['p50']} ms, P95 {v2v['p95']} ms, "
+                f"{level['turns_failed']} failed: " + ("held" if level["held"] else "broke")
+            )
+            system.broken = system.broken or not level["held"]
+        if all(s.broken for s in systems.values()) and not args.keep_going:
             break
     return out
 
 
 async def _level(
-    url: str,
-    pid: int,
+    system: System,
     scripts: list[list[Any]],
     delays: list[float],
+    think: list[Any],
     interruption: Any,
     args: argparse.Namespace,
-    rng: Any,
     merge_window_s: float,
 ) -> dict[str, Any]:
     import asyncio
@@ -197,9 +308,8 @@ async def _level(
     from bench.voice.client import run_session
     from bench.voice.stats import summarize
 
-    mean = args.think
-    think = [random_think(rng, mean) for _ in scripts]
-    before = thread_cpu(pid)
+    url = system.url
+    before = system.cpu()
     own_before = _own_cpu()
     sessions_task = asyncio.gather(
         *(
@@ -209,10 +319,12 @@ async def _level(
     )
     barge_task = asyncio.create_task(
         _barge_in(url, interruption, args.turn_timeout, merge_window_s, delay=1.0 + delays[-1])
+        if system.barge_in
+        else _not_measured("the peer takes no typed request to start a long answer")
     )
     sessions = await sessions_task
     barge = await barge_task
-    cpu = stage_shares(before, thread_cpu(pid))
+    cpu = stage_shares(before, system.cpu(), system.stages())
     cpu["clients_cpu_s"] = round(_own_cpu() - own_before, 2)
     turns = [t for s in sessions for t in s["turns"]]
     answered = [t for t in turns if t["status"] in ("completed", "incomplete")]
@@ -249,12 +361,16 @@ async def _level(
     }
 
 
-def random_think(rng: Any, mean: float) -> Any:
+def _think(seed: float, mean: float) -> Any:
     """A session's think times: uniform over 0.5x-1.5x the mean, from its own seed."""
     import random
 
-    own = random.Random(rng.random())
+    own = random.Random(seed)
     return lambda: own.uniform(0.5 * mean, 1.5 * mean)
+
+
+async def _not_measured(why: str) -> dict[str, Any]:
+    return {"measured": False, "problem": why}
 
 
 async def _barge_in(
@@ -297,16 +413,20 @@ def thread_cpu(pid: int) -> dict[str, float]:
     return out
 
 
-def stage_shares(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
+def stage_shares(
+    before: dict[str, float],
+    after: dict[str, float],
+    stages: dict[str, tuple[str, ...]] = STAGES,
+) -> dict[str, Any]:
     """Each stage's share of the server's CPU time between two `thread_cpu` readings
     (threads of no stage are "other": the event loop, the HTTP server, ...). A thread that
     ended between the readings is missed."""
     spent = {name: after[name] - before.get(name, 0.0) for name in after}
     total = sum(v for v in spent.values() if v > 0)
-    by_stage: dict[str, float] = {stage: 0.0 for stage in STAGES}
+    by_stage: dict[str, float] = {stage: 0.0 for stage in stages}
     by_stage["other"] = 0.0
     for name, seconds in spent.items():
-        stage = next((s for s, prefixes in STAGES.items() if name.startswith(prefixes)), "other")
+        stage = next((s for s, prefixes in stages.items() if name.startswith(prefixes)), "other")
         by_stage[stage] += max(seconds, 0.0)
     return {
         "server_cpu_s": round(total, 2),

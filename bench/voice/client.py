@@ -7,14 +7,18 @@ from typing import Any
 
 from bench.voice.common import ANSWER_AUDIO, ANSWER_DONE, TRANSCRIPT_DONE, log
 from bench.voice.connection import Conn
+from bench.voice.pipecat_connection import PipecatConn
 from bench.voice.rtc_connection import RtcConn
 from bench.voice.workload import LONG_ANSWER_INSTRUCTIONS, LONG_ANSWER_PROMPT, Clip
 
 
 async def open_connection(url: str) -> Conn | RtcConn:
-    """ws://...: a Realtime WebSocket; http://host:port: a WebRTC call."""
+    """ws://...: a Realtime WebSocket; http://host:port: a WebRTC call;
+    pipecat+ws://...: the Pipecat peer's WebSocket (`bench capacity --peer pipecat`)."""
     if url.startswith("http"):
         return await RtcConn.open(url)
+    if url.startswith("pipecat+"):
+        return await PipecatConn.open(url)
     return await Conn.open(url)
 
 
@@ -45,25 +49,9 @@ async def voice_turn(conn: Conn | RtcConn, clip: Clip, turn_timeout: float) -> d
             turn_timeout,
         )
         turn["status"] = done["response"]["status"]
-        try:
-            _, _, metrics = await conn.wait_for(
-                lambda t, e: e["type"] == "r1voice.turn.metrics" and e.get("response_id") == rid,
-                i_done,
-                5.0,
-            )
-            turn["server"] = {
-                k: metrics.get(k)
-                for k in (
-                    "speech_stopped_to_transcript_ms",
-                    "speech_stopped_to_first_token_ms",
-                    "speech_stopped_to_first_audio_ms",
-                    "audio_ms",
-                    "status",
-                )
-            }
-        except TimeoutError:
-            turn["server"] = None
-            turn["problem"] = "no r1voice.turn.metrics within 5 s after response.done"
+        turn["server"] = None  # the Pipecat peer has no r1voice.turn.metrics
+        if not isinstance(conn, PipecatConn):
+            turn.update(await _turn_metrics(conn, rid, i_done))
     except TimeoutError:
         turn["status"] = "timeout"
         turn["problem"] = f"no complete answer within {turn_timeout:.0f} s"
@@ -108,6 +96,26 @@ async def voice_turn(conn: Conn | RtcConn, clip: Clip, turn_timeout: float) -> d
         }
     )
     return turn
+
+
+async def _turn_metrics(conn: Conn | RtcConn, rid: str, i_done: int) -> dict[str, Any]:
+    """The server's `r1voice.turn.metrics` of answer `rid` (its stages' times)."""
+    try:
+        _, _, metrics = await conn.wait_for(
+            lambda t, e: e["type"] == "r1voice.turn.metrics" and e.get("response_id") == rid,
+            i_done,
+            5.0,
+        )
+    except TimeoutError:
+        return {"server": None, "problem": "no r1voice.turn.metrics within 5 s after response.done"}
+    keys = (
+        "speech_stopped_to_transcript_ms",
+        "speech_stopped_to_first_token_ms",
+        "speech_stopped_to_first_audio_ms",
+        "audio_ms",
+        "status",
+    )
+    return {"server": {k: metrics.get(k) for k in keys}}
 
 
 async def _pause_after(speech_end: float | None, merge_window_s: float) -> None:
@@ -159,7 +167,10 @@ async def run_session(
 
 
 async def barge_in_trial(
-    conn: Conn | RtcConn, interruption: Clip, turn_timeout: float, merge_window_s: float
+    conn: Conn | RtcConn,
+    interruption: Clip,
+    turn_timeout: float,
+    merge_window_s: float,
 ) -> dict[str, Any]:
     """A typed request for a long answer; once its audio streams, the user talks over it."""
     start = len(conn.log)

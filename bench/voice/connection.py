@@ -92,19 +92,23 @@ class Conn:
                     done.set_exception(ConnectionError(f"the microphone stopped: {self.mic_error}"))
             self._speech.clear()
 
-    async def _microphone_loop(self) -> None:
-        import asyncio
+    # PCM16 mono bytes of one microphone chunk
+    chunk_bytes = WIRE_RATE * CHUNK_MS // 1000 * 2
+
+    def frame(self, pcm: bytes) -> str | bytes:
+        """One chunk of microphone audio as the server takes it."""
         import base64
         import json
+
+        audio = base64.b64encode(pcm).decode()
+        return json.dumps({"type": "input_audio_buffer.append", "audio": audio})
+
+    async def _microphone_loop(self) -> None:
+        import asyncio
         import time
 
-        chunk_bytes = WIRE_RATE * CHUNK_MS // 1000 * 2
-        silence = json.dumps(
-            {
-                "type": "input_audio_buffer.append",
-                "audio": base64.b64encode(bytes(chunk_bytes)).decode(),
-            }
-        )
+        chunk_bytes = self.chunk_bytes
+        silence = self.frame(bytes(chunk_bytes))
         t0 = time.monotonic()
         sent = 0
         offset = 0  # into the speech being sent
@@ -123,11 +127,7 @@ class Conn:
             pcm, done = self._speech[0]
             piece = pcm[offset : offset + chunk_bytes]
             piece += bytes(chunk_bytes - len(piece))  # the last chunk ends in silence
-            await self.ws.send(
-                json.dumps(
-                    {"type": "input_audio_buffer.append", "audio": base64.b64encode(piece).decode()}
-                )
-            )
+            await self.ws.send(self.frame(piece))
             now = time.monotonic()
             sent += 1
             if offset == 0:

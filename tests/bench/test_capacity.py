@@ -79,8 +79,8 @@ def test_thread_cpu_reads_this_process_by_thread_name() -> None:
 
 
 def test_think_times_are_seeded_and_around_the_mean() -> None:
-    first = capacity.random_think(random.Random(3), 2.0)
-    again = capacity.random_think(random.Random(3), 2.0)
+    seed = random.Random(3).random()
+    first, again = capacity._think(seed, 2.0), capacity._think(seed, 2.0)
     times = [first() for _ in range(50)]
     assert times == [again() for _ in range(50)]
     assert all(1.0 <= t <= 3.0 for t in times)
@@ -122,3 +122,28 @@ def test_a_quick_run_of_one_and_two_sessions_gives_a_well_formed_report(tmp_path
     assert result["capacity"]["sessions"] in (0, 1, 2)
     assert result["plot"] == str(png) and png.read_bytes()[:4] == b"\x89PNG"
     assert result["server"]["exit_code"] == 0
+
+
+def test_a_peer_without_thread_names_is_counted_by_process() -> None:
+    pid = os.getpid()
+    system = capacity.System("pipecat+ws://x", [pid], False, {pid: "pipeline"})
+    seconds = system.cpu()
+    assert list(seconds) == ["pipeline"] and seconds["pipeline"] > 0
+    shares = capacity.stage_shares({"pipeline": 0.0}, {"pipeline": 2.0}, system.stages())
+    assert shares == {"server_cpu_s": 2.0, "share": {"pipeline": 1.0, "other": 0.0}}
+
+
+def test_the_comparison_gives_the_ratios_and_the_targets() -> None:
+    def level(n: int, p50: float, held: bool) -> dict[str, object]:
+        return {"sessions": n, "held": held, "voice_to_voice_ms": {"p50": p50}}
+
+    ours = [level(1, 600.0, True), level(2, 700.0, True), level(4, 900.0, True)]
+    peer = [level(1, 1000.0, True), level(2, 2000.0, False), level(4, 3000.0, False)]
+    out = capacity.compare(ours, peer)
+    assert out["capacity"] == {"r1voice": 4, "pipecat": 1, "ratio": 4.0}
+    assert out["one_session_p50_ms"] == {"r1voice": 600.0, "pipecat": 1000.0, "ratio": 0.6}
+    assert out["targets"]["capacity_ratio_met"] and out["targets"]["one_session_p50_met"]
+    worse = capacity.compare([level(1, 900.0, True)], [level(1, 1000.0, True)])
+    assert worse["capacity"]["ratio"] == 1.0
+    assert not worse["targets"]["capacity_ratio_met"]
+    assert not worse["targets"]["one_session_p50_met"]  # 0.9 > 0.8
