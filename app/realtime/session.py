@@ -134,6 +134,7 @@ class Session:
             scorer=components.turn,
             on_merge=on_merge,
             echo=self.echo,
+            output=playback,
             idle_timer=IdleTimer(self.config.max_idle_nudges),
             false_interruption_timeout_s=self.config.false_interruption_timeout,
         )

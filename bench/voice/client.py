@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.voice.common import ANSWER_AUDIO, ANSWER_DONE, TRANSCRIPT_DONE, log
-from bench.voice.connection import Conn
+from bench.voice.connection import Conn, heard_at
 from bench.voice.pipecat_connection import PipecatConn
 from bench.voice.rtc_connection import RtcConn
 from bench.voice.workload import LONG_ANSWER_INSTRUCTIONS, LONG_ANSWER_PROMPT, Clip
@@ -73,6 +73,15 @@ async def voice_turn(conn: Conn | RtcConn, clip: Clip, turn_timeout: float) -> d
             ),
             last_sent,
         )
+    # the first sound a player would make (the first audible frame, over WebRTC): an answer
+    # begins with ~40-60 ms of Piper's silence, which a first delta's arrival leaves out
+    if isinstance(conn, RtcConn):
+        turn["voice_to_voice_audible_ms"] = _ms(first_audio, last_sent)
+    elif not isinstance(conn, PipecatConn):
+        deltas = [
+            (t, e) for t, e in events if e["type"] in ANSWER_AUDIO and e.get("response_id") == rid
+        ]
+        turn["voice_to_voice_audible_ms"] = _ms(heard_at(deltas), last_sent)
     stopped = [t for t, e in events if e["type"] == "input_audio_buffer.speech_stopped"]
     turn.update(
         {

@@ -18,6 +18,23 @@ AUDIO_DELTAS = ("response.audio.delta", "response.output_audio.delta")
 # events, where a WebSocket has deltas
 RTC_AUDIO_FRAME = "bench.rtc.audio_frame"
 ANSWER_AUDIO = (*AUDIO_DELTAS, RTC_AUDIO_FRAME)
+# PCM16 RMS above which 20 ms of the answer is heard, not silence or Opus's noise floor
+AUDIBLE_RMS = 100.0
+
+
+def first_audible_ms(pcm: bytes, rate: int = WIRE_RATE) -> float | None:
+    """Where the first audible 20 ms of PCM16 `pcm` starts, in ms; None if none is."""
+    import numpy as np
+
+    samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype=np.int16).astype(np.float32)
+    frame = rate * CHUNK_MS // 1000
+    for start in range(0, samples.size, frame):
+        window = samples[start : start + frame]
+        if float(np.sqrt(np.mean(window**2))) > AUDIBLE_RMS:
+            return start * 1000 / rate
+    return None
+
+
 ANSWER_DONE = ("response.audio_transcript.done", "response.output_audio_transcript.done")
 TRANSCRIPT_DONE = "conversation.item.input_audio_transcription.completed"
 # A response's statuses that are a whole answer: "incomplete" is one cut at its

@@ -4,7 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.voice.common import AUDIO_DELTAS, CHUNK_MS, WIRE_RATE
+from bench.voice.common import AUDIO_DELTAS, CHUNK_MS, WIRE_RATE, first_audible_ms
+
+# What the log keeps of an audio delta's PCM16 (24 kHz, the sessions' output format): its
+# length, and where in it the answer is first audible (None: silence all through)
+DELTA_MS = "bench_ms"
+DELTA_AUDIBLE_MS = "bench_audible_ms"
+
+
+def heard_at(deltas: list[tuple[float, dict[str, Any]]]) -> float | None:
+    """When a player would sound an answer's first audible sample, given its audio deltas
+    in order with their arrival times: it starts at the first, plays them back to back, and
+    waits for one that comes late (the WebRTC client times the first audible frame)."""
+    plays_at: float | None = None  # when the next delta's first sample plays
+    for arrived, event in deltas:
+        start = arrived if plays_at is None else max(arrived, plays_at)
+        audible = event.get(DELTA_AUDIBLE_MS)
+        if audible is not None:
+            return start + audible / 1000
+        plays_at = start + event.get(DELTA_MS, 0.0) / 1000
+    return None
 
 
 class Conn:
@@ -65,6 +84,7 @@ class Conn:
         await self.ws.send(json.dumps(event))
 
     async def _receive(self) -> None:
+        import base64
         import json
         import time
 
@@ -75,7 +95,10 @@ class Conn:
                 if event.get("type") in AUDIO_DELTAS:  # keep the log small: size, not audio
                     if self.on_audio is not None:
                         self.on_audio(event.get("response_id"), event.get("delta") or "")
+                    pcm = base64.b64decode(event.get("delta") or "")
                     event["delta"] = len(event.get("delta") or "")
+                    event[DELTA_MS] = len(pcm) / 2 / WIRE_RATE * 1000
+                    event[DELTA_AUDIBLE_MS] = first_audible_ms(pcm)
                 self.log.append((t, event))
                 self._new.set()
         finally:

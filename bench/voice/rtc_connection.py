@@ -5,18 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.voice.common import CHUNK_MS, RTC_AUDIO_FRAME, WIRE_RATE
+from bench.voice.common import CHUNK_MS, RTC_AUDIO_FRAME, WIRE_RATE, first_audible_ms
 from bench.voice.connection import wait_in_log
-
-# PCM16 RMS above which a received frame is the answer's audio, not Opus's noise floor
-AUDIBLE_RMS = 100.0
 
 
 def frame_is_audible(pcm: bytes) -> bool:
-    import numpy as np
-
-    samples = np.frombuffer(pcm, dtype=np.int16).astype(np.float32)
-    return samples.size > 0 and float(np.sqrt(np.mean(samples**2))) > AUDIBLE_RMS
+    return first_audible_ms(pcm) is not None
 
 
 class RtcConn:
@@ -50,9 +44,17 @@ class RtcConn:
         import httpx
         from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 
+        from app.server.webrtc.input_reader import hold_one_packet
+
         conn = cls()
         conn.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         conn.pc.addTrack(_microphone_track(conn))
+        for transceiver in conn.pc.getTransceivers():
+            # the answer's frames are timed as they arrive, as the WebSocket client times
+            # its deltas: aiortc's 4-packet playout buffer would add 60 ms a browser's
+            # adaptive one does not hold on a LAN
+            if transceiver.kind == "audio":
+                hold_one_packet(transceiver.receiver)
         conn.channel = conn.pc.createDataChannel("oai-events")
         conn.channel.on("message", conn._on_message)
         conn.channel.on("close", conn._on_close)

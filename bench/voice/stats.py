@@ -114,6 +114,8 @@ def level_summary(
         "session_errors": [s["error"] for s in sessions if s["error"]],
         "details": turns,
     }
+    if any("voice_to_voice_audible_ms" in t for t in ok):  # r1voice's, either transport
+        out["voice_to_voice_audible_ms"] = summarize(t.get("voice_to_voice_audible_ms") for t in ok)
     if any("voice_to_voice_started_event_ms" in t for t in ok):  # a WebRTC level
         out["voice_to_voice_started_event_ms"] = summarize(
             t.get("voice_to_voice_started_event_ms") for t in ok

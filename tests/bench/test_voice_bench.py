@@ -13,7 +13,7 @@ import pytest
 
 from app.cli import BENCHMARKS, build_parser
 from bench import voice
-from bench.voice import cpu, rtc_connection, stats, transports, workload
+from bench.voice import common, connection, cpu, rtc_connection, stats, transports, workload
 
 
 def test_normalize_ignores_case_punctuation_and_apostrophes() -> None:
@@ -160,9 +160,10 @@ def test_transport_is_websocket_alone_unless_given() -> None:
         build_parser().parse_args(["bench", "voice", "--transport", "carrier-pigeon"])
 
 
-def _level(p50: float, p95: float, cores: float) -> dict[str, object]:
+def _level(p50: float, p95: float, cores: float, audible: float = 0.0) -> dict[str, object]:
     return {
         "voice_to_voice_ms": {"p50": p50, "p95": p95, "n": 4},
+        "voice_to_voice_audible_ms": {"p50": p50 + audible, "p95": p95 + audible, "n": 4},
         "cpu": {
             "server": {"cores_per_session": cores},
             "client": {"cores_per_session": cores / 2},
@@ -178,7 +179,7 @@ def test_compare_transports_subtracts_the_websocket_and_checks_the_targets() -> 
     results = {
         "websocket": {
             "concurrency": {
-                "sessions_1": _level(900, 1000, 0.2),
+                "sessions_1": _level(880, 1000, 0.2, audible=20),  # its first delta sooner
                 "sessions_4": _level(950, 1100, 0.15),
             },
             "barge_in": {
@@ -202,7 +203,8 @@ def test_compare_transports_subtracts_the_websocket_and_checks_the_targets() -> 
     }
     out = transports.compare_transports(results)
     one, four = out["levels"]["sessions_1"], out["levels"]["sessions_4"]
-    assert one["webrtc_minus_websocket"]["voice_to_voice_p50_ms"] == 20
+    assert one["webrtc_minus_websocket"]["voice_to_voice_audible_p50_ms"] == 20
+    assert one["webrtc_minus_websocket"]["voice_to_voice_p50_ms"] == 40
     assert one["webrtc_minus_websocket"]["server_cores_per_session"] == pytest.approx(0.1)
     assert one["voice_to_voice_p50_target_met"] is True
     assert four["webrtc_minus_websocket"]["voice_to_voice_p95_ms"] == 100
@@ -218,6 +220,29 @@ def test_compare_one_transport_has_no_difference() -> None:
     )
     assert "webrtc_minus_websocket" not in out["levels"]["sessions_1"]
     assert out["barge_in"] == {}
+
+
+def test_the_first_audible_20_ms_of_pcm() -> None:
+    quiet, loud = bytes(960), (np.ones(480, np.int16) * 1000).tobytes()
+    assert common.first_audible_ms(quiet * 3 + loud) == 60.0
+    assert common.first_audible_ms(loud) == 0.0
+    assert common.first_audible_ms(quiet * 2) is None and common.first_audible_ms(b"") is None
+
+
+def test_a_player_sounds_the_first_audible_sample_after_the_silence_before_it() -> None:
+    """Deltas played back to back from the first's arrival: a delta that comes late is
+    waited for; the answer is heard at its first audible frame, not its first delta."""
+
+    def delta(ms: float, audible: float | None) -> dict[str, object]:
+        return {connection.DELTA_MS: ms, connection.DELTA_AUDIBLE_MS: audible}
+
+    assert connection.heard_at([(10.0, delta(40, None)), (10.01, delta(200, 60))]) == (
+        pytest.approx(10.1)  # 40 ms of the first, then 60 ms into the second
+    )
+    late = [(10.0, delta(40, None)), (10.5, delta(200, 20))]  # the player waited 460 ms
+    assert connection.heard_at(late) == pytest.approx(10.52)
+    assert connection.heard_at([(10.0, delta(40, None))]) is None
+    assert connection.heard_at([]) is None
 
 
 def test_a_frame_is_audible_above_the_noise_floor() -> None:

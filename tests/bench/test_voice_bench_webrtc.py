@@ -29,6 +29,7 @@ def test_a_tiny_webrtc_run_reports_voice_to_voice_cpu_and_barge_in(tmp_path: Pat
     assert level["turns"] == 1 and level["session_errors"] == []
     assert set(level["voice_to_voice_ms"]) >= {"p50", "p95", "n"}
     assert "voice_to_voice_started_event_ms" in level
+    assert set(level["voice_to_voice_audible_ms"]) >= {"p50", "p95", "n"}
     assert level["cpu"]["server"]["cpu_s"] is not None
     assert rtc["barge_in"]["trials"] == 1
     assert "to_output_audio_buffer_cleared_ms" in rtc["barge_in"]

@@ -47,6 +47,14 @@ class Playback(Protocol):
         """A playout for the answer `response_id` (one plays at a time)."""
         ...
 
+    def hold(self) -> None:
+        """Send silence at once and keep what is queued: speech began over the answer."""
+        ...
+
+    def release(self) -> None:
+        """Play on from where `hold` stopped (the speech was no barge-in)."""
+        ...
+
     def clear(self) -> None:
         """The client's `output_audio_buffer.clear`: stop whatever plays, and confirm it
         (`output_audio_buffer.cleared`, naming the last answer that played, if any)."""

@@ -4,6 +4,9 @@
   a cough or the speaker's own echo does not cut the answer. Until then `speech_started`
   is not sent (clients flush playback on it). Then the answer is paused, not cancelled:
   the speech's words decide (see interruption.py) whether it is cancelled or resumes.
+  When the server plays the audio itself (a WebRTC track), the track goes silent as soon
+  as such speech starts, not at the hold, and plays on from the same sample if the sound
+  proves no barge-in (shorter than the hold, or our own echo).
 - Continued turns: speech resuming within `merge_window` of the end of the previous VAD
   turn continues it, unless its answer was already shown or played: that turn and its
   unseen answer are deleted and the whole utterance is transcribed again, so nobody
@@ -46,6 +49,7 @@ from app.realtime.turns.transcriber import SpeechRecognizer, TurnTranscriber, st
 from app.realtime.turns.turn import (
     Answer,
     CommittedTurn,
+    OutputHold,
     ResponseStarter,
     SpeechTurn,
     TurnPolicy,
@@ -71,6 +75,7 @@ class TurnCoordinator:
     scorer: TurnScorer | None = None  # the turn model, for semantic_vad
     on_merge: Callable[[str], None] = lambda _detection: None  # a continued turn, counted
     echo: EchoReference | None = None  # what the client plays: our voice is no barge-in
+    output: OutputHold | None = None  # the server's own track (WebRTC): silent at onset
     idle_timer: IdleTimer = field(default_factory=lambda: IdleTimer(DEFAULT_IDLE_NUDGES))
     # no words this long after speech that paused an answer: the answer resumes
     false_interruption_timeout_s: float = DEFAULT_FALSE_INTERRUPTION_TIMEOUT_S
@@ -81,6 +86,7 @@ class TurnCoordinator:
     _paused: Answer | None = field(default=None, init=False)
     _applied: Verdict = field(default="wait", init=False)  # what was done to `_paused`
     _cancelling: asyncio.Task[None] | None = field(default=None, init=False)
+    _holding: bool = field(default=False, init=False)  # `output` held for the open turn
     _tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     _closed: bool = field(default=False, init=False)
 
@@ -129,6 +135,8 @@ class TurnCoordinator:
             and not await self._heard_echo(turn)
         ):
             await self._confirm(turn)
+        if turn is not None and turn is self.turn and not turn.confirmed:
+            self._hold_while_heard(turn)
         if self.interruption is not None:
             self._apply(self.interruption.waited(self.audio.end()))
         if self.turn is None:
@@ -229,6 +237,26 @@ class TurnCoordinator:
 
     # -- speech over an answer -------------------------------------------------------------
 
+    def _hold_while_heard(self, turn: SpeechTurn) -> None:
+        """Speech over the answer that has not passed the barge-in hold yet: the server's
+        track is silent while the VAD hears it (an interruption stops the audio ~300 ms
+        sooner than at the hold), and plays on once it hears silence (a cough: its gap is
+        the cough's length, not the VAD's silence window) or knows it for our own voice."""
+        td = self.turn_detection
+        heard = self.audio.speaking() and self._speaking and not turn.echo
+        if not (heard and td is not None and td.interrupt_response):
+            self._release_output()
+        elif self.output is not None and not self._holding:
+            self._holding = True
+            self.output.hold()
+
+    def _release_output(self) -> None:
+        """The speech was decided on (paused the answer, or was no barge-in): the track
+        plays on from where it held, or the resumed answer, later."""
+        if self._holding and self.output is not None:
+            self._holding = False
+            self.output.release()
+
     def _pause_answer(self, turn: SpeechTurn) -> None:
         """Speech that counts over an answer: pause it until the speech's words decide."""
         answer = self.responses.pause()
@@ -306,6 +334,7 @@ class TurnCoordinator:
         td = self.turn_detection
         if td is not None and td.interrupt_response:
             self._pause_answer(turn)
+        self._release_output()  # the paused answer's audio is dropped, or none runs
         if turn.transcriber.agreement.confirmed:  # the new item restates the inherited words
             turn.transcriber.on_delta(turn.transcriber.agreement.text)
         turn.transcriber.start(lambda: self.audio.turn_audio(turn.start, carry=turn.carry))
@@ -336,6 +365,7 @@ class TurnCoordinator:
             # or our own voice coming back (a short reply just after the answer still counts)
             cough = self.responses.responding and sample - turn.start < self.policy.hold
             if cough or await self._heard_echo(turn):
+                self._release_output()
                 await turn.transcriber.close()
                 self.audio.drop_before(sample)
                 return
@@ -376,6 +406,7 @@ class TurnCoordinator:
 
     async def _drop_open_turn(self) -> None:
         turn, self.turn = self.turn, None
+        self._release_output()
         if turn is not None:
             await turn.drop_early()
             await turn.transcriber.close()

@@ -155,8 +155,10 @@ class InputAudio:
             )
 
     def speaking(self) -> bool:
-        """Whether the VAD hears speech now."""
-        return self.vad.speaking
+        """Whether the VAD hears speech now: not in the silence that may end it (before,
+        a 160 ms cough over an answer, sent in real time, still counted as speech 300 ms
+        after it began, in the VAD's silence window, and passed the barge-in hold)."""
+        return self.vad.speaking and self.vad.silence_samples == 0
 
     def sends_in_real_time(self) -> bool:
         """Whether the client sends its audio as it is spoken (see semantic_end)."""

@@ -67,6 +67,18 @@ class ResponseStarter(Protocol):
         ...
 
 
+class OutputHold(Protocol):
+    """The server's own audio track (WebRTC), as the coordinator needs it."""
+
+    def hold(self) -> None:
+        """Silent at once, keeping what is queued: a sound began over the answer."""
+        ...
+
+    def release(self) -> None:
+        """Play on from where it held."""
+        ...
+
+
 @dataclass(frozen=True)
 class TurnPolicy:
     barge_in_hold_ms: int = 300

@@ -11,6 +11,11 @@ The track knows what went out: each answer's piece carries its place on the answ
 timeline, so `played_ms` is exact, and `stop` drops the rest at once. It reports
 `output_audio_buffer.started` when an answer's first frame goes out, `.stopped` when
 its last has (after `finish_answer`), `.cleared` when it is stopped before that.
+
+`hold` makes it send silence from the next frame and keep its queue: speech has just
+begun over the answer and may be a barge-in, which stops the audio ~300 ms sooner than
+waiting for the barge-in hold would; `release` goes on from the same sample when it was
+a cough or our own echo, so nothing is lost.
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ class OutputTrack(MediaStreamTrack):
         self._emit: EventSink = lambda _event: None
         self._start: float | None = None
         self._frames = 0
+        self._held = False
 
     # -- Playback (the session's side) ------------------------------------------------
 
@@ -87,6 +93,12 @@ class OutputTrack(MediaStreamTrack):
 
     def playout(self, response_id: str) -> TrackPlayout:
         return TrackPlayout(self, response_id)
+
+    def hold(self) -> None:
+        self._held = True
+
+    def release(self) -> None:
+        self._held = False
 
     def clear(self) -> None:
         response_id = self._current or self._last
@@ -151,6 +163,8 @@ class OutputTrack(MediaStreamTrack):
 
     def _take(self, size: int) -> bytes:
         """`size` bytes of the queued audio (silence where none), noting what played."""
+        if self._held:
+            return bytes(size)
         out = bytearray()
         while len(out) < size and self._queue:
             piece = self._queue[0]

@@ -25,11 +25,12 @@ from tests.fakes import ScriptedASR
 
 class ScriptedAudio(InputAudio):
     """Each append adds `samples` of silence and returns the scripted VAD events; the
-    pauses told to end sooner are noted, (silence start, ms)."""
+    pauses told to end sooner are noted, (silence start, ms). `speaking` "silence": the
+    VAD is in speech, inside the silence that may end it."""
 
     def __init__(self) -> None:
         super().__init__(None, AudioFormat(), TurnDetection())  # type: ignore[arg-type]
-        self.script: list[tuple[int, list[VADEvent], bool]] = []
+        self.script: list[tuple[int, list[VADEvent], bool | str]] = []
         self.shortened: list[tuple[int, int]] = []
 
     async def end_pause_after(self, silence_start: int, ms: int) -> None:
@@ -38,7 +39,8 @@ class ScriptedAudio(InputAudio):
     async def append(self, audio_b64: str, arrived_at: float | None = None) -> list[VADEvent]:
         samples, vad_events, speaking = self.script.pop(0)
         self.buffer.append(np.zeros(samples, np.float32))
-        self.vad.speaking = speaking
+        self.vad.speaking = bool(speaking)
+        self.vad._silence_samples = 512 if speaking == "silence" else 0
         self.vad.position = self.buffer.end
         return vad_events
 
@@ -101,6 +103,21 @@ class FakeResponses:
         return self.playing
 
 
+@dataclass
+class FakeOutput:
+    """The server's track (WebRTC): each hold and release, with whether the answer was
+    paused by then."""
+
+    responses: FakeResponses
+    calls: list[tuple[str, bool]] = field(default_factory=list)
+
+    def hold(self) -> None:
+        self.calls.append(("hold", self.responses.playing.paused))
+
+    def release(self) -> None:
+        self.calls.append(("release", self.responses.playing.paused))
+
+
 class Harness:
     def __init__(self, transcripts: list[str]) -> None:
         self.audio = ScriptedAudio()
@@ -109,6 +126,7 @@ class Harness:
         self.events: list[dict[str, Any]] = []
         self.conversation = Conversation()
         self.responses = FakeResponses()
+        self.output = FakeOutput(self.responses)
         self.merges: list[str] = []
         self.coordinator = TurnCoordinator(
             audio=self.audio,
@@ -119,9 +137,12 @@ class Harness:
             policy=TurnPolicy(barge_in_hold_ms=300, merge_window_ms=1500),
             turn_detection=TurnDetection(),
             on_merge=self.merges.append,
+            output=self.output,
         )
 
-    async def feed(self, samples: int, vad_events: list[tuple[str, int]], speaking: bool) -> None:
+    async def feed(
+        self, samples: int, vad_events: list[tuple[str, int]], speaking: bool | str
+    ) -> None:
         self.audio.script.append((samples, [VADEvent(k, s) for k, s in vad_events], speaking))
         await self.coordinator.append("")
 
@@ -392,6 +413,111 @@ def test_speech_with_no_words_resumes_the_answer(heard: str) -> None:
     assert playing.cancelled is None and playing.resumes == 1
     assert h.responses.started == [] and h.responses.interrupts == []
     assert [e["verdict"] for e in over_the_answer(h)] == ["wait", "no_words"]
+
+
+def test_the_track_is_silent_from_the_speech_start_and_plays_on_once_paused() -> None:
+    """Over WebRTC the server's track goes silent when speech starts over the answer, not
+    at the barge-in hold (its audio stopped 526 ms after the speech began, 300 of them the
+    hold); it is released only after the pause has dropped the answer's queued audio."""
+
+    async def main(h: Harness) -> None:
+        h.responses.responding = True
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        assert h.output.calls == [("hold", False)] and h.types() == []
+        await h.feed(5000, [], True)  # past the hold: paused, then released
+        assert h.output.calls == [("hold", False), ("release", True)]
+        await h.feed(40_000 - h.audio.buffer.end, [("speech_stopped", 32_000)], False)
+        await h.settle()
+
+    h = Harness(["Stop, tell me about Paris instead."])
+    asyncio.run(main(h))
+    assert h.output.calls == [("hold", False), ("release", True)]
+    assert h.responses.playing.cancelled == "turn_detected"
+
+
+def test_a_cough_over_the_answer_holds_the_track_and_releases_it_unpaused() -> None:
+    h = Harness([])
+    h.responses.responding = True
+
+    async def main() -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(4000, [("speech_stopped", 19_000)], False)  # 190 ms: under the hold
+        await h.settle()
+
+    asyncio.run(main())
+    assert h.output.calls == [("hold", False), ("release", False)]
+    assert h.types() == [] and h.responses.playing.resumes == 0
+    assert not h.responses.playing.paused and h.asr.calls == []
+
+
+def test_a_cough_sent_in_real_time_does_not_pass_the_hold_in_its_silence() -> None:
+    """A 160 ms sound, then silence from a real-time microphone: 300 ms after it began the
+    VAD is still in speech (its silence window runs 500 ms), but hears none. Before, that
+    passed the barge-in hold: `speech_started`, the answer paused (found over WebRTC)."""
+    h = Harness([])
+    h.responses.responding = True
+
+    async def main() -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(2560, [], True)  # the sound: 160 ms
+        assert h.output.calls == [("hold", False)]
+        await h.feed(640, [], "silence")  # 40 ms appends of silence, past the hold
+        assert h.output.calls == [("hold", False), ("release", False)]  # not at the stop
+        for _ in range(7):
+            await h.feed(640, [], "silence")
+        assert h.types() == []
+        await h.feed(640, [("speech_stopped", 18_560)], False)
+        await h.settle()
+
+    asyncio.run(main())
+    assert h.types() == [] and not h.responses.playing.paused
+    assert h.output.calls == [("hold", False), ("release", False)]
+
+
+def test_sound_that_goes_on_before_the_hold_silences_the_track_again() -> None:
+    h = Harness(["Stop, tell me about Paris instead."])
+    h.responses.responding = True
+
+    async def main() -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(1600, [], "silence")
+        await h.feed(1600, [], True)  # its second syllable, still short of the hold
+        assert h.output.calls == [("hold", False), ("release", False), ("hold", False)]
+        await h.feed(3200, [], True)  # past the hold: paused, then released
+        await h.settle()
+
+    asyncio.run(main())
+    assert h.output.calls[-1] == ("release", True)
+    assert h.types() == ["input_audio_buffer.speech_started", "r1voice.interruption"]
+
+
+def test_a_held_turn_dropped_by_a_clear_releases_the_track() -> None:
+    h = Harness([])
+    h.responses.responding = True
+
+    async def main() -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.coordinator.clear()
+
+    asyncio.run(main())
+    assert h.output.calls == [("hold", False), ("release", False)]
+
+
+@pytest.mark.parametrize("case", ["no answer", "interrupt_response off"])
+def test_speech_holds_the_track_only_over_an_answer_it_may_interrupt(case: str) -> None:
+    h = Harness(["Hello there."])
+    h.responses.responding = case != "no answer"
+    if case == "interrupt_response off":
+        h.coordinator.turn_detection = TurnDetection(interrupt_response=False)
+
+    async def main() -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(5000, [], True)
+        await h.feed(40_000 - h.audio.buffer.end, [("speech_stopped", 32_000)], False)
+        await h.settle()
+
+    asyncio.run(main())
+    assert h.output.calls == []
 
 
 def test_a_breath_after_the_turn_does_not_cut_its_answer() -> None:

@@ -22,6 +22,7 @@ from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 
 from app.server.drain import DrainingServer
 from app.server.state import ServerState
+from app.server.webrtc.output_track import OutputTrack
 from tests.app.protocol.test_ga_conformance import invalid_events
 from tests.app.server.routes.rtc_client import MIC_RATE, RtcClient
 from tests.app.server.test_drain import WORDS, SlowLLM
@@ -251,6 +252,55 @@ def test_speech_over_an_answer_stops_the_track_and_truncates_the_item(
         retrieved = await client.until(lambda e: e["type"] == "conversation.item.retrieved")
         assert retrieved[-1]["item"]["content"][0]["transcript"] == kept
         assert not invalid_events(before + got)
+        await client.close()
+
+    run(main())
+    assert_nothing_left(state, threads)
+
+
+def test_a_short_sound_over_an_answer_holds_the_track_and_loses_none_of_it(
+    rtc_server: tuple[str, ServerState], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Speech over the answer silences the server's track as it starts, before the barge-in
+    hold says whether it counts; a sound shorter than the hold (150 ms of a word) releases
+    it: no `speech_started`, the answer plays to its end and its item keeps all of it."""
+    base, state = rtc_server
+    threads = _call_threads()
+    calls: list[str] = []
+    hold, release = OutputTrack.hold, OutputTrack.release
+
+    def recorded(name: str, method: Any) -> Any:
+        def call(track: OutputTrack) -> None:
+            calls.append(name)
+            method(track)
+
+        return call
+
+    monkeypatch.setattr(OutputTrack, "hold", recorded("hold", hold))
+    monkeypatch.setattr(OutputTrack, "release", recorded("release", release))
+    sound = load_clip("jfk.flac", MIC_RATE)[MIC_RATE : MIC_RATE * 23 // 20]  # 150 ms of "fellow"
+
+    async def main() -> None:
+        client = RtcClient(base)
+        assert (await client.offer()).status_code == 201
+        await client.until(lambda e: e["type"] == "session.created")
+        ask = "Tell me a long story about a dragon and a knight."
+        client.send({"type": "conversation.item.create", "item": user_text_item(ask)})
+        client.send({"type": "response.create"})
+        before = await client.until(lambda e: e["type"] == "output_audio_buffer.started")
+        await client.hear(10)
+        client.mic.say(sound)
+        got = await client.until(lambda e: e["type"] == "response.done")
+        assert calls == ["hold", "release"], calls
+        assert "input_audio_buffer.speech_started" not in [e["type"] for e in got]
+        done = got[-1]["response"]
+        assert done["status"] in ("completed", "incomplete"), done  # whole, or cut at its max
+        generated = "".join(
+            e["delta"]
+            for e in before + got
+            if e["type"] == "response.output_audio_transcript.delta"
+        )
+        assert done["output"][0]["content"][0]["transcript"] == generated
         await client.close()
 
     run(main())

@@ -52,6 +52,39 @@ def test_stop_drops_the_rest_at_once_and_says_cleared() -> None:
     assert _kinds(seen) == [("started", "resp_1"), ("cleared", "resp_1")]
 
 
+def test_a_hold_sends_silence_and_release_plays_on_from_the_same_sample() -> None:
+    """Speech began over the answer: silence from the next frame, nothing dropped, no
+    event; a cough (released) loses no sample of the answer."""
+    track, seen = _track()
+    playout = track.playout("resp_1")
+    frames = [bytes([n + 1, 0]) * (FRAME_BYTES // 2) for n in range(4)]  # each its own
+    playout.play(b"".join(frames), PCM, 0.0)
+    assert _frames(track, 1) == frames[:1]
+    track.hold()
+    assert _frames(track, 3) == [bytes(FRAME_BYTES)] * 3
+    assert playout.played_ms() == FRAME_MS  # what was heard: the frame before the hold
+    track.release()
+    assert _frames(track, 4) == [*frames[1:], bytes(FRAME_BYTES)]
+    assert _kinds(seen) == [("started", "resp_1")]
+
+
+def test_a_stop_while_held_drops_the_answer_where_it_held() -> None:
+    """A barge-in: held at the speech's start, stopped at the hold; the answer was heard
+    up to the hold, and a resumed answer plays once released."""
+    track, seen = _track()
+    playout = track.playout("resp_1")
+    playout.play(b"\x01\x00" * (FRAME_BYTES // 2) * 10, PCM, 0.0)
+    _frames(track, 2)
+    track.hold()
+    _frames(track, 5)
+    playout.stop()
+    assert playout.played_ms() == 2 * FRAME_MS
+    track.release()
+    playout.play(b"\x02\x00" * (FRAME_BYTES // 2), PCM, 2 * FRAME_MS)  # resumed
+    assert _frames(track, 1) == [b"\x02\x00" * (FRAME_BYTES // 2)]
+    assert _kinds(seen) == [("started", "resp_1"), ("cleared", "resp_1"), ("started", "resp_1")]
+
+
 def test_clear_names_the_last_answer_that_played() -> None:
     track, seen = _track()
     track.clear()  # none ever played: the event would name no answer
