@@ -44,17 +44,17 @@ class RtcConn:
         import httpx
         from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 
-        from app.server.webrtc.input_reader import hold_one_packet
+        from app.server.webrtc.input_reader import no_playout_delay
 
         conn = cls()
         conn.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         conn.pc.addTrack(_microphone_track(conn))
         for transceiver in conn.pc.getTransceivers():
             # the answer's frames are timed as they arrive, as the WebSocket client times
-            # its deltas: aiortc's 4-packet playout buffer would add 60 ms a browser's
-            # adaptive one does not hold on a LAN
+            # its deltas: aiortc's 4-packet playout buffer would add 80 ms a browser's
+            # adaptive one does not hold on a clean link
             if transceiver.kind == "audio":
-                hold_one_packet(transceiver.receiver)
+                no_playout_delay(transceiver.receiver)
         conn.channel = conn.pc.createDataChannel("oai-events")
         conn.channel.on("message", conn._on_message)
         conn.channel.on("close", conn._on_close)

@@ -239,11 +239,12 @@ class TurnCoordinator:
 
     def _hold_while_heard(self, turn: SpeechTurn) -> None:
         """Speech over the answer that has not passed the barge-in hold yet: the server's
-        track is silent while the VAD hears it (an interruption stops the audio ~300 ms
-        sooner than at the hold), and plays on once it hears silence (a cough: its gap is
-        the cough's length, not the VAD's silence window) or knows it for our own voice."""
+        track goes silent at once (an interruption stops the audio ~300 ms sooner than at
+        the hold), through gaps shorter than the hold ("Wait, ... stop"), and plays on
+        after a gap as long (a cough: the answer waits the cough and the hold, not the VAD's
+        silence window, seconds with semantic_vad) or once the speech is our own voice."""
         td = self.turn_detection
-        heard = self.audio.speaking() and self._speaking and not turn.echo
+        heard = self._speaking and not turn.echo and self.audio.silence() < self.policy.hold
         if not (heard and td is not None and td.interrupt_response):
             self._release_output()
         elif self.output is not None and not self._holding:

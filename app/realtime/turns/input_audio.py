@@ -155,10 +155,17 @@ class InputAudio:
             )
 
     def speaking(self) -> bool:
-        """Whether the VAD hears speech now: not in the silence that may end it (before,
-        a 160 ms cough over an answer, sent in real time, still counted as speech 300 ms
-        after it began, in the VAD's silence window, and passed the barge-in hold)."""
-        return self.vad.speaking and self.vad.silence_samples == 0
+        """Whether the VAD hears speech now: in speech and not yet at a lull in it (a dip
+        between syllables still counts). Before, the VAD's whole silence window counted:
+        a 160 ms cough sent in real time was still "speech" 300 ms after it began, and
+        passed the barge-in hold."""
+        vad = self.vad
+        return vad.speaking and vad.silence_samples * 1000 < vad.config.lull_ms * PIPELINE_RATE
+
+    def silence(self) -> int:
+        """Samples of silence the VAD has heard inside the speech now (0 while speech is
+        heard, or outside speech)."""
+        return self.vad.silence_samples
 
     def sends_in_real_time(self) -> bool:
         """Whether the client sends its audio as it is spoken (see semantic_end)."""

@@ -27,7 +27,7 @@ from aiortc import (
 )
 
 from app.server.transport import InputPcm, Received
-from app.server.webrtc.input_reader import InputReader, hold_one_packet
+from app.server.webrtc.input_reader import InputReader, no_playout_delay
 from app.server.webrtc.offer import Offer, OfferError
 from app.server.webrtc.output_track import OutputTrack
 
@@ -80,7 +80,7 @@ class Call:
                 "offer exactly as RTCPeerConnection.createOffer() made it",
             ) from None
         for transceiver in pc.getTransceivers():
-            if transceiver.kind == "audio" and not hold_one_packet(transceiver.receiver):
+            if transceiver.kind == "audio" and not no_playout_delay(transceiver.receiver):
                 log.warning("call %s: aiortc's jitter buffer not found; it holds 80 ms", self.id)
         pc.addTrack(self.track)  # on the offer's audio transceiver
         try:

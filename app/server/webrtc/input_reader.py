@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 import numpy as np
 from aiortc import MediaStreamTrack, RTCRtpReceiver
-from aiortc.jitterbuffer import JitterBuffer
+from aiortc.jitterbuffer import JitterBuffer, JitterFrame
 from aiortc.mediastreams import MediaStreamError
 from av import AudioFrame
 
@@ -24,20 +24,36 @@ from app.server.transport import InputPcm
 RATE = 24_000
 # aiortc's audio jitter buffer holds 4 packets (80 ms) before it hands the decoder the
 # first: smoothing for a playout clock. The session is no playout clock (VAD takes audio
-# as it comes), so every packet held is 20 ms later speech_started and barge-in. It
-# holds one: a frame is known whole once the next packet's timestamp is seen. Reordered
-# packets are still put in order (it reads by sequence number); a lost one waits as before.
-JITTER_PACKETS = 1
+# as it comes), so every packet held is 20 ms later speech_started and barge-in, and a
+# later end of speech. aiortc's buffer also waits for the next packet's timestamp to know
+# a frame is whole, as video needs; an RTP packet of Opus is one whole frame (RFC 7587),
+# so this one hands each packet over as it comes, in order: a reordered packet waits for
+# the one before it (read by sequence number), and a lost one is waited for as before.
 JITTER_CAPACITY = 16  # aiortc's, a power of 2
 
 
-def hold_one_packet(receiver: RTCRtpReceiver) -> bool:
-    """Give an audio receiver a jitter buffer that holds one packet; False (nothing
-    changed) where this aiortc keeps it elsewhere."""
+class InOrderJitterBuffer(JitterBuffer):
+    """aiortc's jitter buffer, but a packet in order is a frame at once (no prefetch)."""
+
+    def __init__(self) -> None:
+        super().__init__(capacity=JITTER_CAPACITY)
+
+    def _remove_frame(self, sequence_number: int) -> JitterFrame | None:
+        origin = self._origin
+        packet = None if origin is None else self._packets[origin % self.capacity]
+        if packet is None:
+            return None  # the next in order has not come
+        self.remove(1)
+        return JitterFrame(data=packet._data, timestamp=packet.timestamp)  # type: ignore[attr-defined]
+
+
+def no_playout_delay(receiver: RTCRtpReceiver) -> bool:
+    """Give an audio receiver the in-order jitter buffer; False (nothing changed) where
+    this aiortc keeps its buffer elsewhere."""
     slot = "_RTCRtpReceiver__jitter_buffer"  # aiortc offers no setting for it
     if not isinstance(getattr(receiver, slot, None), JitterBuffer):
         return False
-    setattr(receiver, slot, JitterBuffer(capacity=JITTER_CAPACITY, prefetch=JITTER_PACKETS))
+    setattr(receiver, slot, InOrderJitterBuffer())
     return True
 
 

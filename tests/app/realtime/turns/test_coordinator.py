@@ -25,12 +25,12 @@ from tests.fakes import ScriptedASR
 
 class ScriptedAudio(InputAudio):
     """Each append adds `samples` of silence and returns the scripted VAD events; the
-    pauses told to end sooner are noted, (silence start, ms). `speaking` "silence": the
-    VAD is in speech, inside the silence that may end it."""
+    pauses told to end sooner are noted, (silence start, ms). `speaking` a number: the VAD
+    is in speech, that many samples into a silence that may end it."""
 
     def __init__(self) -> None:
         super().__init__(None, AudioFormat(), TurnDetection())  # type: ignore[arg-type]
-        self.script: list[tuple[int, list[VADEvent], bool | str]] = []
+        self.script: list[tuple[int, list[VADEvent], bool | int]] = []
         self.shortened: list[tuple[int, int]] = []
 
     async def end_pause_after(self, silence_start: int, ms: int) -> None:
@@ -39,8 +39,8 @@ class ScriptedAudio(InputAudio):
     async def append(self, audio_b64: str, arrived_at: float | None = None) -> list[VADEvent]:
         samples, vad_events, speaking = self.script.pop(0)
         self.buffer.append(np.zeros(samples, np.float32))
-        self.vad.speaking = bool(speaking)
-        self.vad._silence_samples = 512 if speaking == "silence" else 0
+        self.vad.speaking = speaking is not False
+        self.vad._silence_samples = 0 if isinstance(speaking, bool) else speaking
         self.vad.position = self.buffer.end
         return vad_events
 
@@ -141,7 +141,7 @@ class Harness:
         )
 
     async def feed(
-        self, samples: int, vad_events: list[tuple[str, int]], speaking: bool | str
+        self, samples: int, vad_events: list[tuple[str, int]], speaking: bool | int
     ) -> None:
         self.audio.script.append((samples, [VADEvent(k, s) for k, s in vad_events], speaking))
         await self.coordinator.append("")
@@ -460,12 +460,11 @@ def test_a_cough_sent_in_real_time_does_not_pass_the_hold_in_its_silence() -> No
     async def main() -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(2560, [], True)  # the sound: 160 ms
-        assert h.output.calls == [("hold", False)]
-        await h.feed(640, [], "silence")  # 40 ms appends of silence, past the hold
-        assert h.output.calls == [("hold", False), ("release", False)]  # not at the stop
-        for _ in range(7):
-            await h.feed(640, [], "silence")
-        assert h.types() == []
+        for quiet in range(640, 4800, 640):  # 40 ms appends of silence, past the hold
+            await h.feed(640, [], quiet)
+        assert h.output.calls == [("hold", False)] and h.types() == []
+        await h.feed(640, [], 4800)  # the hold's length of silence: plays on (not at the stop)
+        assert h.output.calls == [("hold", False), ("release", False)] and h.types() == []
         await h.feed(640, [("speech_stopped", 18_560)], False)
         await h.settle()
 
@@ -474,21 +473,22 @@ def test_a_cough_sent_in_real_time_does_not_pass_the_hold_in_its_silence() -> No
     assert h.output.calls == [("hold", False), ("release", False)]
 
 
-def test_sound_that_goes_on_before_the_hold_silences_the_track_again() -> None:
+def test_a_gap_shorter_than_the_hold_keeps_the_track_silent() -> None:
     h = Harness(["Stop, tell me about Paris instead."])
     h.responses.responding = True
 
     async def main() -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
-        await h.feed(1600, [], "silence")
-        await h.feed(1600, [], True)  # its second syllable, still short of the hold
-        assert h.output.calls == [("hold", False), ("release", False), ("hold", False)]
-        await h.feed(3200, [], True)  # past the hold: paused, then released
+        await h.feed(3200, [], 3200)  # "Wait," then 200 ms of silence: still held
+        await h.feed(1600, [], True)  # "stop": past the hold, paused, then released
+        await h.settle()
+        assert h.output.calls == [("hold", False), ("release", True)]
+        await h.feed(40_000 - h.audio.buffer.end, [("speech_stopped", 32_000)], False)
         await h.settle()
 
     asyncio.run(main())
-    assert h.output.calls[-1] == ("release", True)
-    assert h.types() == ["input_audio_buffer.speech_started", "r1voice.interruption"]
+    assert h.output.calls == [("hold", False), ("release", True)]
+    assert h.responses.playing.cancelled == "turn_detected"
 
 
 def test_a_held_turn_dropped_by_a_clear_releases_the_track() -> None:
