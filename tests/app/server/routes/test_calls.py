@@ -83,6 +83,19 @@ def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
+async def _long_answer_playing(base: str) -> tuple[RtcClient, list[dict[str, Any]]]:
+    """A call whose long answer has been heard for 200 ms; the events until it started."""
+    client = RtcClient(base)
+    assert (await client.offer()).status_code == 201
+    await client.until(lambda e: e["type"] == "session.created")
+    ask = "Tell me a long story about a dragon and a knight."
+    client.send({"type": "conversation.item.create", "item": user_text_item(ask)})
+    client.send({"type": "response.create"})
+    before = await client.until(lambda e: e["type"] == "output_audio_buffer.started")
+    await client.hear(10)
+    return client, before
+
+
 def test_offer_answered_and_session_created_on_the_data_channel(
     rtc_server: tuple[str, ServerState],
 ) -> None:
@@ -174,14 +187,7 @@ def test_output_audio_buffer_clear_stops_the_audio(rtc_server: tuple[str, Server
     threads = _call_threads()
 
     async def main() -> None:
-        client = RtcClient(base)
-        assert (await client.offer()).status_code == 201
-        await client.until(lambda e: e["type"] == "session.created")
-        ask = "Tell me a long story about a dragon and a knight."
-        client.send({"type": "conversation.item.create", "item": user_text_item(ask)})
-        client.send({"type": "response.create"})
-        before = await client.until(lambda e: e["type"] == "output_audio_buffer.started")
-        await client.hear(10)  # some of the answer heard (200 ms)
+        client, before = await _long_answer_playing(base)
         client.send({"type": "output_audio_buffer.clear"})
         got = await client.until(lambda e: e["type"] == "output_audio_buffer.cleared")
         cleared_at = len(client.seen)
@@ -218,15 +224,8 @@ def test_speech_over_an_answer_stops_the_track_and_truncates_the_item(
     speech = load_clip("jfk.flac", MIC_RATE)
 
     async def main() -> None:
-        client = RtcClient(base)
-        assert (await client.offer()).status_code == 201
-        await client.until(lambda e: e["type"] == "session.created")
-        ask = "Tell me a long story about a dragon and a knight."
-        client.send({"type": "conversation.item.create", "item": user_text_item(ask)})
-        client.send({"type": "response.create"})
-        before = await client.until(lambda e: e["type"] == "output_audio_buffer.started")
+        client, before = await _long_answer_playing(base)
         response_id = before[-1]["response_id"]
-        await client.hear(10)
         client.mic.say(speech)  # words, not a backchannel: an interruption
         got = await client.until(
             lambda e: e["type"] == "response.done" and e["response"]["id"] == response_id
@@ -281,14 +280,7 @@ def test_a_short_sound_over_an_answer_holds_the_track_and_loses_none_of_it(
     sound = load_clip("jfk.flac", MIC_RATE)[MIC_RATE : MIC_RATE * 23 // 20]  # 150 ms of "fellow"
 
     async def main() -> None:
-        client = RtcClient(base)
-        assert (await client.offer()).status_code == 201
-        await client.until(lambda e: e["type"] == "session.created")
-        ask = "Tell me a long story about a dragon and a knight."
-        client.send({"type": "conversation.item.create", "item": user_text_item(ask)})
-        client.send({"type": "response.create"})
-        before = await client.until(lambda e: e["type"] == "output_audio_buffer.started")
-        await client.hear(10)
+        client, before = await _long_answer_playing(base)
         client.mic.say(sound)
         got = await client.until(lambda e: e["type"] == "response.done")
         assert calls == ["hold", "release"], calls
