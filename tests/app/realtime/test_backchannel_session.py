@@ -92,7 +92,9 @@ def test_an_uh_huh_over_a_real_socket_lets_the_answer_end_whole(
 ) -> None:
     """A recorded "uh-huh", said over the answer at real-time pace by a client that
     behaves like a microphone (`r1voice bench conversation`'s trial): the answer pauses,
-    resumes, plays to its end, and its final item holds the whole text."""
+    resumes, plays to its end, and its final item holds the whole text. The barge-in hold
+    is 150 ms here: Piper's "Uh-huh." (0.29 s) sits at the default 300 ms hold's edge, and
+    a sound shorter than the hold never pauses the answer (which then plays on anyway)."""
     from app.models.espeak_tts import EspeakTTS
     from bench.conversation_sounds import spoken
     from bench.conversation_trial import overlap_trial
@@ -103,7 +105,7 @@ def test_an_uh_huh_over_a_real_socket_lets_the_answer_end_whole(
     tts = shared_components.tts if voice == "piper" else EspeakTTS("en-us")
     uh_huh = spoken("backchannel", voice, tts, "Uh-huh.")
     components = dataclasses.replace(shared_components, llm=ScriptedLLM(STORY))
-    with serve(app_with(components)) as address:
+    with serve(app_with(components, barge_in_hold_ms=150)) as address:
         url = f"ws://{address}/v1/realtime?dialect=beta&r1voice_events=1"
         trial = asyncio.run(overlap_trial(url, uh_huh, "Tell me a story.", 1.5, 200, 60))
     assert trial["overlapped"] and trial["paused"], trial  # it was speech over the answer
