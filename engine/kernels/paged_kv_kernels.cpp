@@ -1,5 +1,6 @@
 // r1voice CPU kernels over the paged KV cache (AVX-512): RoPE fused with the cache
-// write, and decode attention straight over block tables (no gathered K/V, no mask).
+// write, and attention straight over block tables (no gathered K/V, no mask), for a
+// decode's one query token and a prompt chunk's many alike.
 //
 // The cache holds fp32 or fp16 (EngineConfig.kv_cache_dtype). fp16 halves the bytes a
 // decode step reads: at 32 streams the attention of a step reads every sequence's whole
@@ -15,6 +16,7 @@
 #include "simd_math.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -80,16 +82,212 @@ at::Tensor rope_and_cache_impl(const at::Tensor& qkv, const at::Tensor& cos, con
   return q;
 }
 
-// ND: head_dim / 16 known at compile time, so a key and the accumulators stay in
-// registers (with a run-time count g++ kept them on the stack: every FMA went through
-// a store and a reload, several times slower). ND = 0: any head_dim, the slow way.
+// 16 rows of 16 floats -> their transpose (r[i] lane j becomes r[j] lane i).
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+    const __m512d c = _mm512_castps_pd(t[i + 2]), e = _mm512_castps_pd(t[i + 3]);
+    u[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));      // columns 0 4 8 12 of 4 rows
+    u[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));  // 1 5 9 13
+    u[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, e));  // 2 6 10 14
+    u[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, e));  // 3 7 11 15
+  }
+  for (int k = 0; k < 4; ++k) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x88);
+    const __m512 v1 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xDD);
+    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x88);
+    const __m512 v3 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xDD);
+    r[k] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+    r[k + 8] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+    r[k + 4] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+    r[k + 12] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+  }
+}
+
+// The first len keys of one KV head as fp32 tiles of 16 keys: kt[(blk * d + c) * 16 + j]
+// is dimension c of key 16 * blk + j (0 past len). A score row is then a sum of d
+// products with whole vectors, no horizontal sum a key.
+template <typename T>
+void transpose_keys(const T* kc, const int64_t* rows, int64_t len, int64_t d, float* kt) {
+  for (int64_t j0 = 0; j0 < len; j0 += 16) {
+    const int64_t n = len - j0 < 16 ? len - j0 : 16;
+    float* dst = kt + j0 * d;
+    for (int64_t c0 = 0; c0 < d; c0 += 16) {
+      __m512 r[16];
+      for (int64_t j = 0; j < 16; ++j)
+        r[j] = j < n ? load16(kc + rows[j0 + j] + c0) : _mm512_setzero_ps();
+      transpose16(r);
+      for (int c = 0; c < 16; ++c) _mm512_storeu_ps(dst + (c0 + c) * 16, r[c]);
+    }
+  }
+}
+
+// A score is sum_c q[c] k[c] summed as one 16-lane vector over the dimensions (lane m
+// holds c = m, m + 16, ...; an FMA chain), then its lanes added in one tree (sum_lanes),
+// times scale: the same bits whichever way it is computed below, so a token's result
+// does not depend on how its prompt was chunked.
+
+// Lane m with m + 8, then + 4, + 2, + 1 (score_rows adds its lane vectors alike).
+inline float sum_lanes(__m512 v) {
+  const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+  return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
+}
+
+// One row at a time over each key (a decode): the keys read once for the rows given.
 template <typename T, int ND>
-at::Tensor paged_decode_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
-                                       const at::Tensor& v_cache, const at::Tensor& block_tables,
-                                       const at::Tensor& lens, double scale) {
+void score_keys(const T* kc, const int64_t* rows, int64_t len, int64_t d, int rn,
+                const float* const* q, float scale, float* const* sc) {
+  const int64_t nd = ND > 0 ? ND : d / 16;
+  for (int64_t j = 0; j < len; ++j) {
+    const T* key = kc + rows[j];
+    __m512 kx[16];
+    for (int64_t c = 0; c < nd; ++c) kx[c] = load16(key + 16 * c);
+    for (int r = 0; r < rn; ++r) {
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t c = 0; c < nd; ++c) acc = _mm512_fmadd_ps(_mm512_loadu_ps(q[r] + 16 * c), kx[c], acc);
+      sc[r][j] = sum_lanes(acc) * scale;
+    }
+  }
+}
+
+// R rows at a time over tiles of 16 transposed keys (a prompt's tokens): each lane a
+// key, the lanes of the sum above kept as 16 vectors and added in its tree.
+template <int R>
+void score_rows(const float* const* q, const float* kt, int64_t blocks, int64_t d, float scale,
+                float* const* sc) {
+  const int64_t nd = d / 16;
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* k = kt + b * d * 16;
+    auto lane = [&](int m, __m512* acc) {  // lane m of every row's sum, for 16 keys
+      for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+      for (int64_t c = m; c < 16 * nd; c += 16) {
+        const __m512 kv = _mm512_loadu_ps(k + c * 16);
+        for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][c]), kv, acc[r]);
+      }
+    };
+    __m512 half[2][R];
+    for (int hf = 0; hf < 2; ++hf) {
+      __m512 quarter[2][R];
+      for (int s = 0; s < 2; ++s) {
+        __m512 eighth[2][R];
+        for (int u = 0; u < 2; ++u) {
+          __m512 lo[R], hi[R];
+          lane(hf + 2 * s + 4 * u, lo);
+          lane(hf + 2 * s + 4 * u + 8, hi);
+          for (int r = 0; r < R; ++r) eighth[u][r] = _mm512_add_ps(lo[r], hi[r]);
+        }
+        for (int r = 0; r < R; ++r) quarter[s][r] = _mm512_add_ps(eighth[0][r], eighth[1][r]);
+      }
+      for (int r = 0; r < R; ++r) half[hf][r] = _mm512_add_ps(quarter[0][r], quarter[1][r]);
+    }
+    for (int r = 0; r < R; ++r)
+      _mm512_storeu_ps(sc[r] + b * 16, _mm512_mul_ps(_mm512_add_ps(half[0][r], half[1][r]), vscale));
+  }
+}
+
+constexpr int MAX_SCORE_ROWS = 6;
+constexpr int MAX_DECODE_ROWS = 16;  // query heads a decode's keys are read once for
+
+void score_rows_any(int rn, const float* const* q, const float* kt, int64_t blocks, int64_t d,
+                    float scale, float* const* sc) {
+  switch (rn) {
+#define R1VOICE_R(n) \
+  case n:            \
+    return score_rows<n>(q, kt, blocks, d, scale, sc);
+    R1VOICE_R(1) R1VOICE_R(2) R1VOICE_R(3) R1VOICE_R(4) R1VOICE_R(5) R1VOICE_R(6)
+#undef R1VOICE_R
+  }
+}
+
+// Softmax numerators of one row's first len scores in place; returns 1 / their sum.
+inline float softmax_row(float* sc, int64_t len) {
+  __m512 vmx = _mm512_set1_ps(-INFINITY);
+  for (int64_t j = 0; j < len; j += 16)
+    vmx = _mm512_mask_max_ps(vmx, tail_mask(len - j), vmx, _mm512_maskz_loadu_ps(tail_mask(len - j), sc + j));
+  const float mx = _mm512_reduce_max_ps(vmx);
+  __m512 vsum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < len; j += 16) {
+    const __mmask16 m = tail_mask(len - j);
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sc + j), _mm512_set1_ps(mx)));
+    _mm512_mask_storeu_ps(sc + j, m, e);
+    vsum = _mm512_add_ps(vsum, _mm512_maskz_mov_ps(m, e));
+  }
+  return 1.0f / _mm512_reduce_add_ps(vsum);
+}
+
+// Values: out[r] = inv[r] * sum over its first lens[r] keys of p * value, the keys in
+// order. Up to G rows a pass share each value row read; rows of later tokens see more
+// keys, and only they take the keys past the shortest row's.
+template <typename T, int ND>
+void weigh_values(const T* vc, const int64_t* rows, int64_t d, int gn, const float* const* p,
+                  const int64_t* lens, const float* inv, float* const* out) {
+  constexpr int G = ND == 0 ? 1 : (ND <= 2 ? 8 : (ND <= 4 ? 5 : 2));
+  constexpr int NA = ND == 0 ? 16 : ND;
+  const int64_t nd = ND > 0 ? ND : d / 16;
+  for (int g0 = 0; g0 < gn; g0 += G) {
+    const int n = gn - g0 < G ? gn - g0 : G;
+    int64_t shortest = lens[g0], longest = lens[g0];
+    for (int r = 1; r < n; ++r) {
+      shortest = lens[g0 + r] < shortest ? lens[g0 + r] : shortest;
+      longest = lens[g0 + r] > longest ? lens[g0 + r] : longest;
+    }
+    __m512 acc[G][NA];
+    for (int r = 0; r < G; ++r)
+      for (int64_t c = 0; c < nd; ++c) acc[r][c] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < shortest; ++j) {
+      const T* val = vc + rows[j];
+      __m512 vx[NA];
+      for (int64_t c = 0; c < nd; ++c) vx[c] = load16(val + 16 * c);
+      for (int r = 0; r < G; ++r) {
+        if (r >= n) break;
+        const __m512 pj = _mm512_set1_ps(p[g0 + r][j]);
+        for (int64_t c = 0; c < nd; ++c) acc[r][c] = _mm512_fmadd_ps(pj, vx[c], acc[r][c]);
+      }
+    }
+    for (int64_t j = shortest; j < longest; ++j) {
+      const T* val = vc + rows[j];
+      __m512 vx[NA];
+      for (int64_t c = 0; c < nd; ++c) vx[c] = load16(val + 16 * c);
+      for (int r = 0; r < n; ++r) {
+        if (j >= lens[g0 + r]) continue;
+        const __m512 pj = _mm512_set1_ps(p[g0 + r][j]);
+        for (int64_t c = 0; c < nd; ++c) acc[r][c] = _mm512_fmadd_ps(pj, vx[c], acc[r][c]);
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      const __m512 vinv = _mm512_set1_ps(inv[g0 + r]);
+      for (int64_t c = 0; c < nd; ++c) _mm512_storeu_ps(out[g0 + r] + 16 * c, _mm512_mul_ps(acc[r][c], vinv));
+    }
+  }
+}
+
+// A task: `tokens` consecutive query tokens of one sequence (token i sees first_len + i
+// keys) and one KV head, whose keys are transposed once for all its query rows.
+struct Task {
+  int64_t row, tokens, first_len, kv;
+};
+
+// Attention of every row (a query token) over its sequence's first lens[i] cached
+// tokens. A prompt's consecutive tokens in a step share their keys: they are read and
+// transposed once for all of them and multiplied as a matrix (as a prefill kernel
+// would), yet every row's arithmetic is the same as alone, so a token's output depends
+// on nothing else in the step (EngineConfig.batch_invariant). ND: head_dim / 16 known at
+// compile time, so the value accumulators stay in registers; ND = 0: any head_dim.
+template <typename T, int ND>
+at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
+                                const at::Tensor& v_cache, const at::Tensor& block_tables,
+                                const at::Tensor& lens, double scale) {
   const int64_t b = q.size(0), h = q.size(1), d = q.size(2);
   const int64_t bs = k_cache.size(1), kvh = k_cache.size(2), g = h / kvh;
-  const int64_t nd = ND > 0 ? ND : d / 16;
   at::Tensor out = at::empty({b, h * d}, q.options());
   const float* qp = q.data_ptr<float>();
   const T* kc = cache_ptr<T>(k_cache);
@@ -99,70 +297,74 @@ at::Tensor paged_decode_attention_impl(const at::Tensor& q, const at::Tensor& k_
   const int64_t w = block_tables.size(1);
   const float fscale = (float)scale;
   float* op = out.data_ptr<float>();
-  at::parallel_for(0, b * kvh, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<float> scores;
-    std::vector<int64_t> rows;
-    std::vector<float> inv(g);
-    for (int64_t task = t0; task < t1; ++task) {
-      const int64_t i = task / kvh, kv = task % kvh, len = lp[i];
-      const int64_t* table = tables + i * w;
-      scores.resize(g * len);
-      rows.resize(len);
-      // Each token's row of this KV head, found once (a division per token in the
-      // loops below was a third of the kernel's time).
-      for (int64_t blk = 0, j = 0; j < len; ++blk)
-        for (int64_t o = 0; o < bs && j < len; ++o, ++j) rows[j] = ((table[blk] * bs + o) * kvh + kv) * d;
-      // Each KV head serves g query heads: read its keys once for all of them.
-      for (int64_t j = 0; j < len; ++j) {
-        const T* key = kc + rows[j];
-        __m512 kx[16];
-        for (int64_t c = 0; c < nd; ++c) kx[c] = load16(key + 16 * c);
-        for (int64_t gi = 0; gi < g; ++gi) {
-          const float* qq = qp + (i * h + kv * g + gi) * d;
-          __m512 acc = _mm512_setzero_ps();
-          for (int64_t c = 0; c < nd; ++c) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qq + 16 * c), kx[c], acc);
-          scores[gi * len + j] = _mm512_reduce_add_ps(acc) * fscale;
+
+  // Runs of rows of one sequence: each next row one key longer, the same block table.
+  const int threads = at::get_num_threads();
+  std::vector<Task> tasks;
+  for (int64_t i = 0; i < b;) {
+    int64_t n = 1;
+    while (i + n < b && lp[i + n] == lp[i] + n &&
+           std::equal(tables + i * w, tables + i * w + (lp[i + n] + bs - 1) / bs, tables + (i + n) * w))
+      ++n;
+    // Pieces small enough to spread over the threads, long enough to share the keys.
+    const int64_t wanted = (2 * threads + kvh - 1) / kvh;
+    int64_t piece = (n + wanted - 1) / wanted;
+    piece = piece < 8 ? 8 : (piece > 64 ? 64 : piece);
+    for (int64_t s = 0; s < n; s += piece)
+      for (int64_t kv = 0; kv < kvh; ++kv)
+        tasks.push_back({i + s, n - s < piece ? n - s : piece, lp[i] + s, kv});
+    i += n;
+  }
+  // Longest first, dealt round-robin: a prompt's last tokens see the most keys.
+  std::stable_sort(tasks.begin(), tasks.end(), [](const Task& x, const Task& y) {
+    return x.tokens * (x.first_len + x.tokens) > y.tokens * (y.first_len + y.tokens);
+  });
+  const int64_t ntasks = (int64_t)tasks.size();
+  at::parallel_for(0, threads, 1, [&](int64_t t0, int64_t t1) {
+    static thread_local std::vector<float> kt, scores;
+    static thread_local std::vector<int64_t> rows;
+    for (int64_t tid = t0; tid < t1; ++tid) {
+      for (int64_t ti = tid; ti < ntasks; ti += threads) {
+        const Task& task = tasks[ti];
+        const int64_t longest = task.first_len + task.tokens - 1;
+        const int64_t padded = (longest + 15) / 16 * 16;
+        const int64_t* table = tables + task.row * w;
+        rows.resize(longest);
+        // Each token's row of this KV head, found once (a division per token in the
+        // loops below was a third of the kernel's time).
+        for (int64_t blk = 0, j = 0; j < longest; ++blk)
+          for (int64_t o = 0; o < bs && j < longest; ++o, ++j)
+            rows[j] = ((table[blk] * bs + o) * kvh + task.kv) * d;
+        const bool alone = task.tokens == 1;  // a decode: nothing to share the keys with
+        if (!alone) {
+          kt.resize(padded * d);
+          transpose_keys(kc, rows.data(), longest, d, kt.data());
         }
-      }
-      for (int64_t gi = 0; gi < g; ++gi) {  // softmax numerators in place, and 1 / sum
-        float* sc = scores.data() + gi * len;
-        __m512 vmx = _mm512_set1_ps(-INFINITY);
-        for (int64_t j = 0; j < len; j += 16)
-          vmx = _mm512_mask_max_ps(vmx, tail_mask(len - j), vmx, _mm512_maskz_loadu_ps(tail_mask(len - j), sc + j));
-        const float mx = _mm512_reduce_max_ps(vmx);
-        __m512 vsum = _mm512_setzero_ps();
-        for (int64_t j = 0; j < len; j += 16) {
-          const __mmask16 m = tail_mask(len - j);
-          const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sc + j), _mm512_set1_ps(mx)));
-          _mm512_mask_storeu_ps(sc + j, m, e);
-          vsum = _mm512_add_ps(vsum, _mm512_maskz_mov_ps(m, e));
-        }
-        inv[gi] = 1.0f / _mm512_reduce_add_ps(vsum);
-      }
-      // Values: up to G query heads per pass over them, so a value row read from
-      // cache feeds G heads (one pass per head re-read it g times).
-      constexpr int G = ND == 0 ? 1 : (ND <= 4 ? 4 : (ND <= 8 ? 2 : 1));
-      constexpr int NA = ND == 0 ? 16 : ND;
-      for (int64_t g0 = 0; g0 < g; g0 += G) {
-        const int64_t gn = g - g0 < G ? g - g0 : G;
-        __m512 acc[G][NA];
-        for (int gg = 0; gg < G; ++gg)
-          for (int64_t c = 0; c < nd; ++c) acc[gg][c] = _mm512_setzero_ps();
-        const float* sc = scores.data() + g0 * len;
-        for (int64_t j = 0; j < len; ++j) {
-          const T* val = vc + rows[j];
-          __m512 vx[NA];
-          for (int64_t c = 0; c < nd; ++c) vx[c] = load16(val + 16 * c);
-          for (int gg = 0; gg < G; ++gg) {
-            if (gg >= gn) break;
-            const __m512 p = _mm512_set1_ps(sc[gg * len + j]);
-            for (int64_t c = 0; c < nd; ++c) acc[gg][c] = _mm512_fmadd_ps(p, vx[c], acc[gg][c]);
+        // Query rows token-major: (token, head of this KV head's group).
+        const int64_t nrows = task.tokens * g;
+        const int64_t most = alone ? MAX_DECODE_ROWS : MAX_SCORE_ROWS;
+        const int64_t tile = g >= most ? most : most / g * g;
+        scores.resize(tile * padded);
+        for (int64_t r0 = 0; r0 < nrows; r0 += tile) {
+          const int rn = (int)(nrows - r0 < tile ? nrows - r0 : tile);
+          const float* qrow[MAX_DECODE_ROWS];
+          float* orow[MAX_DECODE_ROWS];
+          float* srow[MAX_DECODE_ROWS];
+          int64_t rlen[MAX_DECODE_ROWS];
+          float inv[MAX_DECODE_ROWS];
+          for (int r = 0; r < rn; ++r) {
+            const int64_t tok = (r0 + r) / g, head = task.kv * g + (r0 + r) % g;
+            qrow[r] = qp + ((task.row + tok) * h + head) * d;
+            orow[r] = op + (task.row + tok) * h * d + head * d;
+            srow[r] = scores.data() + r * padded;
+            rlen[r] = task.first_len + tok;
           }
-        }
-        for (int64_t gg = 0; gg < gn; ++gg) {
-          float* o = op + (i * h + kv * g + g0 + gg) * d;
-          const __m512 vinv = _mm512_set1_ps(inv[g0 + gg]);
-          for (int64_t c = 0; c < nd; ++c) _mm512_storeu_ps(o + 16 * c, _mm512_mul_ps(acc[gg][c], vinv));
+          if (alone)
+            score_keys<T, ND>(kc, rows.data(), rlen[0], d, rn, qrow, fscale, srow);
+          else
+            score_rows_any(rn, qrow, kt.data(), (rlen[rn - 1] + 15) / 16, d, fscale, srow);
+          for (int r = 0; r < rn; ++r) inv[r] = softmax_row(srow[r], rlen[r]);
+          weigh_values<T, ND>(vc, rows.data(), d, rn, srow, rlen, inv, orow);
         }
       }
     }
@@ -227,18 +429,18 @@ at::Tensor paged_decode_attention(const at::Tensor& q, const at::Tensor& k_cache
   switch (q.size(2) / 16) {
 #define R1VOICE_ND(n)                                                                         \
   case n:                                                                                     \
-    return half ? paged_decode_attention_impl<uint16_t, n>(q, k_cache, v_cache, block_tables, \
+    return half ? paged_attention_impl<uint16_t, n>(q, k_cache, v_cache, block_tables, \
                                                            lens, scale)                       \
-                : paged_decode_attention_impl<float, n>(q, k_cache, v_cache, block_tables,    \
+                : paged_attention_impl<float, n>(q, k_cache, v_cache, block_tables,    \
                                                         lens, scale);
     R1VOICE_ND(2)  // head_dim 32
     R1VOICE_ND(4)  // 64: SmolLM2
     R1VOICE_ND(8)  // 128: DeepSeek-R1-Distill (Qwen2, Llama)
 #undef R1VOICE_ND
     default:
-      return half ? paged_decode_attention_impl<uint16_t, 0>(q, k_cache, v_cache, block_tables,
+      return half ? paged_attention_impl<uint16_t, 0>(q, k_cache, v_cache, block_tables,
                                                              lens, scale)
-                  : paged_decode_attention_impl<float, 0>(q, k_cache, v_cache, block_tables,
+                  : paged_attention_impl<float, 0>(q, k_cache, v_cache, block_tables,
                                                           lens, scale);
   }
 }

@@ -281,3 +281,43 @@ def test_int_mm_is_fast_only_with_avx512bw_that_onednn_may_use(
     assert cpu_kernels.int_mm_is_fast()
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx2")
     assert not cpu_kernels.int_mm_is_fast()
+
+
+@needs_kernels
+@pytest.mark.parametrize("cache_dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize(
+    "h, kvh, d",
+    # SmolLM2, Qwen2.5-0.5B, R1-Distill-1.5B, more query heads than a tile, any head_dim
+    [(9, 3, 64), (14, 2, 64), (12, 2, 128), (16, 1, 64), (2, 1, 48), (4, 4, 16)],
+)
+def test_a_prompts_tokens_together_give_the_bits_each_gives_alone(
+    cache_dtype: torch.dtype, h: int, kvh: int, d: int
+) -> None:
+    """A prompt's consecutive tokens in one call share their keys (transposed once and
+    multiplied as a matrix), a decode reads them key by key: every token's output is the
+    same bits either way, and SDPA's result. 77 tokens: several pieces, a piece's tail;
+    a second sequence behind it in the same call, and a lone decode row between."""
+    torch.manual_seed(11)
+    bs, ctx, n = 16, 300, 77
+    nb = 2 * (ctx // bs + 1) + 1
+    perm = torch.randperm(nb)
+    k_cache = torch.randn(nb, bs, kvh, d).to(cache_dtype)
+    v_cache = torch.randn(nb, bs, kvh, d).to(cache_dtype)
+    first, second = perm[: ctx // bs + 1], perm[ctx // bs + 1 : 2 * (ctx // bs + 1)]
+    tables = torch.cat([first.expand(n, -1), second.view(1, -1), second.expand(n, -1)]).contiguous()
+    lens = torch.cat(
+        [torch.arange(ctx - n + 1, ctx + 1), torch.tensor([37]), torch.arange(1, n + 1)]
+    )
+    q = torch.randn(len(lens), h, d)
+    out = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, d**-0.5)
+    for i in range(len(lens)):
+        alone = ops.paged_decode_attention(
+            q[i : i + 1], k_cache, v_cache, tables[i : i + 1], lens[i : i + 1], d**-0.5
+        )
+        assert torch.equal(alone[0], out[i]), i
+        keys = k_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
+        vals = v_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
+        ref = F.scaled_dot_product_attention(
+            q[i][:, None], keys.float().transpose(0, 1), vals.float().transpose(0, 1)
+        )[:, 0]
+        torch.testing.assert_close(out[i].view(h, d), ref, rtol=1e-5, atol=1e-5)
