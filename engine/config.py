@@ -95,7 +95,7 @@ class EngineConfig:
     # A prompt's logits do not depend on what it is batched with, how its prefill is
     # chunked, or what the prefix cache holds (docs/engine.md, "Batch invariance"): on
     # the C++ kernels every query token goes through the one paged attention kernel.
-    # False: prompts take torch's SDPA, a few % faster to prefill, shape-dependent.
+    # False: prompts take torch's SDPA, shape-dependent (no faster: docs/engine.md).
     batch_invariant: bool = True
 
     def __post_init__(self) -> None:
