@@ -274,6 +274,7 @@ void weigh_values(const T* vc, const int64_t* rows, int64_t d, int gn, const flo
 // keys) and one KV head, whose keys are transposed once for all its query rows.
 struct Task {
   int64_t row, tokens, first_len, kv;
+  int64_t table_row;  // the run's last row: its table is checked up to the run's longest length
 };
 
 // Attention of every row (a query token) over its sequence's first lens[i] cached
@@ -312,7 +313,7 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
     piece = piece < 8 ? 8 : (piece > 64 ? 64 : piece);
     for (int64_t s = 0; s < n; s += piece)
       for (int64_t kv = 0; kv < kvh; ++kv)
-        tasks.push_back({i + s, n - s < piece ? n - s : piece, lp[i] + s, kv});
+        tasks.push_back({i + s, n - s < piece ? n - s : piece, lp[i] + s, kv, i + n - 1});
     i += n;
   }
   // Longest first, dealt round-robin: a prompt's last tokens see the most keys.
@@ -328,7 +329,7 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
         const Task& task = tasks[ti];
         const int64_t longest = task.first_len + task.tokens - 1;
         const int64_t padded = (longest + 15) / 16 * 16;
-        const int64_t* table = tables + task.row * w;
+        const int64_t* table = tables + task.table_row * w;
         rows.resize(longest);
         // Each token's row of this KV head, found once (a division per token in the
         // loops below was a third of the kernel's time).

@@ -321,3 +321,30 @@ def test_a_prompts_tokens_together_give_the_bits_each_gives_alone(
             q[i][:, None], keys.float().transpose(0, 1), vals.float().transpose(0, 1)
         )[:, 0]
         torch.testing.assert_close(out[i].view(h, d), ref, rtol=1e-5, atol=1e-5)
+
+
+@needs_kernels
+def test_a_prompts_rows_read_blocks_only_from_the_table_checked_for_them() -> None:
+    """Rows whose tables agree only over the blocks each one needs (padded past them):
+    every piece of the run reads the table checked for the run's longest row, never a
+    shorter row's padding (found in review: padding 0 gave wrong rows, a padding past
+    the cache read out of bounds)."""
+    torch.manual_seed(0)
+    bs, kvh, h, d, n = 16, 1, 2, 64, 40
+    k_cache, v_cache = torch.randn(8, bs, kvh, d), torch.randn(8, bs, kvh, d)
+    blocks = torch.tensor([3, 5, 6])
+    lens = torch.arange(1, n + 1)
+    for pad in (0, 7):  # 7: a block of the cache that is not the sequence's
+        tables = torch.full((n, 3), pad, dtype=torch.long)
+        for i, length in enumerate(lens.tolist()):
+            need = -(-length // bs) if i in (10, 20, 30) else 3
+            tables[i, :need] = blocks[:need]
+        q = torch.randn(n, h, d)
+        out = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, d**-0.5)
+        for i in range(n):
+            keys = k_cache[blocks].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
+            vals = v_cache[blocks].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
+            ref = F.scaled_dot_product_attention(
+                q[i][:, None], keys.transpose(0, 1), vals.transpose(0, 1)
+            )[:, 0]
+            torch.testing.assert_close(out[i].view(h, d), ref, rtol=1e-5, atol=1e-5)
