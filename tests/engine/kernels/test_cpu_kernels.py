@@ -121,6 +121,19 @@ def test_rope_and_cache_write_the_rotated_keys_and_values(cache_dtype: torch.dty
     assert not k_cache.view(160, -1)[untouched].any()
 
 
+def _sdpa_row(
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, table: torch.Tensor, length: int
+) -> torch.Tensor:
+    """SDPA of one query row q [h, d] over the first ``length`` cached tokens of the
+    blocks in ``table``, the cache widened to fp32 -> [h, d]."""
+    h, kvh, d = q.shape[0], k_cache.shape[2], q.shape[1]
+    keys = k_cache[table].reshape(-1, kvh, d)[:length].repeat_interleave(h // kvh, 1).float()
+    vals = v_cache[table].reshape(-1, kvh, d)[:length].repeat_interleave(h // kvh, 1).float()
+    return F.scaled_dot_product_attention(q[:, None], keys.transpose(0, 1), vals.transpose(0, 1))[
+        :, 0
+    ]
+
+
 @needs_kernels
 @pytest.mark.parametrize("cache_dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize(
@@ -144,12 +157,7 @@ def test_paged_decode_attention_matches_sdpa(
     q = torch.randn(4, h, d)
     out = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, d**-0.5)
     for i in range(4):
-        keys = k_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
-        vals = v_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
-        keys, vals = keys.float(), vals.float()
-        ref = F.scaled_dot_product_attention(
-            q[i][:, None], keys.transpose(0, 1), vals.transpose(0, 1)
-        )[:, 0]
+        ref = _sdpa_row(q[i], k_cache, v_cache, tables[i], int(lens[i]))
         torch.testing.assert_close(out[i].view(h, d), ref, rtol=1e-5, atol=1e-5)
 
 
@@ -257,11 +265,7 @@ def test_long_contexts_match_sdpa_and_do_not_depend_on_the_batch(
     q = torch.randn(4, h, d)
     out = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, d**-0.5)
     for i in range(4):
-        keys = k_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
-        vals = v_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
-        ref = F.scaled_dot_product_attention(
-            q[i][:, None], keys.float().transpose(0, 1), vals.float().transpose(0, 1)
-        )[:, 0]
+        ref = _sdpa_row(q[i], k_cache, v_cache, tables[i], int(lens[i]))
         torch.testing.assert_close(out[i].view(h, d), ref, rtol=1e-5, atol=1e-5)
         alone = ops.paged_decode_attention(
             q[i : i + 1], k_cache, v_cache, tables[i : i + 1], lens[i : i + 1], d**-0.5
@@ -315,11 +319,7 @@ def test_a_prompts_tokens_together_give_the_bits_each_gives_alone(
             q[i : i + 1], k_cache, v_cache, tables[i : i + 1], lens[i : i + 1], d**-0.5
         )
         assert torch.equal(alone[0], out[i]), i
-        keys = k_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
-        vals = v_cache[tables[i]].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
-        ref = F.scaled_dot_product_attention(
-            q[i][:, None], keys.float().transpose(0, 1), vals.float().transpose(0, 1)
-        )[:, 0]
+        ref = _sdpa_row(q[i], k_cache, v_cache, tables[i], int(lens[i]))
         torch.testing.assert_close(out[i].view(h, d), ref, rtol=1e-5, atol=1e-5)
 
 
@@ -342,9 +342,5 @@ def test_a_prompts_rows_read_blocks_only_from_the_table_checked_for_them() -> No
         q = torch.randn(n, h, d)
         out = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, d**-0.5)
         for i in range(n):
-            keys = k_cache[blocks].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
-            vals = v_cache[blocks].reshape(-1, kvh, d)[: lens[i]].repeat_interleave(h // kvh, 1)
-            ref = F.scaled_dot_product_attention(
-                q[i][:, None], keys.transpose(0, 1), vals.transpose(0, 1)
-            )[:, 0]
+            ref = _sdpa_row(q[i], k_cache, v_cache, blocks, int(lens[i]))
             torch.testing.assert_close(out[i].view(h, d), ref, rtol=1e-5, atol=1e-5)
