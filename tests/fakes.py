@@ -103,6 +103,9 @@ class ScriptedASR:
         text = self.texts[min(len(self.calls) - 1, len(self.texts) - 1)]
         return Transcript(text=text, language="en", duration_s=audio_16k.size / 16_000)
 
+    async def partial(self, audio_16k: np.ndarray, prefix: str | None = None) -> Transcript:
+        return await self.run(audio_16k, prefix)
+
 
 class ScriptedVoices:
     """A TTS catalog whose every clause is `seconds_per_clause` of a quiet tone."""

@@ -103,3 +103,6 @@ class ChosenTranscriber:
         self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
     ) -> Transcript:
         return await self.model.run(audio_16k, prefix=prefix, language=self.language, prompt=prompt)
+
+    async def partial(self, audio_16k: np.ndarray, prefix: str | None = None) -> Transcript:
+        return await self.model.run(audio_16k, prefix=prefix, language=self.language, partial=True)

@@ -34,7 +34,7 @@ sent what follows the pause, and a wait in wall-clock time would let the answer 
 before that audio is heard (a resumed sentence then interrupts the answer instead of
 continuing the turn), so there the model decides alone, in stream order, as before.
 The idea of judging the text is LiveKit's turn detector's (which asks a small language
-model); this is a cheap rule, English only.
+model); this is a cheap rule, for English and Mandarin.
 """
 
 from __future__ import annotations

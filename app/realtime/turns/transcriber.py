@@ -50,6 +50,10 @@ class SpeechRecognizer(Protocol):
         self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
     ) -> Transcript: ...
 
+    async def partial(self, audio_16k: np.ndarray, prefix: str | None = None) -> Transcript:
+        """A pass whose words are only shown (optional work: a loop is dropped, not redone)."""
+        ...
+
 
 async def stop_task(task: asyncio.Task[object] | None) -> None:
     """Cancel `task` and wait until it ended; the caller's own cancellation propagates."""
@@ -90,7 +94,7 @@ class TurnTranscriber:
                 continue
             done_at = audio.size
             before = self.agreement.text
-            partial = await self.asr.run(audio, prefix=before or None)
+            partial = await self.asr.partial(audio, prefix=before or None)
             if self.agreement.update(partial.text):
                 # the joined text only grows: the delta is what the new units add to it,
                 # with a space before them or not as the scripts want ("我想" + "去")

@@ -214,11 +214,23 @@ def sounds_unfinished(text: str) -> bool:
     return bool(words) and words[-1] in _OPEN_ENDED
 
 
+def _mandarin_ending(text: str) -> bool:
+    """Whether the text ends in Chinese: a CJK character with no Latin word after it
+    ("...超50%" does, "我想去 Paris" does not)."""
+    tail = _latin_tail(text)
+    return len(tail) < len(text) and re.search(r"[^\W\d_]", tail) is None
+
+
 def reads_finished(text: str) -> bool:
     """Whether Whisper wrote the transcript as a finished sentence (., !, ?, 。, ！ or ？)
-    that is more than a short lead-in ("And so my fellow Americans.", "所以我的同胞们。")."""
+    that is more than a short lead-in ("And so my fellow Americans.", "所以我的同胞们。").
+
+    Mandarin needs no mark: Whisper writes it unpunctuated (whisper-base wrote no final
+    mark on any of `bench asr --language zh`'s nine clips, finished sentences all), so
+    there a missing mark says nothing and only the Mandarin rules above (a connective, an
+    article, a lead-in) read a sentence as unfinished."""
     text = text.strip()
-    if not _SENTENCE_END.search(text) or sounds_unfinished(text):
+    if not (_SENTENCE_END.search(text) or _mandarin_ending(text)) or sounds_unfinished(text):
         return False
     last = [s for s in _LAST_SENTENCE.split(text) if s.strip()][-1]
     return not _is_lead_in(last)

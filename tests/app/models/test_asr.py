@@ -98,6 +98,25 @@ def test_a_looping_fitted_pass_is_decoded_again_over_the_full_window(
     assert windows == [1200, 3000]
 
 
+def test_a_looping_partial_pass_comes_back_empty_not_decoded_again(
+    asr: WhisperASR, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug: a partial over a Mandarin interruption looped, was decoded again over the full
+    window (2.6-2.9 s of the ASR), and the final pass that decides the interruption waited
+    behind it while the answer played on. A partial's words are only shown: drop a loop."""
+    windows: list[int] = []
+
+    def decode(audio, frames, prompt, prefix, cancel, language):  # type: ignore[no-untyped-def]
+        windows.append(frames)
+        return Transcript("等一下，等一下，等一下，等一下，等一下，等一下", "zh", 3.0)
+
+    monkeypatch.setattr(asr, "_decode", decode)
+    heard = asyncio.run(asr.run(np.zeros(3 * 16_000, np.float32), prefix="等", partial=True))
+    assert (heard.text, windows) == ("", [1200])
+    assert asr.transcribe(np.zeros(3 * 16_000, np.float32)).text.startswith("等一下")
+    assert windows == [1200, 1200, 3000]  # a final pass is still decoded again
+
+
 def test_repeats_finds_a_loop_not_a_repeated_word() -> None:
     assert _repeats("what colour is the sky what colour is the sky on a")
     assert not _repeats("ask not what your country can do for you, ask what you can do")

@@ -132,8 +132,16 @@ def test_finished_mandarin_sentences_and_questions_do_not(text: str) -> None:
         (0.9, "我想买一个", Verdict.GO_ON),
         (0.9, "我想去北京看看。", Verdict.END),
         (0.1, "我想去北京看看。", Verdict.DOUBT),  # reads finished only
-        (0.9, "我想去北京看看", Verdict.DOUBT),  # no sentence end: sounds finished only
-        (0.1, "我想去北京看看", Verdict.GO_ON),
+        # Whisper writes Mandarin unpunctuated: no mark reads as finished there ...
+        (0.9, "我想去北京看看", Verdict.END),
+        (0.1, "我想去北京看看", Verdict.DOUBT),
+        (0.9, "富士康在印度工厂出现大规模感染目前工厂产量已下降超50%", Verdict.END),
+        (0.9, "吃醋,有启动的味道", Verdict.END),
+        # ... but not in English, after a Latin word, nor for a Mandarin lead-in
+        (0.9, "我明天要去 Paris", Verdict.DOUBT),
+        (0.1, "我明天要去 Paris", Verdict.GO_ON),
+        (0.9, "所以我们", Verdict.DOUBT),
+        (0.1, "所以我们", Verdict.GO_ON),
         # a lead-in: a short sentence opening with a connective, up to 8 characters (five
         # words of about 1.6 characters), as "And so my fellow Americans." is five words
         (0.9, "所以我的同胞们。", Verdict.DOUBT),
