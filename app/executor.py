@@ -15,8 +15,6 @@ import threading
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from engine.thread_name import set_os_thread_name
-
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -48,7 +46,7 @@ class ModelExecutor:
         self.name = name
         self.max_pending = max_pending
         self._pool = concurrent.futures.ThreadPoolExecutor(
-            workers, thread_name_prefix=name, initializer=set_os_thread_name, initargs=(name,)
+            workers, thread_name_prefix=name, initializer=_name_thread, initargs=(name,)
         )
         self._pending = 0  # calls submitted whose caller still waits (event loop only)
 
@@ -82,3 +80,11 @@ class ModelExecutor:
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _name_thread(name: str) -> None:
+    # imported here: a worker process that transcribes (app/models/partial_asr.py) loads
+    # this module, and `engine` would bring torch with it
+    from engine.thread_name import set_os_thread_name
+
+    set_os_thread_name(name)

@@ -45,6 +45,10 @@ class Settings:
     # A clip under 30 s is encoded over a window this long at least (its length + 2 s),
     # not Whisper's padded 30 s (app/models/asr.py); 30: always the full window.
     asr_min_window_s: float = 12.0
+    # Partial transcripts (shown while the user speaks) come from a worker process of
+    # their own, stopped while a final pass runs, so the final never waits for one
+    # (app/pausable_process.py); false: one executor for both (~100 MB less memory).
+    asr_partials_apart: bool = True
     # How a session's turns end unless it says otherwise: "server_vad" (silence) or
     # "semantic_vad" (the Smart Turn model hears the utterance complete).
     turn_detection: str = "semantic_vad"

@@ -14,6 +14,7 @@ import numpy as np
 
 from app.executor import CancelToken, ModelExecutor
 from app.models.languages import ENGLISH_ONLY, model_languages, simplified
+from app.pausable_process import PausableProcess, WorkerProcessError
 from app.text_units import is_cjk_letter, join, units
 
 log = logging.getLogger("r1voice.asr")
@@ -121,6 +122,7 @@ class WhisperASR:
         threads: int = 2,
         language: str | None = None,
         min_window_s: float = MIN_WINDOW_S,
+        partials_apart: bool = False,
     ) -> None:
         if not 1 <= min_window_s <= WINDOW_S:
             raise ValueError(f"min_window_s must be within 1-{WINDOW_S} s, got {min_window_s}")
@@ -129,6 +131,7 @@ class WhisperASR:
         self.english_only = self.languages == ENGLISH_ONLY
         self.language = "en" if self.english_only else language
         self.min_window_s = min_window_s
+        self.partials_apart = partials_apart
         try:
             self.model = _load_whisper(model_dir, threads)
         except Exception as exc:  # CTranslate2 raises RuntimeError for a corrupt model.bin
@@ -141,11 +144,38 @@ class WhisperASR:
         # executor: VAD and TTS never queue behind a transcription.
         self._lock = threading.Lock()
         self.executor = ModelExecutor("asr", workers=1, max_pending=32)
+        # `partials_apart`: partial passes run in a worker process of their own (the same
+        # model loaded again, ~100 MB for whisper-base), stopped while a final pass runs
+        # (see app/pausable_process.py). On one executor a final that came while a partial
+        # ran waited for it: 0.1-0.46 s in 6 of 9 Mandarin turns of `bench voice
+        # --language zh`, added to voice-to-voice.
+        self._partials: PausableProcess | None = None
+        self._partial_executor: ModelExecutor | None = None
+        if partials_apart:
+            args = [str(model_dir), name, str(threads), str(min_window_s)]
+            self._partials = PausableProcess("asr-partial", "app.models.partial_asr", args)
+            self._partial_executor = ModelExecutor("asr-partial", workers=1, max_pending=4)
 
     @property
     def busy(self) -> bool:
         """A transcription is running or queued (optional work such as partials waits)."""
-        return self.executor.pending > 0
+        partials = self._partial_executor
+        return self.executor.pending > 0 or (partials is not None and partials.pending > 0)
+
+    def warm_up_partials(self, audio_16k: np.ndarray) -> None:
+        """Start the partial passes' process now and run one pass (blocking), so that the
+        first user's first partial does not wait for it to load."""
+        if self._partials is not None:
+            self._partial_apart(audio_16k, None, None)
+
+    def close(self) -> None:
+        """Stop the executors and the partial passes' process (what a session still awaits
+        fails)."""
+        self.executor.shutdown()
+        if self._partial_executor is not None:
+            self._partial_executor.shutdown()
+        if self._partials is not None:
+            self._partials.close()
 
     async def run(
         self,
@@ -155,7 +185,12 @@ class WhisperASR:
         prompt: str | None = None,
         partial: bool = False,
     ) -> Transcript:
-        """`transcribe` on this model's executor; a cancelled caller stops it between segments."""
+        """`transcribe` on this model's executor; a cancelled caller stops it between
+        segments. A `partial` pass runs in the partial passes' process when there is one."""
+        if partial and self._partials is not None and self._partial_executor is not None:
+            return await self._partial_executor.run(
+                self._partial_apart, audio_16k, prefix, language
+            )
         return await self.executor.run_cancellable(
             lambda token: self.transcribe(
                 audio_16k,
@@ -166,6 +201,22 @@ class WhisperASR:
                 partial=partial,
             )
         )
+
+    def _partial_apart(
+        self, audio_16k: np.ndarray, prefix: str | None, language: str | None
+    ) -> Transcript:
+        """A partial pass in the partial passes' process (blocking). Partials are optional:
+        if the process failed, this one shows nothing (the next starts a new process)."""
+        assert self._partials is not None
+        language = "en" if self.english_only else language or self.language
+        try:
+            text, heard, seconds = self._partials.call(
+                (audio_16k.astype(np.float32), prefix, language)
+            )
+        except WorkerProcessError:
+            log.warning("%s: a partial pass failed", self.name, exc_info=True)
+            return Transcript(text="", language=language or "", duration_s=0.0)
+        return Transcript(text=text, language=heard, duration_s=seconds)
 
     def transcribe(
         self,
@@ -203,12 +254,25 @@ class WhisperASR:
             if language != "en":
                 shortest = max(shortest, MIN_WINDOW_OTHER_S)
             frames = window_frames(audio_16k.size, shortest)
-            result = self._decode(audio_16k, frames, prompt, prefix, cancel, language)
-            if partial and _repeats(result.text):
-                result = Transcript(text="", language=result.language, duration_s=0.0)
-            elif frames < WINDOW_S * FRAMES_PER_S and _repeats(result.text):
-                full = WINDOW_S * FRAMES_PER_S
-                result = self._decode(audio_16k, full, prompt, prefix, cancel, language)
+            if self._partials is not None and not partial:
+                self._partials.pause()  # a partial pass waits for this one, not the reverse
+            try:
+                result = self._decode(audio_16k, frames, prompt, prefix, cancel, language)
+                if partial and _repeats(result.text):
+                    result = Transcript(text="", language=result.language, duration_s=0.0)
+                elif frames < WINDOW_S * FRAMES_PER_S and _repeats(result.text):
+                    # A loop a prompt led into (the listening prompt's "嗯。对。" over an
+                    # interruption) is decoded again without it first, over the same
+                    # window: 0.5 s, not the full window's 1.7 s while the answer waits.
+                    full = WINDOW_S * FRAMES_PER_S
+                    redo = [(frames, None), (full, None)] if prompt else [(full, None)]
+                    for window, hint in redo:
+                        if not _repeats(result.text):
+                            break
+                        result = self._decode(audio_16k, window, hint, prefix, cancel, language)
+            finally:
+                if self._partials is not None and not partial:
+                    self._partials.resume()
         log.debug(
             "%s: %.2f s of audio (%s) in %.3f s: %r",
             self.name,

@@ -56,6 +56,7 @@ def load_components(settings: Settings) -> Components:
             name=settings.asr_model,
             threads=settings.asr_threads,
             min_window_s=settings.asr_min_window_s,
+            partials_apart=settings.asr_partials_apart,
         ),
     )
     tts = timed(
@@ -104,7 +105,9 @@ def warm_up(components: Components) -> None:
     """One short transcription, generation and synthesis, so the first user is not slow."""
     start = time.perf_counter()
     speech = components.tts.synthesize("Hello there.", 16_000)
-    components.asr.transcribe(speech if speech.size else np.zeros(16_000, dtype=np.float32))
+    heard = speech if speech.size else np.zeros(16_000, dtype=np.float32)
+    components.asr.transcribe(heard)
+    components.asr.warm_up_partials(heard)
     components.turn.complete_probability(speech)
     components.llm.warmup()
     components.timings["warmup_s"] = round(time.perf_counter() - start, 3)

@@ -67,12 +67,16 @@ class TranscriberCatalog(ModelCatalog[WhisperASR]):
 
     def close(self) -> None:
         for model in self._stop_loading():
-            model.executor.shutdown()
+            model.close()
 
     def _from_registry(self, name: str) -> WhisperASR:
         path: Path = self._user_dirs.get(name) or model_registry.locate(name, "asr")
         return WhisperASR(
-            path, name=name, threads=self._threads, min_window_s=self.default.min_window_s
+            path,
+            name=name,
+            threads=self._threads,
+            min_window_s=self.default.min_window_s,
+            partials_apart=self.default.partials_apart,
         )
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import time
 from typing import Any
 
 import numpy as np
@@ -96,6 +98,24 @@ def test_a_looping_fitted_pass_is_decoded_again_over_the_full_window(
     monkeypatch.setattr(asr, "_decode", decode)
     assert asr.transcribe(np.zeros(3 * 16_000, np.float32)).text == "What is the capital of France?"
     assert windows == [1200, 3000]
+
+
+def test_a_loop_a_prompt_led_into_is_decoded_again_without_it_over_the_same_window(
+    asr: WhisperASR, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug: the listening prompt ("嗯。对。好的。是的。") led a pass over a Mandarin
+    interruption into a loop, decoded again with the prompt over the full window: 2.3 s
+    while the interrupted answer played on."""
+    passes: list[tuple[int, str | None]] = []
+
+    def decode(audio, frames, prompt, prefix, cancel, language):  # type: ignore[no-untyped-def]
+        passes.append((frames, prompt))
+        looped = "嗯。嗯。嗯。嗯。嗯。嗯。嗯。嗯。嗯。嗯。" if prompt else "等一下，说点别的吧。"
+        return Transcript(looped, "zh", 3.0)
+
+    monkeypatch.setattr(asr, "_decode", decode)
+    heard = asr.transcribe(np.zeros(3 * 16_000, np.float32), prompt="嗯。对。")
+    assert (heard.text, passes) == ("等一下，说点别的吧。", [(1200, "嗯。对。"), (1200, None)])
 
 
 def test_a_looping_partial_pass_comes_back_empty_not_decoded_again(
@@ -293,3 +313,48 @@ def test_no_pass_falls_back_to_sampling(asr: WhisperASR, monkeypatch: pytest.Mon
     for seconds in (3, 45):
         asr.transcribe(np.zeros(seconds * 16_000, np.float32))
     assert seen == [0.0, 0.0]
+
+
+def test_partials_apart_hear_what_partials_in_process_hear_and_wait_for_finals(
+    asr: WhisperASR, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `partials_apart` a partial pass runs in a worker process of its own: the same
+    words as in the server's process, and that process is stopped (state T) while a final
+    pass decodes, so the final never waits for a partial. Closing ends the process."""
+    speech = resample(load_clip("jfk.flac"), 24_000, 16_000)[: 6 * 16_000]
+    apart = WhisperASR(
+        model_registry.locate("whisper-tiny.en", "asr"), name="whisper-tiny.en", partials_apart=True
+    )
+    try:
+        here = asyncio.run(asr.run(speech, prefix="And so", partial=True)).text
+        there = asyncio.run(apart.run(speech, prefix="And so", partial=True)).text
+        assert there == here and there.startswith("And so")
+        pid = apart._partials.pid if apart._partials is not None else None
+        assert pid is not None
+        states: list[str] = []
+        decode = apart._decode
+
+        def state() -> str:
+            with open(f"/proc/{pid}/stat") as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0]
+
+        def spied(*args):  # type: ignore[no-untyped-def]
+            # SIGSTOP takes effect a moment after kill() returns
+            for _ in range(200):
+                if state() == "T":
+                    break
+                time.sleep(0.01)
+            states.append(state())
+            return decode(*args)
+
+        monkeypatch.setattr(apart, "_decode", spied)
+        assert apart.transcribe(speech).text == asr.transcribe(speech).text
+        assert states == ["T"]
+        for _ in range(200):  # ... and SIGCONT a moment after
+            if state() != "T":
+                break
+            time.sleep(0.01)
+        assert state() != "T"
+    finally:
+        apart.close()
+    assert not os.path.exists(f"/proc/{pid}") or state() == "Z"

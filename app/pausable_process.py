@@ -1,0 +1,155 @@
+"""A worker process its owner can stop at any instant, even inside native code.
+
+Work that only helps (a partial transcript shown while the user speaks) should never
+delay work that is needed (the final transcript an answer is made from). A pass already
+running inside CTranslate2 cannot be stopped part way from Python, but the kernel can
+stop a process: the helping work runs in a child process, which its owner stops
+(SIGSTOP) for as long as the needed work runs, so that work has the cores to itself, and
+continues (SIGCONT) after. A stopped process takes no CPU and keeps its memory.
+
+The child is `python -m <module>` (not multiprocessing's spawn, which imports the
+server's own main module again in the child), started on first use; it answers one
+pickled request at a time over its stdin and stdout (`serve`), and dies with the thread
+that started it (PR_SET_PDEATHSIG), so a killed server leaves no stopped child behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from typing import IO, Any
+
+_PR_SET_PDEATHSIG = 1
+STOP_TIMEOUT_S = 5.0  # a child that does not exit this long after its stdin closed: killed
+
+
+class WorkerProcessError(RuntimeError):
+    """The worker process died or failed a request; the next request starts a new one."""
+
+
+class PausableProcess:
+    """`python -m module *args` as a worker that `serve`s requests. `call` is blocking
+    and one at a time; `pause`/`resume` may come from any thread, at any point of a call."""
+
+    def __init__(self, name: str, module: str, args: list[str]) -> None:
+        self.name = name
+        self._argv = [sys.executable, "-m", module, *args]
+        self._process: subprocess.Popen[bytes] | None = None
+        self._calls = threading.Lock()  # one request at a time
+        self._state = threading.Lock()  # the process and the pause count
+        self._paused = 0
+
+    @property
+    def pid(self) -> int | None:
+        process = self._process
+        return process.pid if process is not None and process.poll() is None else None
+
+    def call(self, request: Any) -> Any:
+        with self._calls:
+            process = self._start()
+            assert process.stdin is not None and process.stdout is not None
+            try:
+                pickle.dump(request, process.stdin)
+                process.stdin.flush()
+                reply = pickle.load(process.stdout)
+            except (EOFError, OSError, ValueError, pickle.UnpicklingError) as exc:
+                self._stop()
+                raise WorkerProcessError(
+                    f"{self.name}: the worker process ended ({exc!r})"
+                ) from exc
+        if isinstance(reply, BaseException):
+            raise WorkerProcessError(f"{self.name}: {reply!r}") from reply
+        return reply
+
+    def pause(self) -> None:
+        """Stop the child where it is (nested: it runs again after as many `resume`s)."""
+        with self._state:
+            self._paused += 1
+            if self._paused == 1:
+                self._signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        with self._state:
+            self._paused = max(0, self._paused - 1)
+            if self._paused == 0:
+                self._signal(signal.SIGCONT)
+
+    def close(self) -> None:
+        """End the child and wait for it (a call in flight fails with WorkerProcessError)."""
+        self._stop()
+
+    def _signal(self, sig: signal.Signals) -> None:
+        process = self._process
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, sig)
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        with self._state:
+            if self._process is not None and self._process.poll() is None:
+                return self._process
+            env = {**os.environ, "R1VOICE_PARENT_PID": str(os.getpid())}
+            self._process = subprocess.Popen(
+                self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+            )
+            if self._paused:
+                self._signal(signal.SIGSTOP)
+            return self._process
+
+    def _stop(self) -> None:
+        with self._state:
+            process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGCONT)  # a stopped child cannot exit
+        for pipe in (process.stdin, process.stdout):
+            try:
+                if pipe is not None:
+                    pipe.close()  # the child reads EOF and returns
+            except OSError:
+                pass
+        try:
+            process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def serve(handle: Callable[[Any], Any]) -> None:
+    """The child's side: answer each request read from stdin with `handle(request)` (or
+    the exception it raised) on stdout, until stdin ends. Anything else the child prints
+    goes to stderr, so it cannot break the replies."""
+    parent = int(os.environ.get("R1VOICE_PARENT_PID", "0"))
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if parent and os.getppid() != parent:  # the parent died before the line above
+        return
+    requests: IO[bytes] = os.fdopen(os.dup(0), "rb")
+    replies: IO[bytes] = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    while True:
+        try:
+            request = pickle.load(requests)
+        except (EOFError, OSError):
+            return
+        try:
+            reply = handle(request)
+        except Exception as exc:  # the caller raises it
+            reply = exc
+        try:
+            pickle.dump(reply, replies)
+            replies.flush()
+        except (BrokenPipeError, OSError):
+            return
