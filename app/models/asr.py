@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import threading
@@ -151,6 +152,9 @@ class WhisperASR:
         # --language zh`, added to voice-to-voice.
         self._partials: PausableProcess | None = None
         self._partial_executor: ModelExecutor | None = None
+        self._holding = threading.Lock()
+        self._abandoned = False  # the partial in the process now has no caller any more
+        self._held = False  # the process is left stopped after a final (one pause held)
         if partials_apart:
             args = [str(model_dir), name, str(threads), str(min_window_s)]
             self._partials = PausableProcess("asr-partial", "app.models.partial_asr", args)
@@ -188,9 +192,17 @@ class WhisperASR:
         """`transcribe` on this model's executor; a cancelled caller stops it between
         segments. A `partial` pass runs in the partial passes' process when there is one."""
         if partial and self._partials is not None and self._partial_executor is not None:
-            return await self._partial_executor.run(
-                self._partial_apart, audio_16k, prefix, language
-            )
+            with self._holding:  # here, not on the executor: the stale rest holds it
+                if self._held:
+                    self._held = False
+                    self._partials.resume()
+            try:
+                return await self._partial_executor.run(
+                    self._partial_apart, audio_16k, prefix, language
+                )
+            except asyncio.CancelledError:
+                self._abandoned = True  # its turn ended: see `_resume_partials`
+                raise
         return await self.executor.run_cancellable(
             lambda token: self.transcribe(
                 audio_16k,
@@ -202,12 +214,26 @@ class WhisperASR:
             )
         )
 
+    def _resume_partials(self) -> None:
+        """After a final pass: let the partial process go on, unless the partial it was
+        doing was abandoned (the turn ended: the final pass was that turn's). Then it
+        stays stopped until the next partial is asked for, so its stale rest does not
+        take the cores from the answer the final pass just started."""
+        assert self._partials is not None
+        with self._holding:
+            if self._abandoned:
+                self._held = True
+            else:
+                self._partials.resume()
+
     def _partial_apart(
         self, audio_16k: np.ndarray, prefix: str | None, language: str | None
     ) -> Transcript:
         """A partial pass in the partial passes' process (blocking). Partials are optional:
         if the process failed, this one shows nothing (the next starts a new process)."""
         assert self._partials is not None
+        with self._holding:
+            self._abandoned = False  # the partial before this one has ended
         language = "en" if self.english_only else language or self.language
         try:
             text, heard, seconds = self._partials.call(
@@ -272,7 +298,7 @@ class WhisperASR:
                         result = self._decode(audio_16k, window, hint, prefix, cancel, language)
             finally:
                 if self._partials is not None and not partial:
-                    self._partials.resume()
+                    self._resume_partials()
         log.debug(
             "%s: %.2f s of audio (%s) in %.3f s: %r",
             self.name,

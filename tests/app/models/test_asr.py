@@ -355,6 +355,21 @@ def test_partials_apart_hear_what_partials_in_process_hear_and_wait_for_finals(
                 break
             time.sleep(0.01)
         assert state() != "T"
+
+        # A partial whose turn ended (its caller cancelled) is not finished after the
+        # final pass: the process stays stopped, off the answer's cores, until the next
+        # partial is asked for.
+        async def abandon_then_final() -> None:
+            stale = asyncio.create_task(apart.run(speech, partial=True))
+            await asyncio.sleep(0.05)
+            stale.cancel()
+            await asyncio.gather(stale, return_exceptions=True)
+            await apart.run(speech)
+
+        asyncio.run(abandon_then_final())
+        assert states[-1] == "T" and state() == "T"
+        again = asyncio.run(apart.run(speech, prefix="And so", partial=True)).text
+        assert again == here and state() != "T"
     finally:
         apart.close()
     assert not os.path.exists(f"/proc/{pid}") or state() == "Z"
