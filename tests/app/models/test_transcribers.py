@@ -18,6 +18,9 @@ class _Model:
         self.name = name
         self.executor = _Executor()
 
+    def close(self) -> None:
+        self.executor.shutdown()
+
 
 class _Executor:
     def __init__(self) -> None:
