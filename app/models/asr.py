@@ -33,6 +33,14 @@ MIN_WINDOW_S = 12.0
 # (bench asr --language zh). Used unless the turn is known to be English.
 MIN_WINDOW_OTHER_S = 20.0
 WINDOW_MARGIN_S = 2.0
+# A final pass over a turn not known to be English decodes with beam search, as
+# faster-whisper does by default: on the human Mandarin clips of ../shared (whisper-base,
+# 20 s window) greedy misread 4 of 63 characters, beam 5 2 of 63 (as faster-whisper alone
+# over the full window), for about the same time a pass on 2 cores (`bench asr
+# --language zh`): the decoder's steps cost their overhead, not their rows. Beams of 2
+# and 3 misread 4. English keeps greedy (tiny.en's fitted window was tuned with it);
+# partial passes are greedy: their words are only shown.
+OTHER_LANGUAGES_BEAM = 5
 # A window's text is bounded by what can be said in it: fast speech is ~6 tokens a second
 # (English words, Chinese characters). Without a bound a hallucinating pass (robotic
 # Mandarin heard as Thai) decoded to the 448-token limit at each of Whisper's fallback
@@ -280,10 +288,11 @@ class WhisperASR:
             if language != "en":
                 shortest = max(shortest, MIN_WINDOW_OTHER_S)
             frames = window_frames(audio_16k.size, shortest)
+            beam = 1 if partial or language == "en" else OTHER_LANGUAGES_BEAM
             if self._partials is not None and not partial:
                 self._partials.pause()  # a partial pass waits for this one, not the reverse
             try:
-                result = self._decode(audio_16k, frames, prompt, prefix, cancel, language)
+                result = self._decode(audio_16k, frames, prompt, prefix, cancel, language, beam)
                 if partial and _repeats(result.text):
                     result = Transcript(text="", language=result.language, duration_s=0.0)
                 elif frames < WINDOW_S * FRAMES_PER_S and _repeats(result.text):
@@ -295,7 +304,9 @@ class WhisperASR:
                     for window, hint in redo:
                         if not _repeats(result.text):
                             break
-                        result = self._decode(audio_16k, window, hint, prefix, cancel, language)
+                        result = self._decode(
+                            audio_16k, window, hint, prefix, cancel, language, beam
+                        )
             finally:
                 if self._partials is not None and not partial:
                     self._resume_partials()
@@ -317,6 +328,7 @@ class WhisperASR:
         prefix: str | None,
         cancel: CancelToken | None,
         language: str | None,
+        beam: int = 1,
     ) -> Transcript:
         self.model.window_frames = frames
         long_form = audio_16k.size > WINDOW_S * 16_000
@@ -328,7 +340,7 @@ class WhisperASR:
             }
             if long_form
             else {
-                "beam_size": 1,
+                "beam_size": beam,
                 "temperature": TEMPERATURE,
                 "condition_on_previous_text": False,
                 "without_timestamps": True,

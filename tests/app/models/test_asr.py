@@ -90,7 +90,7 @@ def test_a_looping_fitted_pass_is_decoded_again_over_the_full_window(
 ) -> None:
     windows: list[int] = []
 
-    def decode(audio, frames, prompt, prefix, cancel, language):  # type: ignore[no-untyped-def]
+    def decode(audio, frames, prompt, prefix, cancel, language, beam=1):  # type: ignore[no-untyped-def]
         windows.append(frames)
         text = "What is the capital of France? What is the capital of France?"
         return Transcript(text if frames < 3000 else "What is the capital of France?", "en", 3.0)
@@ -108,7 +108,7 @@ def test_a_loop_a_prompt_led_into_is_decoded_again_without_it_over_the_same_wind
     while the interrupted answer played on."""
     passes: list[tuple[int, str | None]] = []
 
-    def decode(audio, frames, prompt, prefix, cancel, language):  # type: ignore[no-untyped-def]
+    def decode(audio, frames, prompt, prefix, cancel, language, beam=1):  # type: ignore[no-untyped-def]
         passes.append((frames, prompt))
         looped = "嗯。嗯。嗯。嗯。嗯。嗯。嗯。嗯。嗯。嗯。" if prompt else "等一下，说点别的吧。"
         return Transcript(looped, "zh", 3.0)
@@ -126,7 +126,7 @@ def test_a_looping_partial_pass_comes_back_empty_not_decoded_again(
     behind it while the answer played on. A partial's words are only shown: drop a loop."""
     windows: list[int] = []
 
-    def decode(audio, frames, prompt, prefix, cancel, language):  # type: ignore[no-untyped-def]
+    def decode(audio, frames, prompt, prefix, cancel, language, beam=1):  # type: ignore[no-untyped-def]
         windows.append(frames)
         return Transcript("等一下，等一下，等一下，等一下，等一下，等一下", "zh", 3.0)
 
@@ -198,19 +198,22 @@ def test_a_turn_not_known_to_be_english_gets_the_longer_window(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """whisper-base on Mandarin lost half its accuracy to the 12 s window: a turn whose
-    language is given as another, or left to detection, is encoded over 20 s at least."""
+    language is given as another, or left to detection, is encoded over 20 s at least,
+    and its final pass decodes with beam 5 (greedy misread twice the characters); English
+    and partial passes stay greedy."""
     base = WhisperASR(model_registry.locate("whisper-base", "asr"), name="whisper-base")
-    seen: list[int] = []
+    seen: list[tuple[int, int]] = []
 
-    def decode(audio, frames, prompt, prefix, cancel, language):  # type: ignore[no-untyped-def]
-        seen.append(frames)
+    def decode(audio, frames, prompt, prefix, cancel, language, beam=1):  # type: ignore[no-untyped-def]
+        seen.append((frames, beam))
         return Transcript("hello", language or "en", 3.0)
 
     monkeypatch.setattr(base, "_decode", decode)
     three_seconds = np.zeros(3 * 16_000, np.float32)
     for language in ("en", "zh", None):
         base.transcribe(three_seconds, language=language)
-    assert seen == [1200, 2000, 2000]
+    base.transcribe(three_seconds, language="zh", partial=True)
+    assert seen == [(1200, 1), (2000, 5), (2000, 5), (2000, 1)]
     base.executor.shutdown()
 
 
