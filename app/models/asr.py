@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import threading
@@ -15,7 +14,7 @@ import numpy as np
 
 from app.executor import CancelToken, ModelExecutor
 from app.models.languages import ENGLISH_ONLY, model_languages, simplified
-from app.pausable_process import PausableProcess, WorkerProcessError
+from app.models.partial_passes import PartialPasses
 from app.text_units import is_cjk_letter, join, units
 
 log = logging.getLogger("r1voice.asr")
@@ -153,39 +152,28 @@ class WhisperASR:
         # executor: VAD and TTS never queue behind a transcription.
         self._lock = threading.Lock()
         self.executor = ModelExecutor("asr", workers=1, max_pending=32)
-        # `partials_apart`: partial passes run in a worker process of their own (the same
-        # model loaded again, ~100 MB for whisper-base), stopped while a final pass runs
-        # (see app/pausable_process.py). On one executor a final that came while a partial
-        # ran waited for it: 0.1-0.46 s in 6 of 9 Mandarin turns of `bench voice
-        # --language zh`, added to voice-to-voice.
-        self._partials: PausableProcess | None = None
-        self._partial_executor: ModelExecutor | None = None
-        self._holding = threading.Lock()
-        self._abandoned = False  # the partial in the process now has no caller any more
-        self._held = False  # the process is left stopped after a final (one pause held)
-        if partials_apart:
-            args = [str(model_dir), name, str(threads), str(min_window_s)]
-            self._partials = PausableProcess("asr-partial", "app.models.partial_asr", args)
-            self._partial_executor = ModelExecutor("asr-partial", workers=1, max_pending=4)
+        # `partials_apart`: partial passes run in a worker process of their own, stopped
+        # while a final pass runs (app/models/partial_passes.py)
+        self._partials = (
+            PartialPasses(model_dir, name, threads, min_window_s) if partials_apart else None
+        )
 
     @property
     def busy(self) -> bool:
         """A transcription is running or queued (optional work such as partials waits)."""
-        partials = self._partial_executor
+        partials = self._partials
         return self.executor.pending > 0 or (partials is not None and partials.pending > 0)
 
     def warm_up_partials(self, audio_16k: np.ndarray) -> None:
         """Start the partial passes' process now and run one pass (blocking), so that the
         first user's first partial does not wait for it to load."""
         if self._partials is not None:
-            self._partial_apart(audio_16k, None, None)
+            self._partials.warm_up(audio_16k)
 
     def close(self) -> None:
         """Stop the executors and the partial passes' process (what a session still awaits
         fails)."""
         self.executor.shutdown()
-        if self._partial_executor is not None:
-            self._partial_executor.shutdown()
         if self._partials is not None:
             self._partials.close()
 
@@ -199,18 +187,10 @@ class WhisperASR:
     ) -> Transcript:
         """`transcribe` on this model's executor; a cancelled caller stops it between
         segments. A `partial` pass runs in the partial passes' process when there is one."""
-        if partial and self._partials is not None and self._partial_executor is not None:
-            with self._holding:  # here, not on the executor: the stale rest holds it
-                if self._held:
-                    self._held = False
-                    self._partials.resume()
-            try:
-                return await self._partial_executor.run(
-                    self._partial_apart, audio_16k, prefix, language
-                )
-            except asyncio.CancelledError:
-                self._abandoned = True  # its turn ended: see `_resume_partials`
-                raise
+        if partial and self._partials is not None:
+            language = "en" if self.english_only else language or self.language
+            text, heard, seconds = await self._partials.run(audio_16k, prefix, language)
+            return Transcript(text=text, language=heard, duration_s=seconds)
         return await self.executor.run_cancellable(
             lambda token: self.transcribe(
                 audio_16k,
@@ -221,36 +201,6 @@ class WhisperASR:
                 partial=partial,
             )
         )
-
-    def _resume_partials(self) -> None:
-        """After a final pass: let the partial process go on, unless the partial it was
-        doing was abandoned (the turn ended: the final pass was that turn's). Then it
-        stays stopped until the next partial is asked for, so its stale rest does not
-        take the cores from the answer the final pass just started."""
-        assert self._partials is not None
-        with self._holding:
-            if self._abandoned:
-                self._held = True
-            else:
-                self._partials.resume()
-
-    def _partial_apart(
-        self, audio_16k: np.ndarray, prefix: str | None, language: str | None
-    ) -> Transcript:
-        """A partial pass in the partial passes' process (blocking). Partials are optional:
-        if the process failed, this one shows nothing (the next starts a new process)."""
-        assert self._partials is not None
-        with self._holding:
-            self._abandoned = False  # the partial before this one has ended
-        language = "en" if self.english_only else language or self.language
-        try:
-            text, heard, seconds = self._partials.call(
-                (audio_16k.astype(np.float32), prefix, language)
-            )
-        except WorkerProcessError:
-            log.warning("%s: a partial pass failed", self.name, exc_info=True)
-            return Transcript(text="", language=language or "", duration_s=0.0)
-        return Transcript(text=text, language=heard, duration_s=seconds)
 
     def transcribe(
         self,
@@ -290,7 +240,7 @@ class WhisperASR:
             frames = window_frames(audio_16k.size, shortest)
             beam = 1 if partial or language == "en" else OTHER_LANGUAGES_BEAM
             if self._partials is not None and not partial:
-                self._partials.pause()  # a partial pass waits for this one, not the reverse
+                self._partials.final_started()  # a partial waits for this, not the reverse
             try:
                 result = self._decode(audio_16k, frames, prompt, prefix, cancel, language, beam)
                 if partial and _repeats(result.text):
@@ -309,7 +259,7 @@ class WhisperASR:
                         )
             finally:
                 if self._partials is not None and not partial:
-                    self._resume_partials()
+                    self._partials.final_ended()
         log.debug(
             "%s: %.2f s of audio (%s) in %.3f s: %r",
             self.name,

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-import time
 from typing import Any
 
 import numpy as np
@@ -316,63 +314,3 @@ def test_no_pass_falls_back_to_sampling(asr: WhisperASR, monkeypatch: pytest.Mon
     for seconds in (3, 45):
         asr.transcribe(np.zeros(seconds * 16_000, np.float32))
     assert seen == [0.0, 0.0]
-
-
-def test_partials_apart_hear_what_partials_in_process_hear_and_wait_for_finals(
-    asr: WhisperASR, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """With `partials_apart` a partial pass runs in a worker process of its own: the same
-    words as in the server's process, and that process is stopped (state T) while a final
-    pass decodes, so the final never waits for a partial. Closing ends the process."""
-    speech = resample(load_clip("jfk.flac"), 24_000, 16_000)[: 6 * 16_000]
-    apart = WhisperASR(
-        model_registry.locate("whisper-tiny.en", "asr"), name="whisper-tiny.en", partials_apart=True
-    )
-    try:
-        here = asyncio.run(asr.run(speech, prefix="And so", partial=True)).text
-        there = asyncio.run(apart.run(speech, prefix="And so", partial=True)).text
-        assert there == here and there.startswith("And so")
-        pid = apart._partials.pid if apart._partials is not None else None
-        assert pid is not None
-        states: list[str] = []
-        decode = apart._decode
-
-        def state() -> str:
-            with open(f"/proc/{pid}/stat") as stat:
-                return stat.read().rsplit(")", 1)[1].split()[0]
-
-        def spied(*args):  # type: ignore[no-untyped-def]
-            # SIGSTOP takes effect a moment after kill() returns
-            for _ in range(200):
-                if state() == "T":
-                    break
-                time.sleep(0.01)
-            states.append(state())
-            return decode(*args)
-
-        monkeypatch.setattr(apart, "_decode", spied)
-        assert apart.transcribe(speech).text == asr.transcribe(speech).text
-        assert states == ["T"]
-        for _ in range(200):  # ... and SIGCONT a moment after
-            if state() != "T":
-                break
-            time.sleep(0.01)
-        assert state() != "T"
-
-        # A partial whose turn ended (its caller cancelled) is not finished after the
-        # final pass: the process stays stopped, off the answer's cores, until the next
-        # partial is asked for.
-        async def abandon_then_final() -> None:
-            stale = asyncio.create_task(apart.run(speech, partial=True))
-            await asyncio.sleep(0.05)
-            stale.cancel()
-            await asyncio.gather(stale, return_exceptions=True)
-            await apart.run(speech)
-
-        asyncio.run(abandon_then_final())
-        assert states[-1] == "T" and state() == "T"
-        again = asyncio.run(apart.run(speech, prefix="And so", partial=True)).text
-        assert again == here and state() != "T"
-    finally:
-        apart.close()
-    assert not os.path.exists(f"/proc/{pid}") or state() == "Z"

@@ -1,0 +1,93 @@
+"""Partial passes apart: the words shown while the user speaks never delay the words an
+answer is made from.
+
+A partial pass is optional work, a final pass is not, but CTranslate2 cannot stop a pass
+part way: on one executor a final that came while a partial ran waited for it, 0.1-0.46 s
+in 6 of 9 Mandarin turns of `bench voice --language zh` (whisper-base), added to
+voice-to-voice. So the partial passes of a model run in a worker process of their own
+(`app/models/partial_asr.py`, the same model loaded again), which is stopped for as long
+as a final pass runs (see app/pausable_process.py). A partial whose turn has ended (its
+caller cancelled) is not finished after the final: the process stays stopped until the
+next partial is asked for, so that stale rest does not take the cores from the answer
+the final pass has just started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from app.executor import ModelExecutor
+from app.pausable_process import PausableProcess, WorkerProcessError
+
+log = logging.getLogger("r1voice.asr")
+Heard = tuple[str, str, float]  # text, language, seconds of audio
+
+
+class PartialPasses:
+    """One model's partial passes, in their worker process (started on first use)."""
+
+    def __init__(self, model_dir: Path, name: str, threads: int, min_window_s: float) -> None:
+        args = [str(model_dir), name, str(threads), str(min_window_s)]
+        self.name = name
+        self._process = PausableProcess("asr-partial", "app.models.partial_asr", args)
+        self._executor = ModelExecutor("asr-partial", workers=1, max_pending=4)
+        self._lock = threading.Lock()
+        self._abandoned = False  # the partial in the process now has no caller any more
+        self._held = False  # the process was left stopped after a final (one pause held)
+
+    @property
+    def pending(self) -> int:
+        return self._executor.pending
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    async def run(self, audio_16k: np.ndarray, prefix: str | None, language: str | None) -> Heard:
+        with self._lock:  # here, not on the executor: the stale rest occupies it
+            if self._held:
+                self._held = False
+                self._process.resume()
+        try:
+            return await self._executor.run(self._call, audio_16k, prefix, language)
+        except asyncio.CancelledError:
+            self._abandoned = True
+            raise
+
+    def warm_up(self, audio_16k: np.ndarray) -> None:
+        """Start the process and run one pass (blocking): the first user's first partial
+        does not wait for the model to load."""
+        self._call(audio_16k, None, None)
+
+    def final_started(self) -> None:
+        self._process.pause()
+
+    def final_ended(self) -> None:
+        with self._lock:
+            if self._abandoned:
+                self._held = True
+            else:
+                self._process.resume()
+
+    def close(self) -> None:
+        self._executor.shutdown()
+        self._process.close()
+
+    def _call(self, audio_16k: np.ndarray, prefix: str | None, language: str | None) -> Heard:
+        """Partials are optional: if the process failed, this one shows nothing (the next
+        starts a new process)."""
+        with self._lock:
+            self._abandoned = False  # the partial before this one has ended
+        try:
+            text, heard, seconds = self._process.call(
+                (audio_16k.astype(np.float32), prefix, language)
+            )
+        except WorkerProcessError:
+            log.warning("%s: a partial pass failed", self.name, exc_info=True)
+            return "", language or "", 0.0
+        return text, heard, seconds
