@@ -28,6 +28,8 @@ from collections.abc import Callable
 from typing import IO, Any
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_NAME = 15
+_NAME = "R1VOICE_WORKER_NAME"
 STOP_TIMEOUT_S = 5.0  # a child that does not exit this long after its stdin closed: killed
 
 
@@ -96,7 +98,7 @@ class PausableProcess:
         with self._state:
             if self._process is not None and self._process.poll() is None:
                 return self._process
-            env = {**os.environ, "R1VOICE_PARENT_PID": str(os.getpid())}
+            env = {**os.environ, "R1VOICE_PARENT_PID": str(os.getpid()), _NAME: self.name}
             self._process = subprocess.Popen(
                 self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
             )
@@ -133,6 +135,9 @@ def serve(handle: Callable[[Any], Any]) -> None:
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        # the worker's name for `top -H` and `bench capacity` (threads a native library
+        # starts later inherit it)
+        libc.prctl(_PR_SET_NAME, os.environ.get(_NAME, "worker").encode()[:15], 0, 0, 0)
     if parent and os.getppid() != parent:  # the parent died before the line above
         return
     requests: IO[bytes] = os.fdopen(os.dup(0), "rb")

@@ -395,21 +395,37 @@ async def _barge_in(
     return {k: trial.get(k) for k in keep if k in trial}
 
 
+def _children(pid: int) -> list[int]:
+    from pathlib import Path
+
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        if int(text[text.rindex(")") + 2 :].split()[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
 def thread_cpu(pid: int) -> dict[str, float]:
-    """CPU seconds (user + system) of each thread name of process `pid`, summed by name."""
+    """CPU seconds (user + system) of each thread name of process `pid` and its worker
+    processes (the partial passes' "asr-partial"), summed by name."""
     import os
     from pathlib import Path
 
     tick = os.sysconf("SC_CLK_TCK")
     out: dict[str, float] = {}
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            name = (task / "comm").read_text().strip()
-            stat = (task / "stat").read_text()
-        except OSError:  # the thread ended meanwhile
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    for process in (pid, *_children(pid)):
+        for task in Path(f"/proc/{process}/task").glob("*"):
+            try:
+                name = (task / "comm").read_text().strip()
+                stat = (task / "stat").read_text()
+            except OSError:  # the thread ended meanwhile
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
     return out
 
 

@@ -55,6 +55,8 @@ def test_replies_come_back_in_order_and_printing_does_not_break_them(
     assert worker.call(("echo", [1, "二"])) == [1, "二"]
     assert worker.call(("print", "after")) == "after"
     assert worker.pid is not None
+    with open(f"/proc/{worker.pid}/comm") as comm:
+        assert comm.read().strip() == "test-worker"  # what top -H and bench capacity see
 
 
 def test_a_failed_request_raises_in_the_caller_and_the_worker_goes_on(

@@ -147,3 +147,16 @@ def test_the_comparison_gives_the_ratios_and_the_targets() -> None:
     assert worse["capacity"]["ratio"] == 1.0
     assert not worse["targets"]["capacity_ratio_met"]
     assert not worse["targets"]["one_session_p50_met"]  # 0.9 > 0.8
+
+
+def test_thread_cpu_counts_the_servers_worker_processes_by_their_name() -> None:
+    """The partial passes run in a worker process ("asr-partial"): its CPU is the ASR's."""
+    from app.pausable_process import PausableProcess
+
+    worker = PausableProcess("asr-partial", "tests.app.pausable_worker", [])
+    try:
+        worker.call(("spin", 0.2))
+        seconds = capacity.thread_cpu(os.getpid())
+    finally:
+        worker.close()
+    assert seconds.get("asr-partial", 0.0) >= 0.1
