@@ -13,6 +13,7 @@ import concurrent.futures
 import functools
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import ParamSpec, TypeVar
 
 P = ParamSpec("P")
@@ -77,6 +78,11 @@ class ModelExecutor:
         except asyncio.CancelledError:
             token.cancel()
             raise
+
+    def submit(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """`fn` on this model's threads, for a caller off the event loop (not counted in
+        `pending`): wait with `.result()`, or not at all."""
+        return self._pool.submit(fn, *args, **kwargs)
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -54,6 +54,12 @@ class PausableProcess:
         process = self._process
         return process.pid if process is not None and process.poll() is None else None
 
+    def start(self) -> None:
+        """Start the child now if it is not running (a call does it anyway). Start it from
+        a thread that lives as long as the worker is used: the child dies with the thread
+        that started it."""
+        self._start()
+
     def call(self, request: Any) -> Any:
         with self._calls:
             process = self._start()

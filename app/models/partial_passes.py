@@ -39,6 +39,9 @@ class PartialPasses:
         self._lock = threading.Lock()
         self._abandoned = False  # the partial in the process now has no caller any more
         self._held = False  # the process was left stopped after a final (one pause held)
+        # Started now, in the background, and from the executor's thread, which lives as
+        # long as this object: the process dies with the thread that started it.
+        self._executor.submit(self._process.start)
 
     @property
     def pending(self) -> int:
@@ -49,10 +52,7 @@ class PartialPasses:
         return self._process.pid
 
     async def run(self, audio_16k: np.ndarray, prefix: str | None, language: str | None) -> Heard:
-        with self._lock:  # here, not on the executor: the stale rest occupies it
-            if self._held:
-                self._held = False
-                self._process.resume()
+        self._unhold()
         try:
             return await self._executor.run(self._call, audio_16k, prefix, language)
         except asyncio.CancelledError:
@@ -60,18 +60,27 @@ class PartialPasses:
             raise
 
     def warm_up(self, audio_16k: np.ndarray) -> None:
-        """Start the process and run one pass (blocking): the first user's first partial
-        does not wait for the model to load."""
-        self._call(audio_16k, None, None)
+        """Run one pass (blocking): the first user's first partial does not wait for the
+        model to load."""
+        self._unhold()
+        self._executor.submit(self._call, audio_16k, None, None).result()
 
     def final_started(self) -> None:
         self._process.pause()
 
     def final_ended(self) -> None:
         with self._lock:
-            if self._abandoned:
-                self._held = True
+            if self._abandoned and not self._held:
+                self._held = True  # this final's pause stays
             else:
+                self._process.resume()  # one pause at most is held
+
+    def _unhold(self) -> None:
+        """Let a process left stopped go on (its stale rest first), before a new request
+        is queued behind that rest: not on the executor, which the rest occupies."""
+        with self._lock:
+            if self._held:
+                self._held = False
                 self._process.resume()
 
     def close(self) -> None:
