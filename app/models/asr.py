@@ -32,14 +32,12 @@ MIN_WINDOW_S = 12.0
 # (bench asr --language zh). Used unless the turn is known to be English.
 MIN_WINDOW_OTHER_S = 20.0
 WINDOW_MARGIN_S = 2.0
-# A final pass over a turn not known to be English decodes with beam search, as
-# faster-whisper does by default: on the human Mandarin clips of ../shared (whisper-base,
-# 20 s window) greedy misread 4 of 63 characters, beam 5 2 of 63 (as faster-whisper alone
-# over the full window), for about the same time a pass on 2 cores (`bench asr
-# --language zh`): the decoder's steps cost their overhead, not their rows. Beams of 2
-# and 3 misread 4. English keeps greedy (tiny.en's fitted window was tuned with it);
-# partial passes are greedy: their words are only shown.
-OTHER_LANGUAGES_BEAM = 5
+# A final pass over a turn not known to be English may decode with beam search
+# (`final_beam`, R1VOICE_ASR_FINAL_BEAM): on the human Mandarin clips of ../shared
+# (whisper-base, 20 s window, quiet 2 cores, interleaved) greedy misread 4 of 63
+# characters in 0.62 s a pass, beam 5 2 of 63 (as faster-whisper alone over the full
+# window) in 0.88 s; beams of 2 and 3 misread 4. Greedy by default: the quarter second
+# is voice-to-voice time. English and partial passes are always greedy.
 # A window's text is bounded by what can be said in it: fast speech is ~6 tokens a second
 # (English words, Chinese characters). Without a bound a hallucinating pass (robotic
 # Mandarin heard as Thai) decoded to the 448-token limit at each of Whisper's fallback
@@ -131,9 +129,13 @@ class WhisperASR:
         language: str | None = None,
         min_window_s: float = MIN_WINDOW_S,
         partials_apart: bool = False,
+        final_beam: int = 1,
     ) -> None:
         if not 1 <= min_window_s <= WINDOW_S:
             raise ValueError(f"min_window_s must be within 1-{WINDOW_S} s, got {min_window_s}")
+        if not 1 <= final_beam <= 10:
+            raise ValueError(f"final_beam must be within 1-10, got {final_beam}")
+        self.final_beam = final_beam
         self.name = name
         self.languages = model_languages(name, model_dir)
         self.english_only = self.languages == ENGLISH_ONLY
@@ -238,7 +240,7 @@ class WhisperASR:
             if language != "en":
                 shortest = max(shortest, MIN_WINDOW_OTHER_S)
             frames = window_frames(audio_16k.size, shortest)
-            beam = 1 if partial or language == "en" else OTHER_LANGUAGES_BEAM
+            beam = 1 if partial or language == "en" else self.final_beam
             if self._partials is not None and not partial:
                 self._partials.final_started()  # a partial waits for this, not the reverse
             try:

@@ -57,6 +57,7 @@ def load_components(settings: Settings) -> Components:
             threads=settings.asr_threads,
             min_window_s=settings.asr_min_window_s,
             partials_apart=settings.asr_partials_apart,
+            final_beam=settings.asr_final_beam,
         ),
     )
     tts = timed(

@@ -77,6 +77,7 @@ class TranscriberCatalog(ModelCatalog[WhisperASR]):
             threads=self._threads,
             min_window_s=self.default.min_window_s,
             partials_apart=self.default.partials_apart,
+            final_beam=self.default.final_beam,
         )
 
 

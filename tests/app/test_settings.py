@@ -41,3 +41,9 @@ def test_bad_ice_servers_are_refused_naming_the_variable(value: str, says: str) 
 def test_connect_timeout_must_be_positive() -> None:
     with pytest.raises(ValueError, match="R1VOICE_WEBRTC_CONNECT_TIMEOUT_S"):
         Settings(webrtc_connect_timeout_s=0)
+
+
+@pytest.mark.parametrize("beam", [0, 11])
+def test_a_final_beam_out_of_range_is_refused_naming_the_variable(beam: int) -> None:
+    with pytest.raises(ValueError, match="R1VOICE_ASR_FINAL_BEAM"):
+        Settings(asr_final_beam=beam)

@@ -197,9 +197,11 @@ def test_a_turn_not_known_to_be_english_gets_the_longer_window(
 ) -> None:
     """whisper-base on Mandarin lost half its accuracy to the 12 s window: a turn whose
     language is given as another, or left to detection, is encoded over 20 s at least,
-    and its final pass decodes with beam 5 (greedy misread twice the characters); English
-    and partial passes stay greedy."""
-    base = WhisperASR(model_registry.locate("whisper-base", "asr"), name="whisper-base")
+    and its final pass decodes with the `final_beam` asked for (beam 5 misread half the
+    characters greedy did); English and partial passes stay greedy."""
+    base = WhisperASR(
+        model_registry.locate("whisper-base", "asr"), name="whisper-base", final_beam=5
+    )
     seen: list[tuple[int, int]] = []
 
     def decode(audio, frames, prompt, prefix, cancel, language, beam=1):  # type: ignore[no-untyped-def]
