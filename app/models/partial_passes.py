@@ -2,8 +2,8 @@
 answer is made from.
 
 A partial pass is optional work, a final pass is not, but CTranslate2 cannot stop a pass
-part way: on one executor a final that came while a partial ran waited for it, 0.1-0.46 s
-in 6 of 9 Mandarin turns of `bench voice --language zh` (whisper-base), added to
+part way: on one executor a final that came while a partial ran waited for it, 0.03-0.46 s
+for 7 of 10 final passes in `bench voice --language zh` (whisper-base), added to
 voice-to-voice. So the partial passes of a model run in a worker process of their own
 (`app/models/partial_asr.py`, the same model loaded again), which is stopped for as long
 as a final pass runs (see app/pausable_process.py). A partial whose turn has ended (its
