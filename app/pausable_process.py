@@ -30,7 +30,6 @@ from typing import IO, Any
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
 _NAME = "R1VOICE_WORKER_NAME"
-STOP_TIMEOUT_S = 5.0  # a child that does not exit this long after its stdin closed: killed
 
 
 class WorkerProcessError(RuntimeError):
@@ -48,6 +47,7 @@ class PausableProcess:
         self._calls = threading.Lock()  # one request at a time
         self._state = threading.Lock()  # the process and the pause count
         self._paused = 0
+        self._closed = False
 
     @property
     def pid(self) -> int | None:
@@ -68,13 +68,13 @@ class PausableProcess:
                 pickle.dump(request, process.stdin)
                 process.stdin.flush()
                 reply = pickle.load(process.stdout)
-            except (EOFError, OSError, ValueError, pickle.UnpicklingError) as exc:
+            except Exception as exc:  # a dead child, or a reply not read whole: start again
                 self._stop()
                 raise WorkerProcessError(
                     f"{self.name}: the worker process ended ({exc!r})"
                 ) from exc
         if isinstance(reply, BaseException):
-            raise WorkerProcessError(f"{self.name}: {reply!r}") from reply
+            raise WorkerProcessError(f"{self.name}: {reply}") from reply
         return reply
 
     def pause(self) -> None:
@@ -91,7 +91,10 @@ class PausableProcess:
                 self._signal(signal.SIGCONT)
 
     def close(self) -> None:
-        """End the child and wait for it (a call in flight fails with WorkerProcessError)."""
+        """End the child and wait for it (a call in flight fails with WorkerProcessError);
+        no call starts another."""
+        with self._state:
+            self._closed = True
         self._stop()
 
     def _signal(self, sig: signal.Signals) -> None:
@@ -102,6 +105,8 @@ class PausableProcess:
 
     def _start(self) -> subprocess.Popen[bytes]:
         with self._state:
+            if self._closed:
+                raise WorkerProcessError(f"{self.name}: closed")
             if self._process is not None and self._process.poll() is None:
                 return self._process
             env = {**os.environ, "R1VOICE_PARENT_PID": str(os.getpid()), _NAME: self.name}
@@ -117,26 +122,23 @@ class PausableProcess:
             process, self._process = self._process, None
         if process is None:
             return
-        if process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid, signal.SIGCONT)  # a stopped child cannot exit
-        for pipe in (process.stdin, process.stdout):
-            try:
-                if pipe is not None:
-                    pipe.close()  # the child reads EOF and returns
-            except OSError:
-                pass
-        try:
-            process.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
+        # Killed first (SIGKILL ends a stopped process too): a caller blocked reading the
+        # reply holds the pipe's lock, so closing the pipes first could wait forever.
+        with contextlib.suppress(ProcessLookupError):
             process.kill()
-            process.wait()
+        process.wait()
+        for pipe in (process.stdin, process.stdout):
+            with contextlib.suppress(OSError, ValueError):
+                if pipe is not None:
+                    pipe.close()
 
 
-def serve(handle: Callable[[Any], Any]) -> None:
+def serve(make_handler: Callable[[], Callable[[Any], Any]]) -> None:
     """The child's side: answer each request read from stdin with `handle(request)` (or
-    the exception it raised) on stdout, until stdin ends. Anything else the child prints
-    goes to stderr, so it cannot break the replies."""
+    the error it raised) on stdout, until stdin ends. The child is tied to its parent and
+    its stdout kept for the replies before `make_handler()` loads anything (a child
+    stopped while it loads would outlive its parent, and what loading prints would break
+    the replies); anything printed goes to stderr."""
     parent = int(os.environ.get("R1VOICE_PARENT_PID", "0"))
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -150,17 +152,18 @@ def serve(handle: Callable[[Any], Any]) -> None:
     replies: IO[bytes] = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    handle = make_handler()
     while True:
         try:
             request = pickle.load(requests)
         except (EOFError, OSError):
             return
         try:
-            reply = handle(request)
-        except Exception as exc:  # the caller raises it
-            reply = exc
+            reply = pickle.dumps(handle(request))
+        except Exception as exc:  # the caller raises it; as a RuntimeError, which unpickles
+            reply = pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
         try:
-            pickle.dump(reply, replies)
+            replies.write(reply)
             replies.flush()
-        except (BrokenPipeError, OSError):
+        except OSError:
             return

@@ -5,25 +5,31 @@ requests of `WhisperASR.run(partial=True)` one at a time (see app/pausable_proce
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.models.asr import WhisperASR
 from app.pausable_process import serve
 
 
 def main(argv: list[str]) -> None:
     model_dir, name, threads, min_window_s = argv
-    asr = WhisperASR(
-        Path(model_dir), name=name, threads=int(threads), min_window_s=float(min_window_s)
-    )
 
-    def transcribe(request: Any) -> tuple[str, str, float]:
-        audio, prefix, language = request
-        heard = asr.transcribe(audio, prefix=prefix, language=language, partial=True)
-        return heard.text, heard.language, heard.duration_s
+    def load() -> Callable[[Any], tuple[str, str, float]]:
+        from app.models.asr import WhisperASR
 
-    serve(transcribe)
+        asr = WhisperASR(
+            Path(model_dir), name=name, threads=int(threads), min_window_s=float(min_window_s)
+        )
+
+        def transcribe(request: Any) -> tuple[str, str, float]:
+            audio, prefix, language = request
+            heard = asr.transcribe(audio, prefix=prefix, language=language, partial=True)
+            return heard.text, heard.language, heard.duration_s
+
+        return transcribe
+
+    serve(load)
 
 
 if __name__ == "__main__":

@@ -56,7 +56,8 @@ class PartialPasses:
         try:
             return await self._executor.run(self._call, audio_16k, prefix, language)
         except asyncio.CancelledError:
-            self._abandoned = True
+            with self._lock:
+                self._abandoned = True
             raise
 
     def warm_up(self, audio_16k: np.ndarray) -> None:
@@ -76,9 +77,11 @@ class PartialPasses:
                 self._process.resume()  # one pause at most is held
 
     def _unhold(self) -> None:
-        """Let a process left stopped go on (its stale rest first), before a new request
-        is queued behind that rest: not on the executor, which the rest occupies."""
+        """Before a request is queued: a process left stopped goes on (its stale rest
+        first), here and not on the executor, which the rest occupies; and what is in
+        flight is no longer abandoned, since this request waits behind it."""
         with self._lock:
+            self._abandoned = False
             if self._held:
                 self._held = False
                 self._process.resume()

@@ -27,4 +27,4 @@ def handle(request: Any) -> Any:
 
 
 if __name__ == "__main__":
-    serve(handle)
+    serve(lambda: handle)

@@ -86,6 +86,26 @@ def test_partials_apart_hear_what_partials_in_process_hear_and_wait_for_finals(
             asyncio.wait_for(apart.run(speech, prefix="And so", partial=True), timeout=120)
         ).text
         assert again == here and state() != "T"
+
+        # Found in review: held, a final starts, a new partial queues behind the stale
+        # rest, the final ends: the new partial must not wait behind a stopped process.
+        async def abandon() -> None:
+            stale = asyncio.create_task(apart.run(speech, partial=True))
+            await asyncio.sleep(0.05)
+            stale.cancel()
+            await asyncio.gather(stale, return_exceptions=True)
+            await apart.run(speech)
+
+        async def final_around_a_new_partial() -> str:
+            assert apart._partials is not None
+            apart._partials.final_started()
+            waiting = asyncio.create_task(apart.run(speech, prefix="And so", partial=True))
+            await asyncio.sleep(0)  # it has asked: queued behind the stale rest
+            apart._partials.final_ended()
+            return (await asyncio.wait_for(waiting, timeout=120)).text
+
+        asyncio.run(abandon())
+        assert asyncio.run(final_around_a_new_partial()) == here
     finally:
         apart.close()
     assert not os.path.exists(f"/proc/{pid}") or state() == "Z"
