@@ -89,8 +89,8 @@ class ModelExecutor:
 
 
 def _name_thread(name: str) -> None:
-    # imported here: a worker process that transcribes (app/models/partial_asr.py) loads
-    # this module, and `engine` would bring torch with it
+    # imported here, not at the top: `engine` brings torch, which a light process that
+    # only needs an executor (a transcribing worker) should not load
     from engine.thread_name import set_os_thread_name
 
     set_os_thread_name(name)

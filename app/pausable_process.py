@@ -143,7 +143,7 @@ def serve(make_handler: Callable[[], Callable[[Any], Any]]) -> None:
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        # the worker's name for `top -H` and `bench capacity` (threads a native library
+        # the worker's name for `top -H` and per-thread CPU accounting (threads a native library
         # starts later inherit it)
         libc.prctl(_PR_SET_NAME, os.environ.get(_NAME, "worker").encode()[:15], 0, 0, 0)
     if parent and os.getppid() != parent:  # the parent died before the line above
