@@ -51,7 +51,7 @@ class Settings:
     asr_partials_apart: bool = True
     # Beam width of the final pass over a turn not known to be English (1: greedy; see
     # app/models/asr.py for what 5 buys and costs).
-    asr_final_beam: int = 1
+    asr_final_beam: int = 5
     # How a session's turns end unless it says otherwise: "server_vad" (silence) or
     # "semantic_vad" (the Smart Turn model hears the utterance complete).
     turn_detection: str = "semantic_vad"

@@ -8,8 +8,9 @@ licence), Piper's questions and sentences, and espeak-ng's, each followed by the
 silences a final pass hears (`--tails`). Greedy decoding, no timestamps, as the server.
 
 `--language zh`: Mandarin instead. The human recordings of ../shared/data/speech/zh and
-Mandarin questions spoken by espeak-ng (`cmn`) are transcribed by the server's pass
-(fitted window, greedy, the language given or detected, simplified characters) and by
+Mandarin questions spoken by espeak-ng (`cmn`), each after each of `--leads` seconds of
+silence, are transcribed by the server's pass (fitted window, its final beam:
+R1VOICE_ASR_FINAL_BEAM, the language given or detected, simplified characters) and by
 faster-whisper alone as its users run it (full window, beam 5), interleaved; the
 character error rate (CER: punctuation dropped, numbers read out) and the time of a
 pass are reported for each, per clip. `--model` may be a model directory of your own.
@@ -48,6 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--detect", action="store_true", help="with --language: let Whisper detect it"
+    )
+    parser.add_argument(
+        "--leads",
+        default="0.1,0.3,0.5",
+        help="with --language: silence before each clip, s; each clip is heard after each "
+        "(3 clips alone are too few: a character's error flips with 100 ms of lead)",
     )
 
 
@@ -136,12 +143,22 @@ def run_language(args: argparse.Namespace) -> dict[str, Any]:
     model = "whisper-base" if args.model == "whisper-tiny.en" else args.model
     location = _locate(model)
     name = Path(model).name
-    server = WhisperASR(location, name=name)
+    from app.settings import Settings
+
+    server = WhisperASR(location, name=name, final_beam=Settings.from_env().asr_final_beam)
     if server.english_only:
         raise SystemExit(f"{name} transcribes only English: choose a multilingual model")
     language = None if args.detect else args.language
-    clips = _zh_clips(quick)
-    log(f"asr {args.language}: {len(clips)} clips, {name}, language {language or 'detected'}")
+    leads = [float(x) for x in args.leads.split(",") if x][: 1 if quick else None]
+    clips = [
+        (f"{clip}@{lead:g}s", said, np.concatenate([np.zeros(int(lead * PIPELINE_RATE)), samples]))
+        for clip, said, samples in _zh_clips(quick)
+        for lead in leads
+    ]
+    log(
+        f"asr {args.language}: {len(clips)} clips ({len(leads)} leads each), {name}, "
+        f"language {language or 'detected'}, final beam {server.final_beam}"
+    )
     paths: dict[str, Any] = {
         "server": lambda audio: server.transcribe(audio, language=language),
         "faster_whisper_beam5": lambda audio: _alone(server.model, audio, language),
@@ -150,7 +167,7 @@ def run_language(args: argparse.Namespace) -> dict[str, Any]:
     per_clip = []
     silence = np.zeros(int(0.2 * PIPELINE_RATE), np.float32)
     for clip, said, samples in clips:
-        audio = np.concatenate([samples, silence])
+        audio = np.concatenate([samples, silence]).astype(np.float32)
         row: dict[str, Any] = {"clip": clip, "reference": said}
         for path, transcribe in paths.items():
             start = time.perf_counter()
@@ -164,6 +181,8 @@ def run_language(args: argparse.Namespace) -> dict[str, Any]:
                 "heard": heard.text,
                 "language": heard.language,
                 "cer": round(errors / max(chars, 1), 4),
+                "errors": errors,
+                "chars": chars,
                 "ms": round(seconds * 1000, 1),
             }
         per_clip.append(row)
@@ -177,8 +196,8 @@ def run_language(args: argparse.Namespace) -> dict[str, Any]:
     }
     human = [r for r in per_clip if not r["clip"].startswith("espeak")]
     for path in paths:
-        errors = sum(r[path]["cer"] * len(r["reference"]) for r in human)
-        rows[path]["cer_human"] = round(errors / max(sum(len(r["reference"]) for r in human), 1), 4)
+        errors = sum(r[path]["errors"] for r in human)
+        rows[path]["cer_human"] = round(errors / max(sum(r[path]["chars"] for r in human), 1), 4)
     for path, row in rows.items():
         log(
             f"  {path}: CER {row['cer']:.2%} (human {row['cer_human']:.2%}), {row['ms_per_pass']:.0f} ms a pass"
@@ -189,6 +208,8 @@ def run_language(args: argparse.Namespace) -> dict[str, Any]:
         "model": name,
         "language": args.language,
         "language_given": language,
+        "final_beam": server.final_beam,
+        "leads_s": leads,
         "paths": rows,
         "clips": per_clip,
     }

@@ -27,17 +27,18 @@ FRAMES_PER_S = 100  # log-mel frames (10 ms hop)
 # Below ~10 s tiny.en starts to loop ("What is the capital of France? What is the..."),
 # which `_repeats` catches and the full window then redoes. Measured in the README.
 MIN_WINDOW_S = 12.0
-# Other languages lose more to a short window: whisper-base's Mandarin CER on the human
-# recordings of ../shared was about halved from a 12 s window to 20 s, as good as 30 s
-# (bench asr --language zh). Used unless the turn is known to be English.
-MIN_WINDOW_OTHER_S = 20.0
+# Other languages lose more to a short window and to greedy decoding. On the human
+# Mandarin recordings of ../shared, each heard after 0.1, 0.3 and 0.5 s of silence (189
+# characters; whisper-base, quiet 2 cores, interleaved), the final pass misread:
+#   window        12 s   15 s   20 s   30 s
+#   greedy        9.0%   8.5%   7.9%   5.8%
+#   beam 5        7.4%   4.8%   6.3%   4.2%   (faster-whisper alone, beam 5, 30 s: 4.2%)
+# so a final pass over a turn not known to be English decodes with beam 5 (`final_beam`,
+# R1VOICE_ASR_FINAL_BEAM) over 15 s at least: 0.47 s a pass, as long as greedy over 20 s
+# took before the decoder moved to one thread (_DecoderOnOneThread). English and partial
+# passes stay greedy: tiny.en's English gained nothing from a beam.
+MIN_WINDOW_OTHER_S = 15.0
 WINDOW_MARGIN_S = 2.0
-# A final pass over a turn not known to be English may decode with beam search
-# (`final_beam`, R1VOICE_ASR_FINAL_BEAM): on the human Mandarin clips of ../shared
-# (whisper-base, 20 s window, quiet 2 cores, interleaved) greedy misread 4 of 63
-# characters in 0.62 s a pass, beam 5 2 of 63 (as faster-whisper alone over the full
-# window) in 0.88 s; beams of 2 and 3 misread 4. Greedy by default: the quarter second
-# is voice-to-voice time. English and partial passes are always greedy.
 # A window's text is bounded by what can be said in it: fast speech is ~6 tokens a second
 # (English words, Chinese characters). Without a bound a hallucinating pass (robotic
 # Mandarin heard as Thai) decoded to the 448-token limit at each of Whisper's fallback
@@ -97,8 +98,33 @@ def _repeats(text: str, min_words: int = 3, min_cjk: int = 4) -> bool:
     return False
 
 
-def _load_whisper(model_dir: Path, threads: int) -> Any:
-    """faster-whisper's model, whose encoder reads only the first `window_frames` frames."""
+class _DecoderOnOneThread:
+    """CTranslate2's Whisper with its encoder on the pass's threads and its decoder (and
+    language detection, one decoder step) on one thread of a second copy of the model.
+
+    Decoding is a token at a time, bound by memory, not arithmetic: on 2 cores a second
+    thread did not speed greedy decoding and slowed beam search by about a third (the
+    same tokens either way; bench asr). On one thread the other core stays free for the
+    rest of the turn (the turn model, the LLM, another session)."""
+
+    def __init__(self, encoder: Any, decoder: Any) -> None:
+        self._encoder = encoder
+        self._decoder = decoder
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._encoder, name)
+
+    def generate(self, *args: Any, **kwargs: Any) -> Any:
+        return self._decoder.generate(*args, **kwargs)
+
+    def detect_language(self, *args: Any, **kwargs: Any) -> Any:
+        return self._decoder.detect_language(*args, **kwargs)
+
+
+def _load_whisper(model_dir: Path, threads: int, decode_apart: bool) -> Any:
+    """faster-whisper's model, whose encoder reads only the first `window_frames` frames;
+    with `decode_apart` its decoder runs on one thread (see _DecoderOnOneThread)."""
+    import ctranslate2
     from faster_whisper import WhisperModel
 
     class FittedWindowWhisper(WhisperModel):  # type: ignore[misc]
@@ -108,9 +134,15 @@ def _load_whisper(model_dir: Path, threads: int) -> Any:
             # faster-whisper pads every window to 30 s; what is cut here is that padding.
             return super().encode(np.ascontiguousarray(features[..., : self.window_frames]))
 
-    return FittedWindowWhisper(
+    model = FittedWindowWhisper(
         str(model_dir), device="cpu", compute_type="int8", cpu_threads=threads
     )
+    if decode_apart and threads > 1:
+        decoder = ctranslate2.models.Whisper(
+            str(model_dir), device="cpu", compute_type="int8", intra_threads=1
+        )
+        model.model = _DecoderOnOneThread(model.model, decoder)
+    return model
 
 
 class WhisperASR:
@@ -118,6 +150,8 @@ class WhisperASR:
 
     `min_window_s` is the shortest encoder window for a clip under 30 s (see
     MIN_WINDOW_S); 30 encodes every clip over Whisper's full window, as faster-whisper does.
+    `decode_apart` decodes on one thread of a second copy of the model (~130 MB more with
+    whisper-base; see _DecoderOnOneThread).
     """
 
     def __init__(
@@ -129,7 +163,8 @@ class WhisperASR:
         language: str | None = None,
         min_window_s: float = MIN_WINDOW_S,
         partials_apart: bool = False,
-        final_beam: int = 1,
+        final_beam: int = 5,
+        decode_apart: bool = True,
     ) -> None:
         if not 1 <= min_window_s <= WINDOW_S:
             raise ValueError(f"min_window_s must be within 1-{WINDOW_S} s, got {min_window_s}")
@@ -143,7 +178,7 @@ class WhisperASR:
         self.min_window_s = min_window_s
         self.partials_apart = partials_apart
         try:
-            self.model = _load_whisper(model_dir, threads)
+            self.model = _load_whisper(model_dir, threads, decode_apart)
         except Exception as exc:  # CTranslate2 raises RuntimeError for a corrupt model.bin
             raise RuntimeError(
                 f"cannot load ASR model '{name}' from {model_dir}: {exc}; "

@@ -18,8 +18,13 @@ def main(argv: list[str]) -> None:
     def load() -> Callable[[Any], tuple[str, str, float]]:
         from app.models.asr import WhisperASR
 
+        # greedy partials decode no faster apart: not worth a second copy of the model
         asr = WhisperASR(
-            Path(model_dir), name=name, threads=int(threads), min_window_s=float(min_window_s)
+            Path(model_dir),
+            name=name,
+            threads=int(threads),
+            min_window_s=float(min_window_s),
+            decode_apart=False,
         )
 
         def transcribe(request: Any) -> tuple[str, str, float]:

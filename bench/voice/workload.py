@@ -87,10 +87,16 @@ class Clip:
 
 
 def trim_silence(
-    samples: Any, rate: int, rel_db: float = -20.0, frame_ms: int = 10, pad_ms: int = 30
+    samples: Any,
+    rate: int,
+    rel_db: float = -20.0,
+    frame_ms: int = 10,
+    pad_ms: int = 30,
+    lead_db: float | None = None,
 ) -> Any:
     """Cut leading and trailing frames quieter than `rel_db` below the loudest frame (RMS),
-    keeping `pad_ms` around, so that the clip's last sample is speech, not room noise."""
+    keeping `pad_ms` around, so that the clip's last sample is speech, not room noise.
+    `lead_db` (default: `rel_db`) is the bound for the leading frames alone."""
     import numpy as np
 
     frame = max(rate * frame_ms // 1000, 1)
@@ -99,8 +105,9 @@ def trim_silence(
         return samples
     rms = np.sqrt(np.mean(samples[: n * frame].reshape(n, frame) ** 2, axis=1))
     loud = np.flatnonzero(rms >= rms.max() * 10 ** (rel_db / 20))
+    lead = loud if lead_db is None else np.flatnonzero(rms >= rms.max() * 10 ** (lead_db / 20))
     pad = rate * pad_ms // 1000
-    start = max(int(loud[0]) * frame - pad, 0)
+    start = max(int(lead[0]) * frame - pad, 0)
     end = min((int(loud[-1]) + 1) * frame + pad, samples.size)
     return samples[start:end]
 
@@ -134,7 +141,10 @@ def prepare_clips(human: list[str], language: str | None = None) -> dict[str, Cl
             data, rate = sf.read(str(path), dtype="float32", always_2d=True)
             samples = resample(data.mean(axis=1), rate, WIRE_RATE)
         samples = samples[: int(cut_s * WIRE_RATE)]
-        clips[name] = Clip(name, "human", text, trim_silence(samples, WIRE_RATE))
+        # A recording's first sound is often a soft consonant 20 dB under its loudest
+        # frame (the 希 of 希望, the 富 of 富士康): the client would cut it off, and the
+        # server heard 接到 and 故事康. Only the end is cut as hard (the clock starts there).
+        clips[name] = Clip(name, "human", text, trim_silence(samples, WIRE_RATE, lead_db=-40))
     tts: Any
     if language == "zh":
         from app.models.espeak_tts import EspeakTTS

@@ -132,6 +132,20 @@ def test_trim_silence_keeps_the_speech_and_a_little_padding() -> None:
     assert workload.trim_silence(np.zeros(3, np.float32), rate).size == 3  # shorter than a frame
 
 
+def test_trim_silence_keeps_a_soft_first_sound_when_asked() -> None:
+    """Bug: the -20 dB cut took the soft first consonant of human Mandarin clips (希 of
+    希望) off before the server could hear it; `lead_db` cuts the lead only under that."""
+    rate = 1000
+    quiet = np.full(500, 0.001, np.float32)  # room noise, -52 dB
+    soft = np.full(100, 0.02, np.float32)  # a fricative, -26 dB
+    loud = np.full(300, 0.4, np.float32)
+    clip = np.concatenate([quiet, soft, loud, soft, quiet])
+    assert workload.trim_silence(clip, rate, pad_ms=0).size == 300
+    kept = workload.trim_silence(clip, rate, pad_ms=0, lead_db=-40)
+    assert kept.size == 400 and kept[0] == pytest.approx(0.02)  # the end is cut as before
+    assert kept[-1] == pytest.approx(0.4)
+
+
 def test_registered_in_the_cli_with_quick_and_json() -> None:
     assert BENCHMARKS["voice"] == "bench.voice"
     args = build_parser().parse_args(
