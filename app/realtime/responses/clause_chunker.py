@@ -30,6 +30,16 @@ _PHRASE = re.compile(
     re.IGNORECASE,
 )
 FIRST_PHRASE_WORDS = 5  # the fewest units (words, CJK characters) a first phrase holds
+# Chinese has no spaces to find a phrase by, so a long first Chinese sentence is cut after
+# 的 (where a modifier ends: "洗澡后可以做更多的 | 清洁和保养工作"; not inside 的确, 的话,
+# 的士) or before a connective, once the head holds FIRST_PHRASE_CJK characters: Qwen's
+# first Chinese sentences ran 15-17 characters before a mark, and the voice waited for
+# all of them.
+_PHRASE_CJK = re.compile(
+    r"(?<=的)(?=[\u4e00-\u9fff])(?![确话士])"
+    r"|(?<=[\u4e00-\u9fff])(?=但是|因为|所以|如果|而且|然后|或者|并且|以及|比如|可是|不过|虽然)"
+)
+FIRST_PHRASE_CJK = 8
 # A Chinese character is spoken about as long as three English characters: English is
 # read at ~14 characters a second (150 words a minute, spaces counted), Mandarin at 4-5
 # characters. The minimums count each CJK character this many times, so a first
@@ -82,14 +92,20 @@ class ClauseChunker:
 
     def _first_phrase(self) -> int | None:
         """Where to cut a long first sentence that has no punctuation yet."""
+        cuts = []
         for match in _PHRASE.finditer(self._buffer):
             head = self._buffer[: match.start()]
             if (
                 count_units(head) >= FIRST_PHRASE_WORDS
                 and speech_length(head.strip()) >= self.first_min_chars
             ):
-                return match.start()
-        return None
+                cuts.append(match.start())
+                break
+        for match in _PHRASE_CJK.finditer(self._buffer):
+            if sum(map(is_cjk_letter, self._buffer[: match.start()])) >= FIRST_PHRASE_CJK:
+                cuts.append(match.start())
+                break
+        return min(cuts, default=None)
 
     def flush(self) -> list[str]:
         piece, self._buffer = self._buffer.strip(), ""

@@ -74,6 +74,17 @@ def test_short_sentences_and_later_ones_are_not_cut_at_phrases() -> None:
             "Sure, the capital is Beijing. 北京很大，有很多名胜古迹。",
             ["Sure, the capital is Beijing.", "北京很大，有很多名胜古迹。"],
         ),
+        (  # a long first Chinese sentence is cut after 的 once 8 characters are written
+            "洗澡后可以做更多的清洁和保养工作。",
+            ["洗澡后可以做更多的", "清洁和保养工作。"],
+        ),
+        ("我觉得这个问题的答案很简单。", ["我觉得这个问题的", "答案很简单。"]),
+        (  # 的话 is one word; the cut comes before the connective
+            "你说的话我都听到了因为我一直在听。",
+            ["你说的话我都听到了", "因为我一直在听。"],
+        ),
+        ("他是我最好的朋友。", ["他是我最好的朋友。"]),  # 5 characters before 的: whole
+        ("所以我们明天去公园散步吧。", ["所以我们明天去公园散步吧。"]),  # a connective first
         (  # a long first sentence counts its units: 9 characters before the phrase
             "这是一个经典的成语 that has been passed down through generations.",
             ["这是一个经典的成语", "that has been passed down through generations."],
