@@ -24,12 +24,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import IO, Any
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
 _NAME = "R1VOICE_WORKER_NAME"
+MAX_BACKOFF_S = 60.0
 
 
 class WorkerProcessError(RuntimeError):
@@ -38,10 +40,18 @@ class WorkerProcessError(RuntimeError):
 
 class PausableProcess:
     """`python -m module *args` as a worker that `serve`s requests. `call` is blocking
-    and one at a time; `pause`/`resume` may come from any thread, at any point of a call."""
+    and one at a time; `pause`/`resume` may come from any thread, at any point of a call.
 
-    def __init__(self, name: str, module: str, args: list[str]) -> None:
+    A worker that ended is started again by the next call; one that keeps ending (a model
+    that fails to load, a request that crashes it) is started again only after a wait
+    that doubles from `backoff_s` up to a minute, and calls before then fail at once:
+    loading a Whisper model again for every partial took a core while the user spoke."""
+
+    def __init__(self, name: str, module: str, args: list[str], backoff_s: float = 1.0) -> None:
         self.name = name
+        self._backoff_s = backoff_s
+        self._deaths = 0  # calls in a row that ended with the process
+        self._not_before = 0.0  # time.monotonic() before which no process starts
         self._argv = [sys.executable, "-m", module, *args]
         self._process: subprocess.Popen[bytes] | None = None
         self._calls = threading.Lock()  # one request at a time
@@ -70,9 +80,14 @@ class PausableProcess:
                 reply = pickle.load(process.stdout)
             except Exception as exc:  # a dead child, or a reply not read whole: start again
                 self._stop()
+                self._deaths += 1
+                if self._deaths > 1:
+                    wait = min(self._backoff_s * 2 ** (self._deaths - 2), MAX_BACKOFF_S)
+                    self._not_before = time.monotonic() + wait
                 raise WorkerProcessError(
                     f"{self.name}: the worker process ended ({exc!r})"
                 ) from exc
+            self._deaths = 0
         if isinstance(reply, BaseException):
             raise WorkerProcessError(f"{self.name}: {reply}") from reply
         return reply
@@ -109,6 +124,12 @@ class PausableProcess:
                 raise WorkerProcessError(f"{self.name}: closed")
             if self._process is not None and self._process.poll() is None:
                 return self._process
+            wait = self._not_before - time.monotonic()
+            if wait > 0:
+                raise WorkerProcessError(
+                    f"{self.name}: the worker process ended {self._deaths} times in a row; "
+                    f"it starts again in {wait:.1f} s (see the log for why it ended)"
+                )
             env = {**os.environ, "R1VOICE_PARENT_PID": str(os.getpid()), _NAME: self.name}
             self._process = subprocess.Popen(
                 self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env

@@ -18,7 +18,7 @@ from app.models.piper_tts import PiperTTS
 from app.models.transcribers import TranscriberCatalog
 from app.models.turn_model import SmartTurnModel
 from app.models.vad import SileroModel
-from app.models.voices import VoiceCatalog
+from app.models.voices import AUTO, VoiceCatalog
 from app.settings import Settings
 
 log = logging.getLogger("r1voice")
@@ -110,9 +110,23 @@ def warm_up(components: Components) -> None:
     components.asr.transcribe(heard)
     components.asr.warm_up_partials(heard)
     components.turn.complete_probability(speech)
+    if _may_answer_in_chinese(components.settings, components.asr):
+        # the first Chinese answer's voice loads pypinyin's dictionaries: 0.2 s of turn 1
+        voice = components.tts.choose(components.settings.voice or AUTO, "zh")
+        components.tts.synthesize("你好。", 16_000, voice=voice)
     components.llm.warmup()
     components.timings["warmup_s"] = round(time.perf_counter() - start, 3)
     log.info("warm-up done in %.2f s", components.timings["warmup_s"])
+
+
+def _may_answer_in_chinese(settings: Settings, asr: WhisperASR) -> bool:
+    """Sessions speak a Chinese answer with a voice of its own (voice `auto`, or espeak-ng's
+    Mandarin) and hear Mandarin: their language is fixed to it, or left to a model that
+    hears it."""
+    if settings.voice not in (AUTO, "espeak-ng:cmn"):
+        return False
+    language = normalize(settings.asr_language)
+    return language == "zh" if language is not None else "zh" in asr.languages
 
 
 async def close_components(components: Components) -> None:

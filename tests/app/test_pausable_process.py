@@ -128,3 +128,30 @@ def test_the_worker_dies_with_its_parent() -> None:
     )
     child = int(parent.stdout.split()[-1])
     assert _until(lambda: not _alive(child))
+
+
+def test_a_worker_that_keeps_dying_is_started_again_only_after_a_wait() -> None:
+    """A worker that died on every request was started again for every call (a Whisper
+    model loaded again for every partial). From the second death in a row the next
+    start waits (doubling); calls before then fail at once and start nothing."""
+    worker = PausableProcess("test-worker", WORKER, [], backoff_s=0.3)
+    try:
+        for _ in range(2):
+            with pytest.raises(WorkerProcessError, match="the worker process ended"):
+                worker.call(("exit", 3))
+        with pytest.raises(WorkerProcessError, match="ended 2 times in a row; it starts again"):
+            worker.call(("echo", 1))
+        assert worker.pid is None  # nothing was started
+        assert _until(lambda: _call_or_none(worker, 1) == 1)  # after the wait, it works
+        with pytest.raises(WorkerProcessError, match="the worker process ended"):
+            worker.call(("exit", 3))
+        assert worker.call(("echo", 2)) == 2  # a reply reset the count: no wait after one
+    finally:
+        worker.close()
+
+
+def _call_or_none(worker: PausableProcess, value: int) -> int | None:
+    try:
+        return int(worker.call(("echo", value)))
+    except WorkerProcessError:
+        return None
