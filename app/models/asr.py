@@ -78,11 +78,16 @@ def window_frames(samples: int, min_window_s: float) -> int:
 
 
 def max_new_tokens(samples: int, prompted: bool = False) -> int:
-    """The most tokens a window of this clip (16 kHz) may decode (see MAX_TOKENS_PER_S).
-    A prompt or prefix takes up to 224 of Whisper's 448 tokens: faster-whisper refuses a
-    pass whose prompt and new tokens would not fit, so a prompted pass gets 200 at most."""
+    """What to ask faster-whisper for so that a window of this clip (16 kHz) decodes at
+    most its bound (see MAX_TOKENS_PER_S). CTranslate2 4.8's Whisper returns at most half
+    the length faster-whisper asks it for, its start tokens and the new ones (asking 6, 10,
+    20 and 40 new tokens gave 5, 7, 12 and 22): the bound is asked for twice over, or a
+    fast Mandarin turn near 30 s would lose its end. A prompt or prefix takes up to 224 of
+    Whisper's 448 tokens and faster-whisper refuses a pass whose prompt and new tokens
+    would not fit: a prompted pass asks for 200 at most."""
     seconds = min(samples / 16_000, WINDOW_S)
-    return min(int(seconds * MAX_TOKENS_PER_S) + MAX_TOKENS_MARGIN, 200 if prompted else 400)
+    bound = int(seconds * MAX_TOKENS_PER_S) + MAX_TOKENS_MARGIN
+    return min(2 * bound, 200 if prompted else 440)
 
 
 def _repeats(text: str, min_words: int = 3, min_cjk: int = 4) -> bool:

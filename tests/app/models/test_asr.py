@@ -235,7 +235,7 @@ def test_a_short_pass_decodes_no_more_tokens_than_the_clip_can_hold(
         asr.transcribe(np.zeros(seconds * 16_000, np.float32))
     # a turn over 30 s is decoded window after window, each prompted with the text
     # before it: faster-whisper bounds each window by Whisper's 448 tokens, prompt included
-    assert asked == [48, 144, None]
+    assert asked == [96, 288, None]  # twice the bound: CTranslate2 returns half
     assert [max_new_tokens(s * 16_000) for s in (2, 10)] == asked[:2]
     # a prompt or prefix shares Whisper's 448 tokens: faster-whisper refused 27 s passes
     assert max_new_tokens(27 * 16_000, prompted=True) == 200
@@ -314,6 +314,24 @@ def test_no_pass_falls_back_to_sampling(asr: WhisperASR, monkeypatch: pytest.Mon
     for seconds in (3, 45):
         asr.transcribe(np.zeros(seconds * 16_000, np.float32))
     assert seen == [0.0, 0.0]
+
+
+def test_a_pass_keeps_every_token_its_bound_allows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug: CTranslate2 returns at most half the tokens faster-whisper asks for, so the
+    bound per second of audio was half the intended one: with the bound set to just the
+    tokens this clip needs (30 in 8 s), its transcript lost its second half."""
+    import app.models.asr as asr_module
+
+    base = WhisperASR(model_registry.locate("whisper-base", "asr"), name="whisper-base")
+    speech = load_clip("zh/triton_mini_zh_long.wav", 16_000)
+    whole = base.transcribe(speech, language="zh").text
+    tokens = len(base.model.hf_tokenizer.encode(whole).ids)
+    monkeypatch.setattr(asr_module, "MAX_TOKENS_PER_S", 0)
+    monkeypatch.setattr(asr_module, "MAX_TOKENS_MARGIN", tokens + 2)  # room for the end
+    assert base.transcribe(speech, language="zh").text == whole
+    monkeypatch.setattr(asr_module, "MAX_TOKENS_MARGIN", tokens // 2)
+    assert len(base.transcribe(speech, language="zh").text) < len(whole)  # the bound holds
+    base.executor.shutdown()
 
 
 def test_the_decoder_on_one_thread_decodes_the_same_words(monkeypatch: pytest.MonkeyPatch) -> None:

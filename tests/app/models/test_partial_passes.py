@@ -109,3 +109,43 @@ def test_partials_apart_hear_what_partials_in_process_hear_and_wait_for_finals(
     finally:
         apart.close()
     assert not os.path.exists(f"/proc/{pid}") or state() == "Z"
+
+
+def test_a_partial_whose_turn_ended_stops_at_once(asr: WhisperASR) -> None:
+    """Bug: a partial still running when its turn ended (the final pass had finished and
+    let the process go on) ran to its end beside the answer's first token, which came
+    150-200 ms after the request instead of 70-130. Cancelled while it runs, it is stopped
+    at once; the next partial lets it finish, then gets its own words."""
+    speech = resample(load_clip("jfk.flac"), 24_000, 16_000)[: 6 * 16_000]
+    here = asyncio.run(asr.run(speech, prefix="And so", partial=True)).text
+    apart = WhisperASR(
+        model_registry.locate("whisper-tiny.en", "asr"), name="whisper-tiny.en", partials_apart=True
+    )
+    try:
+        apart.warm_up_partials(speech)
+        assert apart._partials is not None
+        partials, pid = apart._partials, apart._partials.pid
+
+        def state() -> str:
+            with open(f"/proc/{pid}/stat") as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0]
+
+        async def abandon_while_running() -> None:
+            stale = asyncio.create_task(apart.run(speech, partial=True))
+            while partials._running is None:  # the process has it
+                await asyncio.sleep(0.005)
+            stale.cancel()
+            await asyncio.gather(stale, return_exceptions=True)
+
+        asyncio.run(abandon_while_running())
+        for _ in range(200):  # SIGSTOP takes effect a moment after kill() returns
+            if state() == "T":
+                break
+            time.sleep(0.01)
+        assert state() == "T"
+        again = asyncio.run(
+            asyncio.wait_for(apart.run(speech, prefix="And so", partial=True), timeout=120)
+        ).text
+        assert again == here and state() != "T"
+    finally:
+        apart.close()
