@@ -132,7 +132,9 @@ def test_a_partial_whose_turn_ended_stops_at_once(asr: WhisperASR) -> None:
 
         async def abandon_while_running() -> None:
             stale = asyncio.create_task(apart.run(speech, partial=True))
-            while partials._running is None:  # the process has it
+            for _ in range(2000):  # until the process has it
+                if partials._running is not None:
+                    break
                 await asyncio.sleep(0.005)
             stale.cancel()
             await asyncio.gather(stale, return_exceptions=True)
