@@ -15,12 +15,11 @@ import numpy as np
 from app.executor import CancelToken, ModelExecutor
 from app.models.languages import ENGLISH_ONLY, model_languages, simplified
 from app.models.partial_passes import PartialPasses
+from app.models.whisper_loader import FRAMES_PER_S, WINDOW_S, load_whisper
 from app.text_units import is_cjk_letter, join, units
 
 log = logging.getLogger("r1voice.asr")
 
-WINDOW_S = 30  # Whisper's input window
-FRAMES_PER_S = 100  # log-mel frames (10 ms hop)
 # A clip shorter than Whisper's window is encoded over a window fitted to it (its length
 # plus WINDOW_MARGIN_S, at least MIN_WINDOW_S) instead of 30 s of mostly padding: the
 # encoder's cost follows the window.
@@ -35,7 +34,7 @@ MIN_WINDOW_S = 12.0
 #   beam 5        7.4%   4.8%   6.3%   4.2%   (faster-whisper alone, beam 5, 30 s: 4.2%)
 # so a final pass over a turn not known to be English decodes with beam 5 (`final_beam`,
 # R1VOICE_ASR_FINAL_BEAM) over 15 s at least: 0.47 s a pass, as long as greedy over 20 s
-# took before the decoder moved to one thread (_DecoderOnOneThread). English and partial
+# took before the decoder moved to one thread (app/models/whisper_loader.py). English and partial
 # passes stay greedy: tiny.en's English gained nothing from a beam.
 MIN_WINDOW_OTHER_S = 15.0
 WINDOW_MARGIN_S = 2.0
@@ -103,60 +102,13 @@ def _repeats(text: str, min_words: int = 3, min_cjk: int = 4) -> bool:
     return False
 
 
-class _DecoderOnOneThread:
-    """CTranslate2's Whisper with its encoder on the pass's threads and its decoder (and
-    language detection, one decoder step) on one thread of a second copy of the model.
-
-    Decoding is a token at a time, bound by memory, not arithmetic: on 2 cores a second
-    thread did not speed greedy decoding and slowed beam search by about a third (the
-    same tokens either way; bench asr). On one thread the other core stays free for the
-    rest of the turn (the turn model, the LLM, another session)."""
-
-    def __init__(self, encoder: Any, decoder: Any) -> None:
-        self._encoder = encoder
-        self._decoder = decoder
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._encoder, name)
-
-    def generate(self, *args: Any, **kwargs: Any) -> Any:
-        return self._decoder.generate(*args, **kwargs)
-
-    def detect_language(self, *args: Any, **kwargs: Any) -> Any:
-        return self._decoder.detect_language(*args, **kwargs)
-
-
-def _load_whisper(model_dir: Path, threads: int, decode_apart: bool) -> Any:
-    """faster-whisper's model, whose encoder reads only the first `window_frames` frames;
-    with `decode_apart` its decoder runs on one thread (see _DecoderOnOneThread)."""
-    import ctranslate2
-    from faster_whisper import WhisperModel
-
-    class FittedWindowWhisper(WhisperModel):  # type: ignore[misc]
-        window_frames = WINDOW_S * FRAMES_PER_S
-
-        def encode(self, features: np.ndarray) -> Any:
-            # faster-whisper pads every window to 30 s; what is cut here is that padding.
-            return super().encode(np.ascontiguousarray(features[..., : self.window_frames]))
-
-    model = FittedWindowWhisper(
-        str(model_dir), device="cpu", compute_type="int8", cpu_threads=threads
-    )
-    if decode_apart and threads > 1:
-        decoder = ctranslate2.models.Whisper(
-            str(model_dir), device="cpu", compute_type="int8", intra_threads=1
-        )
-        model.model = _DecoderOnOneThread(model.model, decoder)
-    return model
-
-
 class WhisperASR:
     """A loaded Whisper model. `transcribe` is blocking: call it off the event loop.
 
     `min_window_s` is the shortest encoder window for a clip under 30 s (see
     MIN_WINDOW_S); 30 encodes every clip over Whisper's full window, as faster-whisper does.
     `decode_apart` decodes on one thread of a second copy of the model (~130 MB more with
-    whisper-base; see _DecoderOnOneThread).
+    whisper-base; see app/models/whisper_loader.py).
     """
 
     def __init__(
@@ -183,7 +135,7 @@ class WhisperASR:
         self.min_window_s = min_window_s
         self.partials_apart = partials_apart
         try:
-            self.model = _load_whisper(model_dir, threads, decode_apart)
+            self.model = load_whisper(model_dir, threads, decode_apart)
         except Exception as exc:  # CTranslate2 raises RuntimeError for a corrupt model.bin
             raise RuntimeError(
                 f"cannot load ASR model '{name}' from {model_dir}: {exc}; "
