@@ -89,13 +89,6 @@ def test_partials_apart_hear_what_partials_in_process_hear_and_wait_for_finals(
 
         # Found in review: held, a final starts, a new partial queues behind the stale
         # rest, the final ends: the new partial must not wait behind a stopped process.
-        async def abandon() -> None:
-            stale = asyncio.create_task(apart.run(speech, partial=True))
-            await asyncio.sleep(0.05)
-            stale.cancel()
-            await asyncio.gather(stale, return_exceptions=True)
-            await apart.run(speech)
-
         async def final_around_a_new_partial() -> str:
             assert apart._partials is not None
             apart._partials.final_started()
@@ -104,7 +97,7 @@ def test_partials_apart_hear_what_partials_in_process_hear_and_wait_for_finals(
             apart._partials.final_ended()
             return (await asyncio.wait_for(waiting, timeout=120)).text
 
-        asyncio.run(abandon())
+        asyncio.run(abandon_then_final())
         assert asyncio.run(final_around_a_new_partial()) == here
     finally:
         apart.close()
