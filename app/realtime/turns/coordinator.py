@@ -60,6 +60,10 @@ from app.realtime.turns.vad_stream import VADEvent
 # A final pass hears up to this much of the silence after the speech (as far as heard):
 # the VAD's silence start may cut a word's fading end ("France" -> "friend").
 ASR_TAIL = PIPELINE_RATE * 200 // 1000
+# Speech over an answer with no words by the false-interruption timeout resumes it; a whole
+# pass over that speech still running then is waited for this much longer (its words
+# decide); past it the ASR is stuck and the answer resumes anyway.
+PASS_GRACE_S = 3.0
 
 
 @dataclass(kw_only=True)
@@ -264,7 +268,10 @@ class TurnCoordinator:
         if answer is None:
             return
         timeout = int(self.false_interruption_timeout_s * PIPELINE_RATE)
-        self.interruption = turn.interruption = Interruption(turn.item_id, timeout)
+        grace = int(PASS_GRACE_S * PIPELINE_RATE)
+        self.interruption = turn.interruption = Interruption(
+            turn.item_id, timeout, grace, turn.transcriber.transcribing
+        )
         language = self.asr.fixed_language or self.conversation.heard_language()
         turn.transcriber.prompt = listening_prompt(language)
         self._paused, self._applied = answer, "wait"

@@ -9,7 +9,10 @@ words of that speech, as they come:
   stopped hearing it; the speech stays a user item, marked as a backchannel, unanswered.
 - no words (a cough, a knock, a breath, noise past the hold): the answer resumes.
 - no transcript yet `timeout` after the speech ended: the answer resumes too. A later
-  transcript with words still interrupts it.
+  transcript with words still interrupts it. While a whole pass over the speech is
+  still running then, its words are waited for, up to `grace` longer: a Mandarin
+  "等一下," whose final pass looped and was redone took 2.5 s on two busy cores, and the
+  answer resumed for a second before the words cancelled it.
 Partial transcripts decide early only when they are already too long for a backchannel;
 a whole pass over the speech (the early pass at its lull, the final one at its end)
 decides the rest.
@@ -17,6 +20,7 @@ decides the rest.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,6 +38,8 @@ class Interruption:
 
     item_id: str  # the user turn that paused the answer
     timeout: int  # samples after the speech's end with no words: resume
+    grace: int = 0  # samples more while a whole pass over the speech still runs
+    transcribing: Callable[[], bool] = lambda: False  # such a pass runs now
     verdict: Verdict = "wait"
     _ended_at: int | None = None  # stream position where the speech last stopped
 
@@ -77,8 +83,12 @@ class Interruption:
         return False
 
     def waited(self, now: int) -> Verdict:
-        """Input audio reached `now`: no words `timeout` after the speech ended resume."""
+        """Input audio reached `now`: no words `timeout` after the speech ended resume
+        (`timeout + grace` while a pass whose words would decide still runs)."""
         ended = self._ended_at
-        if self.verdict == "wait" and ended is not None and now - ended >= self.timeout:
+        if self.verdict != "wait" or ended is None:
+            return self.verdict
+        limit = self.timeout + (self.grace if self.transcribing() else 0)
+        if now - ended >= limit:
             self.verdict = "no_words"
         return self.verdict

@@ -74,6 +74,7 @@ class TurnTranscriber:
         self.prompt: str | None = None  # Whisper's prompt for final passes
         self._partials: asyncio.Task[None] | None = None
         self._early: tuple[int, asyncio.Task[str]] | None = None
+        self._final_passes = 0  # running now (an early one, and the one finish awaits)
 
     def start(self, get_audio: Callable[[], np.ndarray]) -> None:
         self._partials = asyncio.create_task(self._partial_loop(get_audio), name="asr-partials")
@@ -102,7 +103,11 @@ class TurnTranscriber:
 
     async def _transcribe(self, audio: np.ndarray) -> str:
         """A final pass: the whole turn, no forced prefix."""
-        transcript = await self.asr.run(audio, prompt=self.prompt)
+        self._final_passes += 1
+        try:
+            transcript = await self.asr.run(audio, prompt=self.prompt)
+        finally:
+            self._final_passes -= 1
         self.language = transcript.language or None
         return transcript.text
 
@@ -113,6 +118,11 @@ class TurnTranscriber:
         task = asyncio.create_task(self._transcribe(audio), name="asr-early")
         self._early = (end_sample, task)
         return task
+
+    def transcribing(self) -> bool:
+        """Whether a final pass over this turn runs now (its words are coming)."""
+        early = self._early is not None and not self._early[1].done()  # started or about to
+        return early or self._final_passes > 0
 
     def speculation(self, end_sample: int) -> asyncio.Task[str] | None:
         """The final pass running on the audio up to `end_sample`, if one is."""

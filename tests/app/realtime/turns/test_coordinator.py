@@ -603,26 +603,77 @@ def test_a_pause_in_a_backchannel_resumes_once_and_the_rest_resumes_again() -> N
     assert verdicts == ["wait", "backchannel", "wait", "backchannel"]
 
 
+def held_asr_harness(text: str) -> tuple[Harness, HeldASR]:
+    h = Harness([])
+    asr = HeldASR([text])
+    asr.busy = True  # no partial passes
+    h.asr = h.coordinator.asr = asr
+    return h, asr
+
+
+async def speech_over_the_answer_then_silence(h: Harness, seconds_after: float) -> None:
+    """Speech from 1 s to 1.5 s over a playing answer (it pauses it), then silence up to
+    `seconds_after` past its end; the pass at the pause is held."""
+    h.responses.responding = True
+    await h.feed(16_100, [("speech_started", 16_000)], True)
+    await h.feed(5000, [], True)
+    await h.feed(4000, [("speech_paused", 24_000)], False)
+    await h.feed(24_000 + int(seconds_after * 16_000) - h.audio.buffer.end, [], False)
+    await h.settle()
+
+
 def test_no_words_by_the_false_interruption_timeout_resume_and_later_words_interrupt() -> None:
+    """The timeout resumes an answer when no pass over the speech runs: here the pass
+    at the pause was dropped (the speech went on, then stopped short of a new pause)."""
+
     async def main(h: Harness, asr: HeldASR) -> None:
-        h.responses.responding = True
-        await h.feed(16_100, [("speech_started", 16_000)], True)
-        await h.feed(5000, [], True)
-        await h.feed(4000, [("speech_paused", 24_000)], False)  # its early pass is slow
-        await h.feed(24_000 + 23_000 - h.audio.buffer.end, [], False)
+        await speech_over_the_answer_then_silence(h, 0.1)
+        await h.feed(2000, [("speech_resumed", 25_600)], True)  # the held pass is dropped
+        await h.feed(27_600 + 23_000 - h.audio.buffer.end, [], False)
+        h.coordinator.turn.interruption.speech_ended(27_600)  # type: ignore[union-attr]
         await h.settle()
         assert h.responses.playing.paused  # 1.44 s after the speech: still waiting
-        await h.feed(2000, [], False)  # 1.5 s
+        await h.feed(2000, [], False)  # 1.5 s, and no pass runs
         assert not h.responses.playing.paused and h.responses.playing.resumes == 1
-        asr.ready.set()  # the words come late: they still interrupt
+        await h.feed(1000, [("speech_stopped", 27_600)], False)
+        asr.ready.set()  # the final pass's words come late: they still interrupt
         await h.settle()
 
-    h = Harness([])
-    asr = HeldASR(["Tell me about Paris instead."])
-    asr.busy = True
-    h.asr = h.coordinator.asr = asr
+    h, asr = held_asr_harness("Tell me about Paris instead.")
     asyncio.run(main(h, asr))
     assert h.responses.playing.cancelled == "turn_detected"
+    assert [e["verdict"] for e in over_the_answer(h)] == ["wait", "no_words", "interrupt"]
+
+
+def test_a_pass_still_running_at_the_timeout_decides_without_a_resume_before_it() -> None:
+    """Found in `bench voice --language zh`: "等一下," over an answer, whose final pass
+    looped and was redone (2.5 s); the timeout resumed the answer at 1.5 s and it played
+    on until the words cancelled it. The running pass's words are now waited for."""
+
+    async def main(h: Harness, asr: HeldASR) -> None:
+        await speech_over_the_answer_then_silence(h, 2.5)  # the pass runs past 1.5 s
+        assert h.responses.playing.paused and h.responses.playing.resumes == 0
+        asr.ready.set()
+        await h.settle()
+
+    h, asr = held_asr_harness("等一下，")
+    asyncio.run(main(h, asr))
+    assert h.responses.playing.cancelled == "turn_detected"
+    assert h.responses.playing.resumes == 0
+    assert [e["verdict"] for e in over_the_answer(h)] == ["wait", "interrupt"]
+
+
+def test_a_pass_stuck_past_the_grace_resumes_the_answer() -> None:
+    async def main(h: Harness, asr: HeldASR) -> None:
+        await speech_over_the_answer_then_silence(h, 4.4)  # timeout 1.5 s + grace 3 s
+        assert h.responses.playing.paused
+        await h.feed(3200, [], False)
+        assert not h.responses.playing.paused and h.responses.playing.resumes == 1
+        asr.ready.set()
+        await h.settle()
+
+    h, asr = held_asr_harness("Stop.")
+    asyncio.run(main(h, asr))
     assert [e["verdict"] for e in over_the_answer(h)] == ["wait", "no_words", "interrupt"]
 
 

@@ -65,3 +65,16 @@ def test_words_after_a_resume_still_interrupt() -> None:
     assert d.heard("Yeah.", "en") == "backchannel"
     assert d.partial("yeah but tell me about paris") == "interrupt"
     assert not d.resumes
+
+
+def test_a_pass_still_running_at_the_timeout_is_waited_for_up_to_the_grace() -> None:
+    running = [True]
+    d = Interruption("item_1", SECOND * 3 // 2, 3 * SECOND, lambda: running[0])
+    d.speech_ended(10 * SECOND)
+    assert d.waited(12 * SECOND) == "wait"  # past the timeout: the pass's words decide
+    running[0] = False  # it ended without deciding (a failed pass): the timeout holds
+    assert d.waited(12 * SECOND) == "no_words"
+    d = Interruption("item_1", SECOND * 3 // 2, 3 * SECOND, lambda: True)
+    d.speech_ended(10 * SECOND)
+    assert d.waited(14 * SECOND + SECOND // 2 - 1) == "wait"
+    assert d.waited(14 * SECOND + SECOND // 2) == "no_words"  # stuck: resume

@@ -71,3 +71,38 @@ def test_partial_deltas_are_spaced_per_script(
     assert sent == deltas
     # each pass is prompted with the agreed text so far, which the deltas add up to
     assert asr.calls[-1][1] == "".join(deltas)
+
+
+class _HeldASR(ScriptedASR):
+    def __init__(self) -> None:
+        super().__init__(["Stop."])
+        self.ready = asyncio.Event()
+
+    async def run(
+        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+    ) -> Transcript:
+        await self.ready.wait()
+        return await super().run(audio_16k, prefix, prompt)
+
+
+def test_transcribing_while_a_final_pass_runs_early_or_at_the_end() -> None:
+    """What the false-interruption timeout waits on (coordinator's PASS_GRACE_S)."""
+
+    async def main() -> list[bool]:
+        asr = _HeldASR()
+        turn = TurnTranscriber(asr, lambda _d: None)
+        audio = np.zeros(PIPELINE_RATE, np.float32)
+        seen = [turn.transcribing()]
+        turn.speculate(audio, 100)
+        seen.append(turn.transcribing())  # created, not yet started
+        turn.resume()  # the speech went on: the early pass is dropped
+        await asyncio.sleep(0)
+        seen.append(turn.transcribing())
+        final = asyncio.create_task(turn.finish(audio, 200))
+        await asyncio.sleep(0.01)
+        seen.append(turn.transcribing())  # the pass at the end
+        asr.ready.set()
+        assert await final == "Stop."
+        return [*seen, turn.transcribing()]
+
+    assert asyncio.run(main()) == [False, True, False, True, False]
