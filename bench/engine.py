@@ -59,6 +59,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--rounds", type=int, default=None, help="single-stream rounds (2/3)")
     parser.add_argument("--num-threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument(
+        "--int8-kernel",
+        default="measure",
+        choices=["measure", "vnni", "int_mm"],
+        help="int8 products: measured per shape (default), or one path forced",
+    )
     parser.add_argument("--skip-transformers", action="store_true")
     parser.add_argument("--skip-torch-kernels", action="store_true", help="no torch-only engine")
     parser.add_argument("--skip-llama-cpp", action="store_true")
@@ -103,6 +109,7 @@ def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any
         threaded,
     )
     from bench.engine_streams import best_round, engine_prefill, engine_single, engine_streams
+    from bench.machine import describe
     from bench.peer_process import PeerProcess, PeerProcessCrashed
     from engine import AsyncLLM, SamplingParams
     from engine.kernels.cpu_kernels import CpuKernels
@@ -120,6 +127,7 @@ def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any
         max_step_ms=args.max_step_ms,
         quantization=args.quantization,
         quantization_group_size=args.group_size,
+        int8_kernel=args.int8_kernel,
     )
     load_start = time.perf_counter()
     llm = AsyncLLM(**engine_kwargs)
@@ -242,6 +250,9 @@ def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any
         "peers_in_own_processes": True,
         "cpu_kernels": CpuKernels.lib() is not None,
         "cpu_kernels_build_s": CpuKernels.build_seconds,
+        "int8_kernel": args.int8_kernel,
+        "int8_paths": llm.stats().int8_paths,  # per shape: 1-8, 9-64, 65+ rows
+        "machine": describe(),
         "engine": engine,
         "peers": peers,
         "prefill_tokens_per_s": {"prompt_tokens": len(long_prompt), **prefill_best},

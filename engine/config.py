@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.errors import ConfigError
+from engine.layers.kernel_choice import MODES as INT8_KERNELS
 from engine.layers.quantization import check_method
 from engine.scheduling.clustering import SIGNATURES
 
@@ -90,6 +91,11 @@ class EngineConfig:
     # activation dtype).
     quantization: str = "int8"
     quantization_group_size: int = 128
+    # The path of the int8 products on CPU (engine.layers.kernel_choice): "measure" times
+    # our VNNI kernel against torch._int_mm (oneDNN, AMX where the CPU has it) per
+    # shape and row count at start, cached per machine; both give the same bits.
+    # "vnni" or "int_mm" forces one.
+    int8_kernel: str = "measure"
     seed: int = 0  # generator of requests that sample without their own seed
     num_threads: int | None = None  # torch CPU threads; None leaves torch's default
     # A prompt's logits do not depend on what it is batched with, how its prefill is
@@ -144,4 +150,8 @@ class EngineConfig:
         check(self.max_waiting_requests > 0, "max_waiting_requests must be > 0")
         check(self.max_queue_delay_s >= 0, "max_queue_delay_s must be >= 0")
         check_method(self.quantization, self.quantization_group_size)
+        check(
+            self.int8_kernel in INT8_KERNELS,
+            f"int8_kernel must be one of {INT8_KERNELS}, got {self.int8_kernel!r}",
+        )
         check(self.num_threads is None or self.num_threads > 0, "num_threads must be > 0")

@@ -246,6 +246,7 @@ class LLMEngine:
             num_refused=self.num_refused,
             clusterer=self.clusterer,
             max_step_ms=self.config.max_step_ms,
+            int8_paths=self.model.int8_paths,
         )
 
     def set_scheduling(self, **fields: Any) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -99,7 +100,7 @@ class CpuKernels:
         """Why the kernels cannot be used here (None: they can be tried)."""
         if os.environ.get("R1VOICE_CPU_KERNELS", "1") == "0":
             return "R1VOICE_CPU_KERNELS=0"
-        missing = [f for f in REQUIRED_FLAGS if f not in _cpu_flags()]
+        missing = [f for f in REQUIRED_FLAGS if f not in cpu_flags()]
         if missing:
             return f"the CPU lacks {', '.join(missing)}"
         if _compiler() is None:
@@ -173,17 +174,27 @@ def int_mm_is_fast() -> bool:
     AVX-512 BW (or with oneDNN held below it by ``ONEDNN_MAX_CPU_ISA``), it is a slow
     path that measured several times the fp32 product's time."""
     held = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
-    return "avx512bw" in _cpu_flags() and not held.startswith(("SSE", "AVX2", "AVX_"))
+    return "avx512bw" in cpu_flags() and not held.startswith(("SSE", "AVX2", "AVX_"))
 
 
-def _cpu_flags() -> set[str]:
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags from /proc/cpuinfo (empty where there is none)."""
+    return set(_cpuinfo("flags").split())
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, else what the platform says."""
+    return _cpuinfo("model name") or platform.processor()
+
+
+def _cpuinfo(field: str) -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
+            if line.startswith(field):
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return set()
+    return ""
 
 
 def _compiler() -> str | None:

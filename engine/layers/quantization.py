@@ -111,6 +111,11 @@ def int4_scales_and_zeros(scales: torch.Tensor, mins: torch.Tensor) -> torch.Ten
     return torch.stack([scales.float().t(), zeros.t()], dim=-1).contiguous()
 
 
+def row_class(rows: int) -> int:
+    """Index of a product of ``rows`` rows in kernel_choice.ROW_CLASSES (1-8, 9-64, 65+)."""
+    return 0 if rows <= 8 else 1 if rows <= 64 else 2
+
+
 ACTIVATION_SPLIT = True  # int8_linear's activations: 15 bits in two int8 halves
 
 
@@ -153,6 +158,9 @@ class Int8Linear(nn.Module):
         self.vnni = None
         self.dense: Linear | None = None  # CPU without the kernels (prepare)
         self.stored_bytes = 0
+        # per row class (kernel_choice.ROW_CLASSES): "vnni" (our kernel) or "int_mm"
+        # (torch._int_mm), the same bits; take_paths sets what KernelChoice measured
+        self.paths: tuple[str, ...] = ("vnni", "vnni", "vnni")
 
     @classmethod
     def from_float(cls, w: torch.Tensor, bias: torch.Tensor | None = None) -> Int8Linear:
@@ -187,8 +195,31 @@ class Int8Linear(nn.Module):
             if release and q.device.type == "cpu":  # CUDA keeps it for weight-only
                 self.weight = torch.empty(0, dtype=torch.int8)
 
+    def take_paths(self, paths: tuple[str, ...]) -> None:
+        """Use ``paths[row_class(rows)]`` for a product of ``rows`` rows (KernelChoice),
+        keeping only the weight layouts those paths read. Only a module prepared on our
+        CPU kernels has the choice."""
+        if self.vnni is None:
+            return
+        self.paths = paths
+        if "int_mm" in paths and self.weight_t is None:
+            packed = self.vnni[0]  # [n/16, k/4, 16, 4] -> q [n, k]: pack_int8 undone
+            rows, cols = packed.shape[0] * 16, packed.shape[1] * 4
+            q = packed.permute(0, 2, 1, 3).reshape(rows, cols)
+            self.weight_t = q[: self.out_features, : self.in_features].t().contiguous()
+        if "vnni" not in paths:
+            self.vnni = None
+
+    def only_vnni(self) -> bool:
+        """Whether every product runs on our kernel (FlatForward may then call it directly)."""
+        return self.vnni is not None and all(p == "vnni" for p in self.paths)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.vnni is not None and x.dtype == torch.float32:
+        if (
+            self.vnni is not None
+            and x.dtype == torch.float32
+            and self.paths[row_class(x.shape[0])] == "vnni"
+        ):
             packed, rowsum, scales, bias = self.vnni
             return CpuKernels.k.int8_linear(
                 x.contiguous(), packed, rowsum, scales, bias, self.out_features

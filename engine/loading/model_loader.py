@@ -94,6 +94,7 @@ def load_model(
     dtype: torch.dtype,
     quantization: str = "none",
     group_size: int = 128,
+    int8_kernel: str = "measure",
 ) -> LlamaForCausalLM:
     """Build the model for ``model_dir`` on ``device`` in ``dtype`` and load its weights,
     quantized (engine.layers.quantization; cached on disk) unless ``quantization`` is "none"."""
@@ -133,7 +134,7 @@ def load_model(
     if quantization != "none" and cached is None:
         quantized_model.quantize_model(model, quantization, group_size, cache, None)
     model.prepare()
-    quantized_model.prepare_quantized(model)
+    model.int8_paths = quantized_model.prepare_quantized(model, int8_kernel)
     model.flatten()
     model.rotary.build(device, dtype)
     return model.eval()
@@ -158,7 +159,12 @@ def load(config: EngineConfig) -> LoadedModel:
     default_dtype = "bfloat16" if device.type == "cuda" else "float32"
     dtype = _DTYPES[default_dtype if config.dtype == "auto" else config.dtype]
     model = load_model(
-        model_path, device, dtype, config.quantization, config.quantization_group_size
+        model_path,
+        device,
+        dtype,
+        config.quantization,
+        config.quantization_group_size,
+        config.int8_kernel,
     )
     max_pos = int(model.config.max_position_embeddings)
     max_model_len = config.max_model_len or max_pos

@@ -18,6 +18,7 @@ from torch import nn
 
 from engine.errors import ModelLoadError
 from engine.layers.int4_linear import Int4Linear
+from engine.layers.kernel_choice import KernelChoice
 from engine.layers.quantization import (
     CACHE_VERSION,
     INT4_GROUP_SIZES,
@@ -207,15 +208,31 @@ def quantize_model(
         cache.save(out)
 
 
-def prepare_quantized(model: nn.Module) -> None:
-    """After the float layers' ``prepare``: pick kernels; an int8 tied head shares the
-    embedding's int8 table (ignoring any packed float head ``prepare`` made)."""
-    for _, module in quantized_modules(model):
+def prepare_quantized(model: nn.Module, int8_kernel: str = "measure") -> dict[str, str]:
+    """After the float layers' ``prepare``: pick kernels, the int8 projections' paths
+    by measurement (KernelChoice; ``int8_kernel`` may force one); an int8 tied head
+    shares the embedding's int8 table (ignoring any packed float head ``prepare`` made).
+    Returns each int8 shape's paths by row class, as the startup log gives them."""
+    choosing: list[Int8Linear] = []
+    for name, module in quantized_modules(model):
         if isinstance(module, (Int8Linear, Int4Linear)):
             module.prepare()
+        # the head's products are the sampled rows only; timing its 150k-row shape
+        # would cost seconds a start, so it keeps our kernel
+        if isinstance(module, Int8Linear) and module.vnni is not None and name != "lm_head":
+            choosing.append(module)
+    chooser = KernelChoice(int8_kernel)
+    choices = chooser.choose((m.in_features, m.out_features) for m in choosing)
+    for module in choosing:
+        module.take_paths(choices[(module.in_features, module.out_features)].paths)
+    summary = {}
+    for (k, n), choice in choices.items():
+        log.info("int8 %dx%d (%s): %s", k, n, chooser.source, choice.describe())
+        summary[f"{k}x{n}"] = " ".join(choice.paths)
     emb = getattr(model, "embed_tokens", None)
     if isinstance(emb, Int8Embedding) and getattr(model, "lm_head", None) is None:
         head = Int8Linear(emb.qweight.shape[1], emb.qweight.shape[0])
         head.weight, head.scales = emb.qweight, emb.scales
         head.prepare(release=False)  # the embedding still gathers rows from it
         model.tied_head = head  # type: ignore[assignment]
+    return summary

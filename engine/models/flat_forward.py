@@ -32,7 +32,7 @@ def linear_kernel(module: nn.Module) -> tuple[Kernel, tuple[Any, ...]]:
     the projection's C++ kernel and packed weights when it has them (what its
     ``forward`` would call), else its ``forward``."""
     k = CpuKernels.k
-    if isinstance(module, Int8Linear) and module.vnni is not None:
+    if isinstance(module, Int8Linear) and module.vnni is not None and module.only_vnni():
         return k.int8_linear, (*module.vnni, module.out_features)
     if isinstance(module, Int4Linear) and module.vnni is not None:
         return k.int4_linear, (*module.vnni, module.out_features, module.group_size)

@@ -131,6 +131,8 @@ class LlamaForCausalLM(nn.Module):
         self.tied_head: Linear | None = None
         self.uses_cpu_kernels = False  # decode attention over block tables in C++
         self.flat: FlatForward | None = None  # set by flatten(): every layer on C++ kernels
+        # each int8 projection shape's path per row class (the loader's KernelChoice)
+        self.int8_paths: dict[str, str] = {}
         theta, scaling = rope_settings(config)
         self.rotary = RotaryEmbedding(head_dim, config.max_position_embeddings, theta, scaling)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from engine.block_manager import BlockManager
@@ -47,6 +47,9 @@ class EngineStats:
     steps: int = 0
     steps_over_budget: int = 0
     step_prediction_error: float = 0.0  # moving mean of |measured - predicted| / measured
+    # int8 projections: "<in>x<out>" -> the path of each row class (1-8, 9-64, 65+),
+    # "vnni" (our kernel) or "int_mm" (torch/oneDNN), as engine.layers.kernel_choice chose
+    int8_paths: dict[str, str] = field(default_factory=dict)
 
     def asdict(self) -> dict[str, Any]:
         return asdict(self)
@@ -62,6 +65,7 @@ def collect_stats(
     num_refused: int,
     clusterer: Any = None,
     max_step_ms: float | None = None,
+    int8_paths: dict[str, str] | None = None,
 ) -> EngineStats:
     """Read (never change) the engine's parts into one EngineStats."""
     bm, sched = block_manager, scheduler
@@ -97,4 +101,5 @@ def collect_stats(
         steps=reading.steps.count,
         steps_over_budget=reading.steps.over_limit,
         step_prediction_error=round(reading.steps.prediction_error, 4),
+        int8_paths=dict(int8_paths or {}),
     )

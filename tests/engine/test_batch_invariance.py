@@ -7,6 +7,7 @@ budgets and a small KV pool; each is compared with the same prompt run alone."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ import transformers
 
 from engine import LLM, SamplingParams
 from engine.kernels.cpu_kernels import CpuKernels
+from engine.layers.kernel_choice import KernelChoice, ShapeChoice
+from engine.loading import quantized_model
 from engine.sampler import Sampler
 
 pytestmark = pytest.mark.skipif(
@@ -96,12 +99,20 @@ def workload(model_dir: Path, alone: LLM, sampler: RecordingSampler) -> list[lis
     return prompts
 
 
-def check_invariant(model_dir: Path, quantization: str, trials: int, seed: int) -> None:
+def check_invariant(
+    model_dir: Path,
+    quantization: str,
+    trials: int,
+    seed: int,
+    then: Callable[[], None] = lambda: None,
+) -> None:
+    """``then`` runs after the prompts ran alone, before the trials' engines load."""
     base = dict(quantization=quantization, max_step_ms=None)
-    alone = LLM(str(model_dir), enable_prefix_caching=False, **base)
+    alone = LLM(str(model_dir), enable_prefix_caching=False, int8_kernel="vnni", **base)
     sampler = recorded(alone)
     prompts = workload(model_dir, alone, sampler)
     expected = [run(alone, sampler, [p], None)[0] for p in prompts]
+    then()
     rng = random.Random(seed)
     for _ in range(trials):
         chunk = rng.choice([16, 23, 40, 64, 97])
@@ -131,6 +142,26 @@ def check_invariant(model_dir: Path, quantization: str, trials: int, seed: int) 
 
 def test_int8_logits_do_not_depend_on_batch_chunks_or_cache(smollm2_dir: Path) -> None:
     check_invariant(smollm2_dir, "int8", trials=3, seed=1)
+
+
+def test_int8_logits_do_not_depend_on_the_path_a_batchs_size_took(
+    smollm2_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KernelChoice picks a path by row count; with torch's path for 9-64 rows, steps
+    of 16-97 tokens cross the classes, and every logit keeps our kernel's bits alone."""
+
+    chosen: list[int] = []
+
+    class Mixed(KernelChoice):
+        def choose(self, shapes: Iterable[tuple[int, int]]) -> dict[Any, ShapeChoice]:
+            chosen.append(1)
+            return {s: ShapeChoice(("vnni", "int_mm", "vnni"), ({},) * 3) for s in shapes}
+
+    def mixed() -> None:
+        monkeypatch.setattr(quantized_model, "KernelChoice", Mixed)
+
+    check_invariant(smollm2_dir, "int8", trials=1, seed=3, then=mixed)
+    assert chosen  # the trial's engine took the mix
 
 
 def test_none_logits_do_not_depend_on_batch_chunks_or_cache(smollm2_dir: Path) -> None:

@@ -279,9 +279,9 @@ def test_int_mm_is_fast_only_with_avx512bw_that_onednn_may_use(
     from engine.kernels import cpu_kernels
 
     monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
-    monkeypatch.setattr(cpu_kernels, "_cpu_flags", lambda: {"avx2", "fma"})
+    monkeypatch.setattr(cpu_kernels, "cpu_flags", lambda: {"avx2", "fma"})
     assert not cpu_kernels.int_mm_is_fast()
-    monkeypatch.setattr(cpu_kernels, "_cpu_flags", lambda: {"avx2", "avx512f", "avx512bw"})
+    monkeypatch.setattr(cpu_kernels, "cpu_flags", lambda: {"avx2", "avx512f", "avx512bw"})
     assert cpu_kernels.int_mm_is_fast()
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx2")
     assert not cpu_kernels.int_mm_is_fast()
