@@ -10,6 +10,12 @@ import os
 import sys
 from pathlib import Path
 
+# numpy's BLAS on one thread, set before anything loads it: every product numpy computes
+# here is small (features, filters), the models' own threads do the heavy work, and
+# OpenBLAS's helper threads spin between calls, taking CPU from them (docs/benchmarks.md,
+# "bench capacity"). A value the user set is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 # Each benchmark is a module or package bench/<name> exposing
 #   add_arguments(parser: argparse.ArgumentParser) -> None
 #   run(args: argparse.Namespace) -> dict   (the JSON result)

@@ -20,6 +20,7 @@ from app.models.turn_model import SmartTurnModel
 from app.models.vad import SileroModel
 from app.models.voices import AUTO, VoiceCatalog
 from app.settings import Settings
+from engine.thread_name import os_thread_named
 
 log = logging.getLogger("r1voice")
 
@@ -43,7 +44,8 @@ def load_components(settings: Settings) -> Components:
 
     def timed(name: str, fn):  # type: ignore[no-untyped-def]
         start = time.perf_counter()
-        value = fn()
+        with os_thread_named(f"{name}-load"):  # bench capacity's stages go by these names
+            value = fn()
         timings[f"load_{name}_s"] = round(time.perf_counter() - start, 3)
         return value
 

@@ -17,3 +17,25 @@ def test_serve_refuses_an_unknown_log_level_and_names_the_levels() -> None:
     )
     assert run.returncode == 2
     assert "R1VOICE_LOG_LEVEL='loud'" in run.stderr and "debug" in run.stderr
+
+
+def _numpy_threads(env: dict[str, str]) -> int:
+    """The threads of a process that imported the CLI, then numpy and ran a product."""
+    code = (
+        "import os, app.cli, numpy; numpy.ones((256, 256)) @ numpy.ones((256, 256)); "
+        "print(len(os.listdir('/proc/self/task')))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert run.returncode == 0, run.stderr
+    return int(run.stdout)
+
+
+def test_the_cli_keeps_numpys_blas_on_one_thread_unless_told_otherwise() -> None:
+    """OpenBLAS's helper threads spin between calls and took CPU from the models' threads
+    (`bench capacity`): the CLI starts numpy with none, and a user's own value holds."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS",)}
+    env.pop("OMP_NUM_THREADS", None)
+    assert _numpy_threads(env) == 1
+    assert _numpy_threads({**env, "OPENBLAS_NUM_THREADS": "2"}) == 2
