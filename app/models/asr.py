@@ -154,9 +154,12 @@ class WhisperASR:
 
     @property
     def busy(self) -> bool:
-        """A transcription is running or queued (optional work such as partials waits)."""
+        """A transcription is running or queued, or the partial passes rest (their share of
+        the time is used): optional work such as partials waits."""
         partials = self._partials
-        return self.executor.pending > 0 or (partials is not None and partials.pending > 0)
+        return self.executor.pending > 0 or (
+            partials is not None and (partials.pending > 0 or partials.resting())
+        )
 
     def warm_up_partials(self, audio_16k: np.ndarray) -> None:
         """Start the partial passes' process now and run one pass (blocking), so that the

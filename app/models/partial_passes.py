@@ -11,6 +11,11 @@ caller cancelled) is not finished: the process is stopped (or stays stopped afte
 final) until the next partial is asked for, so that stale rest does not take the cores
 from the answer the final pass has just started (its first token came 150-200 ms after
 the request instead of 70-130 while the rest ran).
+
+Under load they give way too: the process may be busy at most `MAX_BUSY_SHARE` of the
+time (`DutyCycle`), so with several sessions speaking each one's partials come less often
+instead of taking a core from the finals, the answers and their audio. Partial passes
+were the largest single CPU cost at 6 sessions on 2 cores, above the final passes.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +34,26 @@ from app.pausable_process import PausableProcess, WorkerProcessError
 
 log = logging.getLogger("r1voice.asr")
 Heard = tuple[str, str, float]  # text, language, seconds of audio
+# A lone session's partials (a pass of 0.1-0.3 s every second) stay under it.
+MAX_BUSY_SHARE = 0.3
+
+
+class DutyCycle:
+    """Work that may take at most `share` of the time: after a run of t seconds it rests
+    t * (1 / share - 1) seconds (a run slowed by load rests longer)."""
+
+    def __init__(self, share: float, clock: Callable[[], float] = time.monotonic) -> None:
+        if not 0.0 < share <= 1.0:
+            raise ValueError(f"share must be in (0, 1], got {share}")
+        self.share = share
+        self.clock = clock
+        self._free_at = 0.0
+
+    def ran(self, seconds: float) -> None:
+        self._free_at = self.clock() + seconds * (1.0 / self.share - 1.0)
+
+    def resting(self) -> bool:
+        return self.clock() < self._free_at
 
 
 class PartialPasses:
@@ -41,6 +68,7 @@ class PartialPasses:
         self._abandoned = False  # the partial in the process now has no caller any more
         self._held = False  # the process was left stopped (one pause held)
         self._running: object | None = None  # the request the process is working on
+        self.duty = DutyCycle(MAX_BUSY_SHARE)
         # Started now, in the background, and from the executor's thread, which lives as
         # long as this object: the process dies with the thread that started it.
         self._executor.submit(self._process.start)
@@ -48,6 +76,10 @@ class PartialPasses:
     @property
     def pending(self) -> int:
         return self._executor.pending
+
+    def resting(self) -> bool:
+        """The last pass was recent enough that the next would exceed MAX_BUSY_SHARE."""
+        return self.duty.resting()
 
     @property
     def pid(self) -> int | None:
@@ -110,6 +142,7 @@ class PartialPasses:
         with self._lock:
             self._abandoned = False  # the partial before this one has ended
             self._running = request
+        start = self.duty.clock()
         try:
             text, heard, seconds = self._process.call(
                 (audio_16k.astype(np.float32), prefix, language)
@@ -118,6 +151,7 @@ class PartialPasses:
             log.warning("%s: a partial pass failed", self.name, exc_info=True)
             return "", language or "", 0.0
         finally:
+            self.duty.ran(self.duty.clock() - start)
             with self._lock:
                 self._running = None
         return text, heard, seconds

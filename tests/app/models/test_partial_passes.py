@@ -13,6 +13,7 @@ import pytest
 from app.audio import resample
 from app.models import registry as model_registry
 from app.models.asr import WhisperASR
+from app.models.partial_passes import MAX_BUSY_SHARE, DutyCycle
 from tests.conftest import load_clip
 
 
@@ -142,5 +143,43 @@ def test_a_partial_whose_turn_ended_stops_at_once(asr: WhisperASR) -> None:
             asyncio.wait_for(apart.run(speech, prefix="And so", partial=True), timeout=120)
         ).text
         assert again == here and state() != "T"
+    finally:
+        apart.close()
+
+
+def test_a_duty_cycle_rests_in_proportion_to_what_it_ran() -> None:
+    now = [100.0]
+    duty = DutyCycle(0.25, clock=lambda: now[0])
+    assert not duty.resting()
+    duty.ran(0.2)  # at most a quarter of the time: 0.6 s of rest
+    now[0] += 0.59
+    assert duty.resting()
+    now[0] += 0.01
+    assert not duty.resting()
+    with pytest.raises(ValueError, match="share"):
+        DutyCycle(0.0)
+
+
+def test_after_a_partial_pass_the_model_is_busy_until_its_share_of_time_is_free(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Partials under load give way: a session's partial loop skips while the model is
+    busy, and it is while the passes rest (MAX_BUSY_SHARE)."""
+    speech = resample(load_clip("jfk.flac"), 24_000, 16_000)[: 3 * 16_000]
+    apart = WhisperASR(
+        model_registry.locate("whisper-tiny.en", "asr"), name="whisper-tiny.en", partials_apart=True
+    )
+    try:
+        assert apart._partials is not None and not apart.busy
+        ticks = iter([10.0, 10.5, 10.5])  # the pass: start, end, and its rest from the end
+        now = [0.0]
+        monkeypatch.setattr(apart._partials.duty, "clock", lambda: next(ticks, None) or now[0])
+        asyncio.run(apart.run(speech, partial=True))
+        assert next(ticks, None) is None  # both were read by the pass
+        rest = 0.5 * (1 / MAX_BUSY_SHARE - 1)
+        now[0] = 10.5 + rest - 0.01
+        assert apart.busy
+        now[0] = 10.5 + rest
+        assert not apart.busy
     finally:
         apart.close()
