@@ -107,6 +107,20 @@ class ScriptedASR:
         return await self.run(audio_16k, prefix)
 
 
+class HeldASR(ScriptedASR):
+    """Transcripts come only once `ready` is set (a slow ASR)."""
+
+    def __init__(self, texts: list[str]) -> None:
+        super().__init__(texts)
+        self.ready = asyncio.Event()
+
+    async def run(
+        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+    ) -> Transcript:
+        await self.ready.wait()
+        return await super().run(audio_16k, prefix, prompt)
+
+
 class ScriptedVoices:
     """A TTS catalog whose every clause is `seconds_per_clause` of a quiet tone."""
 

@@ -20,7 +20,7 @@ from app.realtime.turns.coordinator import TurnCoordinator
 from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.turn import TurnPolicy
 from app.realtime.turns.vad_stream import VADEvent
-from tests.fakes import ScriptedASR
+from tests.fakes import HeldASR, ScriptedASR
 
 
 class ScriptedAudio(InputAudio):
@@ -539,20 +539,6 @@ def test_a_breath_after_the_turn_does_not_cut_its_answer() -> None:
     assert answer.cancelled is None and answer.resumes == 1
     assert "conversation.item.deleted" not in h.types()
     assert h.conversation.items[0].text == "ask what you can do for your country"
-
-
-class HeldASR(ScriptedASR):
-    """Transcripts come only once `ready` is set (a slow ASR)."""
-
-    def __init__(self, texts: list[str]) -> None:
-        super().__init__(texts)
-        self.ready = asyncio.Event()
-
-    async def run(
-        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
-    ) -> Any:
-        await self.ready.wait()
-        return await super().run(audio_16k, prefix, prompt)
 
 
 def test_speech_that_goes_on_after_a_resume_pauses_the_answer_again() -> None:

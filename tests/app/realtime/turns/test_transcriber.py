@@ -11,7 +11,7 @@ from app.audio import PIPELINE_RATE
 from app.models.asr import Transcript
 from app.realtime.turns import transcriber
 from app.realtime.turns.transcriber import TurnTranscriber
-from tests.fakes import ScriptedASR
+from tests.fakes import HeldASR, ScriptedASR
 
 
 class _CountedASR(ScriptedASR):
@@ -73,23 +73,11 @@ def test_partial_deltas_are_spaced_per_script(
     assert asr.calls[-1][1] == "".join(deltas)
 
 
-class _HeldASR(ScriptedASR):
-    def __init__(self) -> None:
-        super().__init__(["Stop."])
-        self.ready = asyncio.Event()
-
-    async def run(
-        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
-    ) -> Transcript:
-        await self.ready.wait()
-        return await super().run(audio_16k, prefix, prompt)
-
-
 def test_transcribing_while_a_final_pass_runs_early_or_at_the_end() -> None:
     """What the false-interruption timeout waits on (coordinator's PASS_GRACE_S)."""
 
     async def main() -> list[bool]:
-        asr = _HeldASR()
+        asr = HeldASR(["Stop."])
         turn = TurnTranscriber(asr, lambda _d: None)
         audio = np.zeros(PIPELINE_RATE, np.float32)
         seen = [turn.transcribing()]
