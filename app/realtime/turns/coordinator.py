@@ -479,6 +479,9 @@ class TurnCoordinator:
             await asyncio.wait([cancelling])  # the old answer ends before the new one starts
         if heard:
             await answer_committed(turn, self.responses, lambda: auto_respond and not self._closed)
+        elif turn.early is not None:  # a failed pass answers nothing: its held early answer goes
+            early, turn.early = turn.early, None
+            await early.discard()
 
     @property
     def idle(self) -> bool:

@@ -976,3 +976,33 @@ def test_semantic_doubt_then_speech_resumes_is_one_turn() -> None:
     assert h.types() == TURN and len(scorer.scored) == 2 and not h.merges
     assert h.audio.shortened == [(30_000, 1500)]
     assert h.events[1]["audio_end_ms"] == 60_000 * 1000 // 16_000
+
+
+class FinalFailsASR(ScriptedASR):
+    """The first pass hears its text; every pass after it fails (the ASR broke)."""
+
+    async def run(
+        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+    ) -> Any:
+        if self.calls:
+            raise RuntimeError("the ASR broke")
+        return await super().run(audio_16k, prefix, prompt)
+
+
+def test_a_failed_final_pass_drops_the_early_answer() -> None:
+    """Found reading the code: a held early answer was released or dropped only once the
+    final transcript came, so when the final pass failed it went on generating (an engine
+    request and its KV blocks) until its token bound."""
+
+    async def main(h: Harness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(16_000, [("speech_lull", 30_000)], True)
+        await h.settle()
+        assert [a.early_user_text for a in h.responses.started] == ["what time"]
+        await h.feed(8000, [("speech_stopped", 32_000)], False)  # a new pass: it fails
+        await h.settle()
+
+    h = Harness([])
+    h.asr = h.coordinator.asr = FinalFailsASR(["what time"])
+    asyncio.run(main(h))
+    assert [(a.early_user_text, a.discarded) for a in h.responses.started] == [("what time", True)]
