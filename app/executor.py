@@ -9,9 +9,11 @@ at their chunk boundaries, so work whose caller went away stops early.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
+import heapq
+import itertools
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import ParamSpec, TypeVar
@@ -38,6 +40,62 @@ class CancelToken:
         return self._event.is_set()
 
 
+class DeadlinePool:
+    """Worker threads that take calls earliest deadline first (in arrival order among
+    equal ones): a call due now goes before one whose result is needed only later, such
+    as an answer's next clause while the listener still has seconds of audio."""
+
+    def __init__(self, name: str, workers: int) -> None:
+        self.name, self.workers = name, workers
+        self._heap: list[tuple[float, int, Callable[[], object], Future]] = []
+        self._order = itertools.count()
+        self._ready = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+
+    def submit(self, deadline: float, fn: Callable[[], T]) -> Future[T]:
+        future: Future[T] = Future()
+        with self._ready:
+            if self._closed:
+                raise RuntimeError(f"{self.name}: the executor is shut down")
+            heapq.heappush(self._heap, (deadline, next(self._order), fn, future))
+            if len(self._threads) < self.workers:  # started on first use, as a pool's are
+                thread = threading.Thread(
+                    target=self._work, name=f"{self.name}_{len(self._threads)}", daemon=True
+                )
+                self._threads.append(thread)
+                thread.start()
+            self._ready.notify()
+        return future
+
+    def _work(self) -> None:
+        _name_thread(self.name)
+        while True:
+            with self._ready:
+                while not self._heap and not self._closed:
+                    self._ready.wait()
+                if not self._heap:
+                    return
+                *_, fn, future = heapq.heappop(self._heap)
+            if not future.set_running_or_notify_cancel():
+                continue  # its caller went away while it waited
+            try:
+                result = fn()
+            except BaseException as exc:  # handed to the caller, as a thread pool does
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+    def shutdown(self) -> None:
+        """Drop what waits; a call running ends on its own, then its thread exits."""
+        with self._ready:
+            self._closed = True
+            for *_, future in self._heap:
+                future.cancel()
+            self._heap.clear()
+            self._ready.notify_all()
+
+
 class ModelExecutor:
     """Worker threads of one model. `run` is awaited on the event loop; the call runs off it."""
 
@@ -46,9 +104,7 @@ class ModelExecutor:
             raise ValueError("workers and max_pending must be >= 1")
         self.name = name
         self.max_pending = max_pending
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            workers, thread_name_prefix=name, initializer=_name_thread, initargs=(name,)
-        )
+        self._pool = DeadlinePool(name, workers)
         self._pending = 0  # calls submitted whose caller still waits (event loop only)
 
     @property
@@ -56,36 +112,41 @@ class ModelExecutor:
         return self._pending
 
     async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run `fn` on this model's threads. A queued call whose caller is cancelled never
-        starts (asyncio cancels the pool's future); a running one ends on its own."""
+        """Run `fn` on this model's threads, due now. A queued call whose caller is
+        cancelled never starts; a running one ends on its own."""
+        return await self._run(0.0, functools.partial(fn, *args, **kwargs))
+
+    async def run_cancellable(self, fn: Callable[[CancelToken], T], slack_s: float = 0.0) -> T:
+        """Like `run`, for calls that check a token at chunk boundaries: a cancelled caller
+        sets it, so a call already running stops at its next boundary. `slack_s`: how
+        long its result can wait; calls due sooner go first."""
+        token = CancelToken()
+        try:
+            return await self._run(slack_s, functools.partial(fn, token))
+        except asyncio.CancelledError:
+            token.cancel()
+            raise
+
+    async def _run(self, slack_s: float, call: Callable[[], T]) -> T:
         if self._pending >= self.max_pending:
             raise ExecutorBusyError(
                 f"{self.name}: {self._pending} calls are already queued; retry shortly"
             )
         self._pending += 1
         try:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+            deadline = time.monotonic() + max(0.0, slack_s)
+            # a cancelled await cancels the pool's future: a call still queued never runs
+            return await asyncio.wrap_future(self._pool.submit(deadline, call))
         finally:
             self._pending -= 1
-
-    async def run_cancellable(self, fn: Callable[[CancelToken], T]) -> T:
-        """Like `run`, for calls that check a token at chunk boundaries: a cancelled caller
-        sets it, so a call already running stops at its next boundary."""
-        token = CancelToken()
-        try:
-            return await self.run(fn, token)
-        except asyncio.CancelledError:
-            token.cancel()
-            raise
 
     def submit(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         """`fn` on this model's threads, for a caller off the event loop (not counted in
         `pending`): wait with `.result()`, or not at all."""
-        return self._pool.submit(fn, *args, **kwargs)
+        return self._pool.submit(time.monotonic(), functools.partial(fn, *args, **kwargs))
 
     def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown()
 
 
 def _name_thread(name: str) -> None:

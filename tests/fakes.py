@@ -134,7 +134,9 @@ class ScriptedVoices:
     def choose(self, voice: str, language: str) -> str:
         return voice
 
-    async def speak(self, text: str, out_rate: int, speed: float, voice: str) -> Any:
+    async def speak(
+        self, text: str, out_rate: int, speed: float, voice: str, slack_s: float = 0.0
+    ) -> Any:
         self.spoken.append(text)
         await asyncio.sleep(0)
         return np.full(int(self.seconds * out_rate), 0.1, dtype=np.float32)

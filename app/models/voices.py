@@ -232,8 +232,11 @@ class VoiceCatalog:
         """Speak `text` with `voice` (blocking: call it off the event loop)."""
         return self.backend(voice).synthesize(text, out_rate, speed, cancel)
 
-    async def speak(self, text: str, out_rate: int, speed: float, voice: str) -> np.ndarray:
-        """`synthesize` on the TTS executor; a cancelled caller stops it at a sentence."""
+    async def speak(
+        self, text: str, out_rate: int, speed: float, voice: str, slack_s: float = 0.0
+    ) -> np.ndarray:
+        """`synthesize` on the TTS executor, after the calls due within `slack_s`
+        seconds; a cancelled caller stops it at a sentence."""
         return await self.executor.run_cancellable(
-            lambda token: self.synthesize(text, out_rate, speed, voice, token)
+            lambda token: self.synthesize(text, out_rate, speed, voice, token), slack_s
         )

@@ -93,3 +93,52 @@ def test_a_model_executors_threads_carry_its_name() -> None:
         assert asyncio.run(executor.run(comm)) == "asr"  # what /proc and `top -H` show
     finally:
         executor.shutdown()
+
+
+def test_calls_due_sooner_run_first() -> None:
+    """Bug: the TTS executor ran clauses in arrival order, so a new answer's first clause
+    waited behind other sessions' later clauses that had seconds of audio still to play."""
+
+    async def main() -> list[str]:
+        executor = ModelExecutor("tts")
+        started, release = threading.Event(), threading.Event()
+        order: list[str] = []
+
+        def busy(_token: CancelToken) -> None:
+            started.set()
+            release.wait()
+
+        first = asyncio.create_task(executor.run_cancellable(busy))
+        await asyncio.to_thread(started.wait)
+        later = [
+            asyncio.create_task(executor.run_cancellable(lambda _t, n=n: order.append(n), s))
+            for n, s in [("fifth clause", 4.0), ("second clause", 0.5)]
+        ]
+        await asyncio.sleep(0.01)
+        now = asyncio.create_task(executor.run(lambda: order.append("first clause")))
+        await asyncio.sleep(0.01)
+        release.set()
+        await asyncio.gather(first, *later, now)
+        executor.shutdown()
+        return order
+
+    assert asyncio.run(main()) == ["first clause", "second clause", "fifth clause"]
+
+
+def test_a_shut_down_executor_refuses_and_drops_what_waited() -> None:
+    async def main() -> None:
+        executor = ModelExecutor("asr")
+        started, release = threading.Event(), threading.Event()
+        running = asyncio.create_task(executor.run(lambda: (started.set(), release.wait())))
+        await asyncio.to_thread(started.wait)
+        waiting = asyncio.create_task(executor.run(lambda: None))
+        await asyncio.sleep(0.01)
+        executor.shutdown()
+        release.set()
+        await running  # a call already running ends on its own
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        with pytest.raises(RuntimeError, match="asr: the executor is shut down"):
+            await executor.run(lambda: None)
+
+    asyncio.run(main())

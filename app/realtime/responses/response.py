@@ -344,11 +344,11 @@ class Response:
         for clause in chunker.push(text):
             clauses.put_nowait(clause)
 
-    async def _synthesize(self, text: str, rate: int) -> Any:
+    async def _synthesize(self, text: str, rate: int, slack_s: float) -> Any:
         if self.voice is None:  # the answer's first clause says its language
             language = text_language(text, self.heard_language)
             self.voice = self.deps.voices.choose(self.spec.voice, language)
-        return await self.deps.voices.speak(text, rate, self.spec.speed, self.voice)
+        return await self.deps.voices.speak(text, rate, self.spec.speed, self.voice, slack_s)
 
     def _send_audio(self, piece: bytes) -> None:
         if self._playout is None:  # the client plays it

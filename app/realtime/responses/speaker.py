@@ -26,8 +26,11 @@ from app.text_units import join, units
 
 AUDIO_CHUNK_MS = 100  # size of each audio delta
 
-# (clause, output rate) -> samples: the voice, speed and executor are bound by the caller.
-Synthesize = Callable[[str, int], Awaitable[np.ndarray]]
+# (clause, output rate, slack) -> samples: the voice, speed and executor are bound by the
+# caller; slack: seconds until the listener runs out of this answer's audio, so the TTS
+# executor takes the clauses of all sessions earliest deadline first (a new answer's
+# first clause before another's fifth, which still has seconds to play).
+Synthesize = Callable[[str, int, float], Awaitable[np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,8 @@ class Speaker:
         """Speak clauses until None; audio waits for `released` (held early answers).
         Returns once all of it was sent, waiting out pauses."""
         while (clause := await clauses.get()) is not None:
-            data = encode_audio(await self.synthesize(clause, self.fmt.rate), self.fmt.type)
+            audio = await self.synthesize(clause, self.fmt.rate, self.slack_s())
+            data = encode_audio(audio, self.fmt.type)
             await released.wait()
             # Recorded before sending, so a barge-in mid-clause knows what it covered.
             start, self._end = self._end, self._end + len(data)
@@ -157,6 +161,11 @@ class Speaker:
                 return clause.audio[offset : min(offset + chunk, len(clause.audio))]
             start = end
         return b""
+
+    def slack_s(self) -> float:
+        """Seconds of this answer's audio the listener has yet to hear: how long its next
+        clause can take before the audio runs dry (0 for the first)."""
+        return max(0.0, self._end / self.bytes_per_ms - self.played_ms()) / 1000
 
     def played_ms(self) -> float:
         """How much of the audio the client has played by now (given the paced sending)."""

@@ -19,7 +19,9 @@ from app.realtime.responses.playback import Playback
 class Voices(Protocol):
     """What a response needs of TTS (the VoiceCatalog, or a scripted one in tests)."""
 
-    async def speak(self, text: str, out_rate: int, speed: float, voice: str) -> np.ndarray: ...
+    async def speak(
+        self, text: str, out_rate: int, speed: float, voice: str, slack_s: float = 0.0
+    ) -> np.ndarray: ...
 
     def choose(self, voice: str, language: str) -> str:
         """The voice that speaks an answer in `language` (`auto` picks one by language)."""

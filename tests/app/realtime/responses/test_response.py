@@ -171,7 +171,9 @@ def test_audio_response_speaks_each_clause() -> None:
 
 
 class BrokenVoices(ScriptedVoices):
-    async def speak(self, text: str, out_rate: int, speed: float, voice: str) -> Any:
+    async def speak(
+        self, text: str, out_rate: int, speed: float, voice: str, slack_s: float = 0.0
+    ) -> Any:
         raise RuntimeError("the voice model crashed")
 
 
@@ -274,9 +276,11 @@ class HeldVoices(ScriptedVoices):
         super().__init__()
         self.go = asyncio.Event()
 
-    async def speak(self, text: str, out_rate: int, speed: float, voice: str) -> Any:
+    async def speak(
+        self, text: str, out_rate: int, speed: float, voice: str, slack_s: float = 0.0
+    ) -> Any:
         await self.go.wait()
-        return await super().speak(text, out_rate, speed, voice)
+        return await super().speak(text, out_rate, speed, voice, slack_s)
 
 
 def test_an_answer_cancelled_after_its_generation_reports_its_tokens() -> None:

@@ -22,7 +22,7 @@ class Clock:
 def speak(clauses: list[str], seconds: float, fmt: AudioFormat, lead_ms: int = 60_000):  # type: ignore[no-untyped-def]
     sent: list[bytes] = []
 
-    async def synthesize(text: str, rate: int) -> np.ndarray:
+    async def synthesize(text: str, rate: int, slack_s: float) -> np.ndarray:
         return np.full(int(seconds * rate), 0.25, np.float32)
 
     clock = Clock()
@@ -83,7 +83,7 @@ def test_g711_pieces_are_one_byte_a_sample() -> None:
 def test_muted_speaker_sends_nothing_more() -> None:
     sent: list[bytes] = []
 
-    async def synthesize(text: str, rate: int) -> np.ndarray:
+    async def synthesize(text: str, rate: int, slack_s: float) -> np.ndarray:
         return np.zeros(rate, np.float32)
 
     speaker = Speaker(synthesize, AudioFormat(), 60_000, sent.append)
@@ -106,7 +106,9 @@ def test_a_paused_answer_resumes_from_what_the_client_had_heard() -> None:
     sends the audio again from where the client stopped hearing it, to the end."""
     sent: list[bytes] = []
 
-    async def synthesize(text: str, rate: int) -> np.ndarray:  # distinct bytes everywhere
+    async def synthesize(
+        text: str, rate: int, slack_s: float
+    ) -> np.ndarray:  # distinct bytes everywhere
         return np.linspace(-0.9 if "first" in text else 0.1, 0.9, rate).astype(np.float32)
 
     clock = Clock()
@@ -142,7 +144,7 @@ def test_paused_again_without_rewinding_it_goes_on_from_what_was_sent() -> None:
     plays what it has), a resume sends only what had not been sent, nothing twice."""
     sent: list[bytes] = []
 
-    async def synthesize(text: str, rate: int) -> np.ndarray:
+    async def synthesize(text: str, rate: int, slack_s: float) -> np.ndarray:
         return np.linspace(-0.9 if "first" in text else 0.1, 0.9, rate).astype(np.float32)
 
     clock = Clock()
@@ -196,7 +198,7 @@ class Track:
 def test_a_playout_gets_every_piece_and_says_what_was_heard() -> None:
     track = Track()
 
-    async def synthesize(text: str, rate: int) -> np.ndarray:
+    async def synthesize(text: str, rate: int, slack_s: float) -> np.ndarray:
         return np.full(int(0.25 * rate), 0.25, np.float32)
 
     speaker = Speaker(synthesize, AudioFormat(), 60_000, lambda _piece: None, Clock(), track)
@@ -219,3 +221,30 @@ def test_a_playout_gets_every_piece_and_says_what_was_heard() -> None:
     assert track.stops == 1 and speaker.played_ms() == 375.0
     speaker.stop()
     assert track.stops == 2 and speaker.muted
+
+
+def test_each_clause_is_due_when_the_audio_before_it_runs_out() -> None:
+    """The TTS executor takes clauses earliest deadline first: a first clause is due at
+    once, a later one when the listener would have heard everything before it."""
+    slacks: list[float] = []
+    clock = Clock()
+
+    async def synthesize(text: str, rate: int, slack_s: float) -> np.ndarray:
+        slacks.append(slack_s)
+        clock.now += 0.25  # each synthesis takes 250 ms
+        return np.full(rate, 0.25, np.float32)  # one second of audio a clause
+
+    speaker = Speaker(synthesize, AudioFormat(), 60_000, lambda _piece: None, clock)
+
+    async def main() -> None:
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        for clause in ["One.", "Two.", "Three.", None]:
+            queue.put_nowait(clause)
+        released = asyncio.Event()
+        released.set()
+        await speaker.run(queue, released)
+
+    asyncio.run(main())
+    # playing starts once the first clause is ready (0.25 s): the second is asked for
+    # then, with its 1 s unheard; the third 0.25 s later, with 2 s less 0.25 s heard
+    assert slacks == [0.0, 1.0, 1.75]
