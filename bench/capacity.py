@@ -163,6 +163,7 @@ PIPECAT_PIPELINE = (
 )
 # r1voice's targets against the peer (issue #30)
 CAPACITY_RATIO_TARGET = 2.0
+TOGETHER_S = 0.3  # two speakers finishing this close "end together" (issue #30)
 ONE_SESSION_P50_RATIO_TARGET = 0.8
 
 
@@ -283,10 +284,13 @@ async def _sweep(
             level = await _level(system, scripts, delays, thinks, clips["interruption"], args,
                                  merge_window_ms / 1000)  # fmt: skip
             out[name].append(level)
-            v2v = level["voice_to_voice_ms"]
+            v2v, pair = level["voice_to_voice_ms"], level["turns_ending_together"]
             log(
                 f"  {name}: P50 {v2v['p50']} ms, P95 {v2v['p95']} ms, "
-                f"{level['turns_failed']} failed: " + ("held" if level["held"] else "broke")
+                f"{level['turns_failed']} failed: "
+                + ("held" if level["held"] else "broke")
+                + f"; P50 alone {pair['alone']['p50']} ms, ending together "
+                f"{pair['together']['p50']} ms (n={pair['together']['n']})"
             )
             system.broken = system.broken or not level["held"]
         if all(s.broken for s in systems.values()) and not args.keep_going:
@@ -327,8 +331,10 @@ async def _level(
     cpu = stage_shares(before, system.cpu(), system.stages())
     cpu["clients_cpu_s"] = round(_own_cpu() - own_before, 2)
     turns = [t for s in sessions for t in s["turns"]]
-    answered = [t for t in turns if t["status"] in ("completed", "incomplete")]
-    ok = [t for t in answered if t.get("voice_to_voice_ms") is not None]
+    alone_and_together = ending_together(
+        [[t for t in s["turns"] if _answered(t)] for s in sessions]
+    )
+    ok = [t for t in turns if _answered(t)]
     expected = sum(len(s) for s in scripts)
     failed = expected - len(ok)
     v2v = summarize(t["voice_to_voice_ms"] for t in ok)
@@ -354,11 +360,35 @@ async def _level(
                 "speech_stopped_to_first_audio_ms",
             )
         },
+        "turns_ending_together": alone_and_together,
         "barge_in": barge,
         "cpu": cpu,
         "mic_max_lag_ms": max((s["mic_max_lag_ms"] for s in sessions), default=0.0),
         "held": held,
     }
+
+
+def _answered(turn: dict[str, Any]) -> bool:
+    return (
+        turn["status"] in ("completed", "incomplete") and turn.get("voice_to_voice_ms") is not None
+    )
+
+
+def ending_together(sessions: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """Voice-to-voice of the turns whose speech ended within TOGETHER_S of another
+    session's, against the rest: issue #30's two turns ending together against a lone
+    turn (`sessions`: each session's answered turns, with `speech_end` on one clock)."""
+    from bench.voice.stats import summarize
+
+    ends = [(i, t["speech_end"]) for i, turns in enumerate(sessions) for t in turns]
+    alone, together = [], []
+    for i, turns in enumerate(sessions):
+        for t in turns:
+            near = any(j != i and abs(end - t["speech_end"]) <= TOGETHER_S for j, end in ends)
+            (together if near else alone).append(t["voice_to_voice_ms"])
+    lone, both = summarize(alone), summarize(together)
+    ratio = round(both["p50"] / lone["p50"], 2) if both["p50"] is not None and lone["p50"] else None
+    return {"window_s": TOGETHER_S, "alone": lone, "together": both, "p50_ratio": ratio}
 
 
 def _think(seed: float, mean: float) -> Any:

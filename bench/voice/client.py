@@ -35,7 +35,7 @@ async def voice_turn(conn: Conn | RtcConn, clip: Clip, turn_timeout: float) -> d
         "speech_s": round(clip.duration_s, 2),
     }
     _, last_sent = await conn.say(clip.pcm)
-    turn["speech_end"] = last_sent
+    turn["speech_end"] = last_sent  # the client's clock: turns of sessions compared
     try:
         # The answer to the whole utterance is the first response created after its end
         # (answers to a part of it, before a pause, are created earlier and cancelled).
@@ -164,7 +164,7 @@ async def run_session(
         for clip in clips:
             turn = await voice_turn(conn, clip, turn_timeout)
             turns.append(turn)
-            await _pause_after(turn.pop("speech_end"), merge_window_s)
+            await _pause_after(turn["speech_end"], merge_window_s)
             if think_s is not None:
                 await asyncio.sleep(think_s())
     except (ConnectionError, OSError, websockets.exceptions.WebSocketException) as exc:

@@ -8,6 +8,7 @@ import random
 import struct
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,6 +120,8 @@ def test_a_quick_run_of_one_and_two_sessions_gives_a_well_formed_report(tmp_path
         assert set(shares) == {"asr", "tts", "vad", "turn model", "llm", "other"}
         assert abs(sum(shares.values()) - 1.0) < 0.01
         assert "measured" in lv["barge_in"]
+        pair = lv["turns_ending_together"]
+        assert pair["alone"]["n"] + pair["together"]["n"] == lv["turns_ok"]
     assert result["capacity"]["sessions"] in (0, 1, 2)
     assert result["plot"] == str(png) and png.read_bytes()[:4] == b"\x89PNG"
     assert result["server"]["exit_code"] == 0
@@ -160,3 +163,22 @@ def test_thread_cpu_counts_the_servers_worker_processes_by_their_name() -> None:
     finally:
         worker.close()
     assert seconds.get("asr-partial", 0.0) >= 0.1
+
+
+def test_turns_ending_within_the_window_of_another_sessions_are_told_apart() -> None:
+    def turn(end: float, ms: float) -> dict[str, Any]:
+        return {"speech_end": end, "voice_to_voice_ms": ms}
+
+    report = capacity.ending_together(
+        [
+            [turn(10.0, 900.0), turn(20.0, 500.0)],
+            [turn(10.25, 1100.0), turn(30.0, 700.0)],  # 0.25 s after the first session's
+            [turn(20.5, 600.0)],  # 0.5 s after: alone
+        ]
+    )
+    assert report["window_s"] == capacity.TOGETHER_S == 0.3
+    assert (report["together"]["n"], report["together"]["p50"]) == (2, 1000.0)
+    assert (report["alone"]["n"], report["alone"]["p50"]) == (3, 600.0)
+    assert report["p50_ratio"] == 1.67
+    # one session's own turns never end "together" with each other
+    assert capacity.ending_together([[turn(1.0, 500.0), turn(1.1, 700.0)]])["together"]["n"] == 0
