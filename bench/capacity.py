@@ -381,7 +381,8 @@ def ending_together(sessions: list[list[dict[str, Any]]]) -> dict[str, Any]:
     from bench.voice.stats import summarize
 
     ends = [(i, t["speech_end"]) for i, turns in enumerate(sessions) for t in turns]
-    alone, together = [], []
+    alone: list[float] = []
+    together: list[float] = []
     for i, turns in enumerate(sessions):
         for t in turns:
             near = any(j != i and abs(end - t["speech_end"]) <= TOGETHER_S for j, end in ends)
