@@ -36,9 +36,15 @@ class CoquiTTS:
         self._lock = threading.Lock()
 
     def synthesize(
-        self, text: str, out_rate: int, speed: float = 1.0, cancel: CancelToken | None = None
+        self,
+        text: str,
+        out_rate: int,
+        speed: float = 1.0,
+        cancel: CancelToken | None = None,
+        urgent: bool = True,
     ) -> np.ndarray:
-        """Blocking: one call per clause, so `cancel` is only checked by the caller."""
+        """Blocking: one call per clause, so `cancel` is only checked by the caller; every
+        clause is synthesized alike, `urgent` or not."""
         with self._lock:
             audio = np.asarray(self.tts.tts(text=text, speed=speed), dtype=np.float32)
         return resample(audio, self.sample_rate, out_rate)

@@ -120,6 +120,8 @@ def test_a_quick_run_of_one_and_two_sessions_gives_a_well_formed_report(tmp_path
         assert set(shares) == {"asr", "tts", "vad", "turn model", "llm", "other"}
         assert abs(sum(shares.values()) - 1.0) < 0.01
         assert "measured" in lv["barge_in"]
+        tts = lv["server_breakdown_ms"]["first_token_to_first_audio_ms"]
+        assert tts["n"] == lv["server_breakdown_ms"]["speech_stopped_to_first_audio_ms"]["n"]
         pair = lv["turns_ending_together"]
         assert pair["alone"]["n"] + pair["together"]["n"] == lv["turns_ok"]
     assert result["capacity"]["sessions"] in (0, 1, 2)
