@@ -36,15 +36,9 @@ class CoquiTTS:
         self._lock = threading.Lock()
 
     def synthesize(
-        self,
-        text: str,
-        out_rate: int,
-        speed: float = 1.0,
-        cancel: CancelToken | None = None,
-        urgent: bool = True,
+        self, text: str, out_rate: int, speed: float = 1.0, cancel: CancelToken | None = None
     ) -> np.ndarray:
-        """Blocking: one call per clause, so `cancel` is only checked by the caller; every
-        clause is synthesized alike, `urgent` or not."""
+        """Blocking: one call per clause, so `cancel` is only checked by the caller."""
         with self._lock:
             audio = np.asarray(self.tts.tts(text=text, speed=speed), dtype=np.float32)
         return resample(audio, self.sample_rate, out_rate)

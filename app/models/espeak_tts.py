@@ -32,15 +32,9 @@ class EspeakTTS:
         self.name = f"espeak-ng:{language}"
 
     def synthesize(
-        self,
-        text: str,
-        out_rate: int,
-        speed: float = 1.0,
-        cancel: CancelToken | None = None,
-        urgent: bool = True,
+        self, text: str, out_rate: int, speed: float = 1.0, cancel: CancelToken | None = None
     ) -> np.ndarray:
-        """Blocking: one call per clause, so `cancel` is only checked by the caller; every
-        clause is synthesized alike, `urgent` or not."""
+        """Blocking: one call per clause, so `cancel` is only checked by the caller."""
         wpm = str(int(WORDS_PER_MINUTE * max(speed, 0.25)))
         voice = self.language
         if voice in ("cmn", PINYIN_VOICE) and has_han(text) and _has_pinyin_voice():

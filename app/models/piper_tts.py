@@ -31,57 +31,30 @@ class PiperTTS:
     """A loaded Piper voice. `synthesize` is blocking: call it off the event loop."""
 
     def __init__(self, model_path: Path, *, name: str) -> None:
-        import onnxruntime
         from piper import PiperVoice
-        from piper.config import PiperConfig
 
         self.name = name
         self.language = piper_language(model_path)
-
-        def voice(threads: int | None) -> PiperVoice:
-            options = onnxruntime.SessionOptions()
-            if threads is not None:
-                options.intra_op_num_threads = threads
-            session = onnxruntime.InferenceSession(
-                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
-            )
-            return PiperVoice(config=PiperConfig.from_dict(config), session=session)
-
         try:
-            config = json.loads(Path(f"{model_path}.json").read_text(encoding="utf-8"))
-            # Urgent clauses (an answer's first, or audio about to run dry) on all the
-            # cores onnxruntime takes; the rest on one, so a final transcription or a
-            # first clause of another session keeps a core beside them (docs/benchmarks.md).
-            self._voices = {True: voice(None), False: voice(1)}
+            self.voice = PiperVoice.load(str(model_path))
         except Exception as exc:  # onnxruntime raises its own types for a corrupt file
             raise RuntimeError(
                 f"cannot load TTS voice '{name}' from {model_path}: {exc}; reinstall its package"
             ) from exc
-        self.sample_rate = int(self._voices[True].config.sample_rate)
+        self.sample_rate = int(self.voice.config.sample_rate)
         self._lock = threading.Lock()
 
-    def threads(self, urgent: bool) -> int:
-        """onnxruntime's intra-op threads for an urgent clause or another (0: its default)."""
-        options = self._voices[urgent].session.get_session_options()
-        return int(options.intra_op_num_threads)
-
     def synthesize(
-        self,
-        text: str,
-        out_rate: int,
-        speed: float = 1.0,
-        cancel: CancelToken | None = None,
-        urgent: bool = True,
+        self, text: str, out_rate: int, speed: float = 1.0, cancel: CancelToken | None = None
     ) -> np.ndarray:
         """Speak `text`; float32 mono samples at `out_rate`. Blocking; a set `cancel`
-        token stops it at the next sentence (Piper synthesizes sentence by sentence).
-        Not `urgent`: on one thread (its listener has seconds of audio still to hear)."""
+        token stops it at the next sentence (Piper synthesizes sentence by sentence)."""
         from piper import SynthesisConfig
 
         config = SynthesisConfig(length_scale=1.0 / max(speed, 0.25))
         chunks = []
         with self._lock:
-            for chunk in self._voices[urgent].synthesize(text, config):
+            for chunk in self.voice.synthesize(text, config):
                 if cancel is not None and cancel.cancelled:
                     break
                 chunks.append(chunk.audio_float_array)

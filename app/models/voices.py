@@ -37,10 +37,6 @@ AUTO = "auto"
 ESPEAK_ISO = {"cmn": "zh", "cmn-latn-pinyin": "zh", "yue": "yue", "hak": "zh", "en-us": "en"}
 # The espeak-ng voice `auto` prefers for a language with several
 ESPEAK_FIRST = {"zh": "cmn", "en": "en-us", "pt": "pt-br"}
-# Seconds of an answer's audio its listener has yet to hear from which its next clause is
-# synthesized as background work (on one thread): even a slow synthesis beside other
-# sessions' work ends long before that audio does.
-BACKGROUND_SLACK_S = 1.5
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _HANGUL = re.compile(r"[\uac00-\ud7af]")
 
@@ -130,12 +126,7 @@ class TTSBackend(Protocol):
     name: str
 
     def synthesize(
-        self,
-        text: str,
-        out_rate: int,
-        speed: float = 1.0,
-        cancel: CancelToken | None = None,
-        urgent: bool = True,
+        self, text: str, out_rate: int, speed: float = 1.0, cancel: CancelToken | None = None
     ) -> np.ndarray: ...
 
 
@@ -237,18 +228,15 @@ class VoiceCatalog:
         speed: float = 1.0,
         voice: str | None = None,
         cancel: CancelToken | None = None,
-        urgent: bool = True,
     ) -> np.ndarray:
         """Speak `text` with `voice` (blocking: call it off the event loop)."""
-        return self.backend(voice).synthesize(text, out_rate, speed, cancel, urgent)
+        return self.backend(voice).synthesize(text, out_rate, speed, cancel)
 
     async def speak(
         self, text: str, out_rate: int, speed: float, voice: str, slack_s: float = 0.0
     ) -> np.ndarray:
         """`synthesize` on the TTS executor, after the calls due within `slack_s`
-        seconds; one with BACKGROUND_SLACK_S or more is not urgent. A cancelled caller
-        stops it at a sentence."""
-        urgent = slack_s < BACKGROUND_SLACK_S
+        seconds; a cancelled caller stops it at a sentence."""
         return await self.executor.run_cancellable(
-            lambda token: self.synthesize(text, out_rate, speed, voice, token, urgent), slack_s
+            lambda token: self.synthesize(text, out_rate, speed, voice, token), slack_s
         )

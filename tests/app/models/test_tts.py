@@ -24,12 +24,3 @@ def test_a_cancelled_synthesis_stops_at_the_next_sentence() -> None:
     token = CancelToken()
     token.cancel()
     assert tts.synthesize("One sentence. And another one.", 24_000, cancel=token).size == 0
-
-
-def test_a_clause_that_can_wait_is_spoken_on_one_thread() -> None:
-    """An urgent clause runs on onnxruntime's default threads; one whose listener still
-    has seconds of audio runs on one, leaving a core to another session's urgent work."""
-    tts = PiperTTS(model_registry.locate("piper-en_US-joe-medium", "tts"), name="joe")
-    assert (tts.threads(urgent=True), tts.threads(urgent=False)) == (0, 1)
-    audio = tts.synthesize("Hello there, how are you?", 24_000, urgent=False)
-    assert 0.8 < audio.size / 24_000 < 4.0 and np.abs(audio).max() > 0.1

@@ -3,17 +3,15 @@ voice's language, and `auto` choosing a voice of the answer's language."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from app.models import registry
 from app.models.piper_tts import PiperTTS
-from app.models.voices import BACKGROUND_SLACK_S, VoiceCatalog, text_language
+from app.models.voices import VoiceCatalog, text_language
 
 DEFAULT = "piper-en_US-joe-medium"
 
@@ -92,24 +90,3 @@ def test_auto_falls_back_to_espeak_then_to_the_default(default_voice: PiperTTS) 
     assert catalog.choose("alloy", "zh") == DEFAULT  # a named voice stays what it is
     assert catalog.choose("espeak-ng:de", "zh") == "espeak-ng:de"
     catalog.executor.shutdown()
-
-
-def test_a_clause_with_seconds_of_audio_before_it_is_not_urgent(
-    default_voice: PiperTTS, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    catalog = VoiceCatalog(default_voice)
-    asked: list[bool] = []
-
-    def synthesize(text: str, out_rate: int, speed: float, cancel: object, urgent: bool) -> object:
-        asked.append(urgent)
-        return np.zeros(10, np.float32)
-
-    monkeypatch.setattr(default_voice, "synthesize", synthesize)
-
-    async def main() -> None:
-        for slack in (0.0, BACKGROUND_SLACK_S - 0.1, BACKGROUND_SLACK_S, 6.0):
-            await catalog.speak("Hello.", 24_000, 1.0, DEFAULT, slack)
-        catalog.executor.shutdown()
-
-    asyncio.run(main())
-    assert asked == [True, True, False, False]
