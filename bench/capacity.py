@@ -353,12 +353,18 @@ async def _level(
         + [{"session_error": s["error"]} for s in sessions if s.get("error")],
         "voice_to_voice_ms": v2v,
         "server_breakdown_ms": {
-            stage: summarize((t.get("server") or {}).get(stage) for t in ok)
-            for stage in (
-                "speech_stopped_to_transcript_ms",
-                "speech_stopped_to_first_token_ms",
-                "speech_stopped_to_first_audio_ms",
-            )
+            **{
+                stage: summarize((t.get("server") or {}).get(stage) for t in ok)
+                for stage in (
+                    "speech_stopped_to_transcript_ms",
+                    "speech_stopped_to_first_token_ms",
+                    "speech_stopped_to_first_audio_ms",
+                )
+            },
+            # the first clause's wait for its words and its synthesis (the TTS's part)
+            "first_token_to_first_audio_ms": summarize(
+                _between(t, "first_token", "first_audio") for t in ok
+            ),
         },
         "turns_ending_together": alone_and_together,
         "barge_in": barge,
@@ -366,6 +372,12 @@ async def _level(
         "mic_max_lag_ms": max((s["mic_max_lag_ms"] for s in sessions), default=0.0),
         "held": held,
     }
+
+
+def _between(turn: dict[str, Any], start: str, end: str) -> float | None:
+    server = turn.get("server") or {}
+    a, b = (server.get(f"speech_stopped_to_{x}_ms") for x in (start, end))
+    return None if a is None or b is None else b - a
 
 
 def _answered(turn: dict[str, Any]) -> bool:
