@@ -331,10 +331,8 @@ async def _level(
     cpu = stage_shares(before, system.cpu(), system.stages())
     cpu["clients_cpu_s"] = round(_own_cpu() - own_before, 2)
     turns = [t for s in sessions for t in s["turns"]]
-    alone_and_together = ending_together(
-        [[t for t in s["turns"] if _answered(t)] for s in sessions]
-    )
-    ok = [t for t in turns if _answered(t)]
+    answered = [[t for t in s["turns"] if _answered(t)] for s in sessions]
+    ok = [t for session_turns in answered for t in session_turns]
     expected = sum(len(s) for s in scripts)
     failed = expected - len(ok)
     v2v = summarize(t["voice_to_voice_ms"] for t in ok)
@@ -366,7 +364,7 @@ async def _level(
                 _between(t, "first_token", "first_audio") for t in ok
             ),
         },
-        "turns_ending_together": alone_and_together,
+        "turns_ending_together": ending_together(answered),
         "barge_in": barge,
         "cpu": cpu,
         "mic_max_lag_ms": max((s["mic_max_lag_ms"] for s in sessions), default=0.0),
