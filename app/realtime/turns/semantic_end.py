@@ -114,7 +114,7 @@ class SemanticEnd:
             return
         self.scores.append(probability)
         text = await _words(words)
-        decided = verdict(probability, text, patience.complete)
+        decided = verdict(probability, text, patience)
         self.verdicts.append(decided)
         log.debug(
             "turn %s: the pause at %.2f s sounds %.2f complete, reads %r: %s",

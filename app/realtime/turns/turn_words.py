@@ -31,19 +31,26 @@ class Patience:
     """How an eagerness judges a pause: the model's probability at or above which the
     speech sounds finished, and how long a doubtful pause lasts before the turn ends:
     past the longest natural mid-sentence pause (the issue's 0.6-1.5 s; JFK's rhetorical
-    pauses are ~1 s) at medium, well short of the maximum wait (SEMANTIC_MAX_WAIT_MS)."""
+    pauses are ~1 s) at medium, well short of the maximum wait (SEMANTIC_MAX_WAIT_MS).
+
+    `sure`: the probability at or above which words with no sentence end ("Name a fruit
+    that is yellow", as Whisper's early pass often writes a finished sentence) end the
+    turn at once, when they neither trail off nor are a short lead-in; None: they are
+    always a doubt. Phrases cut short that Whisper wrote unpunctuated scored 0.55-0.65
+    ("and so my fellow americans", a lead-in anyway) and under 0.3 in `bench turns`."""
 
     complete: float
     doubt_wait_ms: int
+    sure: float | None = None
 
 
 # `low` lets people take their time: only a sure "complete" ends a turn at once (Smart
 # Turn scores complete sentences that were cut mid-utterance high too).
 PATIENCE = {
     "low": Patience(0.9, 2500),
-    "medium": Patience(COMPLETE, 1500),
-    "auto": Patience(COMPLETE, 1500),
-    "high": Patience(COMPLETE, 800),
+    "medium": Patience(COMPLETE, 1500, sure=0.9),
+    "auto": Patience(COMPLETE, 1500, sure=0.9),
+    "high": Patience(COMPLETE, 800, sure=0.8),
 }
 # Words an English sentence does not end on: articles, possessives, prepositions,
 # conjunctions, "to" and the copula ("what I want to know is...").
@@ -236,19 +243,22 @@ def reads_finished(text: str) -> bool:
     return not _is_lead_in(last)
 
 
-def verdict(probability: float, text: str | None, complete: float = COMPLETE) -> Verdict:
+def verdict(probability: float, text: str | None, patience: Patience | None = None) -> Verdict:
     """The model's probability that the speech up to the pause is a finished turn, and
     the early transcript of it (None: no words to go by, the model decides alone);
-    `complete` is the probability that counts as "complete" (see Patience).
+    `patience` (default: auto's) says which probabilities count as "complete" and "sure".
 
-    | words \\ model          | complete | incomplete |
-    | trail off ("...", "for") | GO_ON    | GO_ON      |
-    | a question ("?", "吗")    | END      | END        |
-    | a finished sentence      | END      | DOUBT      |
-    | no sentence end, or a    | DOUBT    | GO_ON      |
-    | short lead-in ("And so my fellow Americans.")   |
+    | words \\ model          | sure | complete | incomplete |
+    | trail off ("...", "for") | GO_ON | GO_ON   | GO_ON      |
+    | a question ("?", "吗")    | END   | END     | END        |
+    | a finished sentence      | END   | END     | DOUBT      |
+    | no sentence end          | END   | DOUBT   | GO_ON      |
+    | a short lead-in ("And so my fellow Americans.") | DOUBT | DOUBT | GO_ON |
+
+    (`sure` is at or above `complete`; an eagerness without one has no "sure" column.)
     """
-    sounds_done = probability >= complete
+    patience = patience or PATIENCE["auto"]
+    sounds_done = probability >= patience.complete
     if text is None:
         return Verdict.END if sounds_done else Verdict.GO_ON
     text = text.strip()
@@ -258,4 +268,14 @@ def verdict(probability: float, text: str | None, complete: float = COMPLETE) ->
         return Verdict.END
     if reads_finished(text):
         return Verdict.END if sounds_done else Verdict.DOUBT
-    return Verdict.DOUBT if sounds_done else Verdict.GO_ON
+    if not sounds_done:
+        return Verdict.GO_ON
+    sure = patience.sure is not None and probability >= patience.sure
+    return Verdict.END if sure and _more_than_a_lead_in(text) else Verdict.DOUBT
+
+
+def _more_than_a_lead_in(text: str) -> bool:
+    """Whether unpunctuated words end in more than a short lead-in ("and so my fellow
+    americans"); no words are not."""
+    sentences = [s for s in _LAST_SENTENCE.split(text) if s.strip()]
+    return bool(sentences) and not _is_lead_in(sentences[-1])

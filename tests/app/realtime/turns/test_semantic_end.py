@@ -45,7 +45,15 @@ def test_finished_sentences_and_questions_do_not(text: str) -> None:
         (0.1, "What time is it?", Verdict.END),  # the model's score of questions swings
         (0.9, "I would like to book a table for two.", Verdict.END),
         (0.1, "I would like to book a table for two.", Verdict.DOUBT),  # reads finished only
-        (0.9, "and so my fellow americans", Verdict.DOUBT),  # sounds finished only
+        (0.6, "and so my fellow americans", Verdict.DOUBT),  # sounds finished only
+        (0.95, "and so my fellow americans", Verdict.DOUBT),  # ... and a lead-in
+        # no sentence end, but the model is sure: Whisper's early pass often leaves the
+        # full stop off a finished sentence (this one waited the doubt wait, 1.5 s)
+        (0.97, "Name a fruit that is yellow", Verdict.END),
+        (0.6, "Name a fruit that is yellow", Verdict.DOUBT),
+        (0.1, "Name a fruit that is yellow", Verdict.GO_ON),
+        (0.95, "What is the capital of France", Verdict.END),
+        (0.95, "", Verdict.DOUBT),  # no words to read
         (0.9, "And so my fellow Americans.", Verdict.DOUBT),  # a lead-in, not a sentence
         (0.1, "And so my fellow Americans.", Verdict.GO_ON),
         (0.9, "It rained. So we stayed at home all day.", Verdict.END),  # not short
@@ -138,9 +146,10 @@ def test_finished_mandarin_sentences_and_questions_do_not(text: str) -> None:
         (0.9, "富士康在印度工厂出现大规模感染目前工厂产量已下降超50%", Verdict.END),
         (0.9, "吃醋,有启动的味道", Verdict.END),
         # ... but not in English, after a Latin word, nor for a Mandarin lead-in
-        (0.9, "我明天要去 Paris", Verdict.DOUBT),
+        (0.6, "我明天要去 Paris", Verdict.DOUBT),
+        (0.95, "我明天要去 Paris", Verdict.END),  # sure, and no lead-in
         (0.1, "我明天要去 Paris", Verdict.GO_ON),
-        (0.9, "所以我们", Verdict.DOUBT),
+        (0.95, "所以我们", Verdict.DOUBT),  # a lead-in, however sure
         (0.1, "所以我们", Verdict.GO_ON),
         # a lead-in: a short sentence opening with a connective, up to 8 characters (five
         # words of about 1.6 characters), as "And so my fellow Americans." is five words
@@ -166,10 +175,13 @@ def test_mandarin_words_and_the_model_give_one_verdict(
 def test_low_eagerness_needs_a_surer_model_to_end_at_once() -> None:
     """`low` lets people take their time: a finished sentence the model scores 0.85
     (espeak-ng's "I would like to book a table for two." cut mid-utterance) is a doubt
-    there, and ends at once at auto."""
+    there, and ends at once at auto; words with no sentence end never end at once."""
     text = "I would like to book a table for two."
-    assert verdict(0.85, text, PATIENCE["low"].complete) is Verdict.DOUBT
-    assert verdict(0.85, text, PATIENCE["auto"].complete) is Verdict.END
-    assert verdict(0.95, text, PATIENCE["low"].complete) is Verdict.END
+    assert verdict(0.85, text, PATIENCE["low"]) is Verdict.DOUBT
+    assert verdict(0.85, text, PATIENCE["auto"]) is Verdict.END
+    assert verdict(0.95, text, PATIENCE["low"]) is Verdict.END
+    assert verdict(0.99, "Name a fruit that is yellow", PATIENCE["low"]) is Verdict.DOUBT
+    assert verdict(0.85, "Name a fruit that is yellow", PATIENCE["high"]) is Verdict.END
+    assert verdict(0.85, "Name a fruit that is yellow", PATIENCE["auto"]) is Verdict.DOUBT
     waits = [PATIENCE[e].doubt_wait_ms for e in ("high", "medium", "low")]
     assert waits == sorted(waits) and PATIENCE["auto"] == PATIENCE["medium"]
