@@ -363,7 +363,13 @@ async def _level(
             "first_token_to_first_audio_ms": summarize(
                 _between(t, "first_token", "first_audio") for t in ok
             ),
+            # the turn detection's part: the speech's end (the client's clock) to the
+            # server's speech_stopped (semantic_vad's doubt wait shows here)
+            "speech_end_to_speech_stopped_ms": summarize(
+                t.get("speech_end_to_speech_stopped_event_ms") for t in ok
+            ),
         },
+        "voice_to_voice_by_clip_ms": by_clip(ok),
         "turns_ending_together": ending_together(answered),
         "barge_in": barge,
         "cpu": cpu,
@@ -382,6 +388,19 @@ def _answered(turn: dict[str, Any]) -> bool:
     return (
         turn["status"] in ("completed", "incomplete") and turn.get("voice_to_voice_ms") is not None
     )
+
+
+def by_clip(turns: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Voice-to-voice per clip asked, the slowest P50 first: which question or recording
+    sets a level's P95 (a human clip whose last sentence the turn model doubts waits
+    semantic_vad's doubt wait, whatever the load)."""
+    from bench.voice.stats import summarize
+
+    clips: dict[str, list[float]] = {}
+    for t in turns:
+        clips.setdefault(t["clip"], []).append(t["voice_to_voice_ms"])
+    rows = {clip: summarize(times) for clip, times in clips.items()}
+    return dict(sorted(rows.items(), key=lambda row: -(row[1]["p50"] or 0.0)))
 
 
 def ending_together(sessions: list[list[dict[str, Any]]]) -> dict[str, Any]:

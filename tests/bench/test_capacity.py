@@ -124,6 +124,10 @@ def test_a_quick_run_of_one_and_two_sessions_gives_a_well_formed_report(tmp_path
         assert tts["n"] == lv["server_breakdown_ms"]["speech_stopped_to_first_audio_ms"]["n"]
         pair = lv["turns_ending_together"]
         assert pair["alone"]["n"] + pair["together"]["n"] == lv["turns_ok"]
+        clips = lv["voice_to_voice_by_clip_ms"]
+        assert sum(row["n"] for row in clips.values()) == lv["turns_ok"]
+        wait = lv["server_breakdown_ms"]["speech_end_to_speech_stopped_ms"]
+        assert wait["n"] == lv["turns_ok"] and wait["p50"] < lv["voice_to_voice_ms"]["p50"]
     assert result["capacity"]["sessions"] in (0, 1, 2)
     assert result["plot"] == str(png) and png.read_bytes()[:4] == b"\x89PNG"
     assert result["server"]["exit_code"] == 0
@@ -165,6 +169,17 @@ def test_thread_cpu_counts_the_servers_worker_processes_by_their_name() -> None:
     finally:
         worker.close()
     assert seconds.get("asr-partial", 0.0) >= 0.1
+
+
+def test_turns_are_summarized_per_clip_slowest_first() -> None:
+    turns = [
+        {"clip": "q1", "voice_to_voice_ms": 500.0},
+        {"clip": "jfk", "voice_to_voice_ms": 1600.0},
+        {"clip": "q1", "voice_to_voice_ms": 700.0},
+    ]
+    rows = capacity.by_clip(turns)
+    assert list(rows) == ["jfk", "q1"]
+    assert rows["q1"]["n"] == 2 and rows["q1"]["max"] == 700.0
 
 
 def test_turns_ending_within_the_window_of_another_sessions_are_told_apart() -> None:
