@@ -152,6 +152,32 @@ _ZH_FINAL_MARKS = "。．.！!~～”’」』）》\"' \t\n"  # what may follow
 _CLAUSE_MARKS = re.compile(r"[，,、：:；;。．.！!？?…—]+")
 
 
+# English questions Whisper's early pass wrote without their "?" ("How many days are
+# there in a week"): a sentence that opens with a question word and an auxiliary ("what
+# is", "where do"), "how" and a quantity ("how many"), or an auxiliary and its subject
+# ("can you", "is it"). "When I get home" and "what I want" open subordinate clauses, not
+# questions; "do" and "have" also open imperatives ("Do your homework", "Have a look"),
+# so they count only before a personal pronoun. Fewer than QUESTION_MIN_WORDS words are
+# as often a question's opening ("Can you ... help me"; "Do you know ... where it is").
+QUESTION_MIN_WORDS = 4
+_WH = r"(?:what|where|when|who|whom|whose|which|why|how)"
+_AUX = r"(?:is|are|was|were|am|do|does|did|can|could|will|would|should|shall|may|might|must|has|have|had)"
+_SUBJECT = (
+    r"(?:i|you|he|she|it|we|they|there|this|that|these|those|the|a|an|my|your|his|her|our|their)"
+)
+_QUESTION_FORM = re.compile(
+    rf"^(?:{_WH}(?:'s|'re|\s+{_AUX}\b)|how\s+(?:many|much|long|far|often|old)\b"
+    rf"|(?!do\b|have\b){_AUX}\s+{_SUBJECT}\b|(?:do|have)\s+(?:i|you|he|she|it|we|they)\b)"
+)
+
+
+def _question_form(text: str) -> bool:
+    """Whether the last sentence of English words is worded as a question (see above)."""
+    sentences = [s for s in _LAST_SENTENCE.split(text) if s.strip()]
+    words = re.findall(r"[a-z']+", sentences[-1].lower()) if sentences else []
+    return len(words) >= QUESTION_MIN_WORDS and _QUESTION_FORM.match(" ".join(words)) is not None
+
+
 def _is_question(text: str) -> bool:
     """Ends with "?" or "？", or with a Mandarin final particle ("你好吗", "是你吧。")."""
     return text.endswith(("?", "？")) or text.rstrip(_ZH_FINAL_MARKS).endswith(
@@ -251,7 +277,8 @@ def verdict(probability: float, text: str | None, patience: Patience | None = No
     | words \\ model          | sure | complete | incomplete |
     | trail off ("...", "for") | GO_ON | GO_ON   | GO_ON      |
     | a question ("?", "吗")    | END   | END     | END        |
-    | a finished sentence      | END   | END     | DOUBT      |
+    | a finished sentence, or  | END   | END     | DOUBT      |
+    | a question with no "?" ("how many days are there in a week") |
     | no sentence end          | END   | DOUBT   | GO_ON      |
     | a short lead-in ("And so my fellow Americans.") | DOUBT | DOUBT | GO_ON |
 
@@ -266,7 +293,7 @@ def verdict(probability: float, text: str | None, patience: Patience | None = No
         return Verdict.GO_ON
     if _is_question(text):
         return Verdict.END
-    if reads_finished(text):
+    if reads_finished(text) or _question_form(text):
         return Verdict.END if sounds_done else Verdict.DOUBT
     if not sounds_done:
         return Verdict.GO_ON

@@ -54,6 +54,15 @@ def test_finished_sentences_and_questions_do_not(text: str) -> None:
         (0.1, "Name a fruit that is yellow", Verdict.GO_ON),
         (0.95, "What is the capital of France", Verdict.END),
         (0.95, "", Verdict.DOUBT),  # no words to read
+        # a question worded as one, its "?" left off: the model decides end or doubt
+        (0.77, "How many days are there in a week", Verdict.END),  # was a 1.5 s doubt
+        (0.1, "How many days are there in a week", Verdict.DOUBT),  # was go on (4 s)
+        (0.6, "It rained. Where do you usually go", Verdict.END),
+        (0.6, "Do you know", Verdict.DOUBT),  # too short: as often a question's opening
+        (0.6, "When I get home", Verdict.DOUBT),  # a subordinate clause, not a question
+        (0.6, "What I would like to do", Verdict.DOUBT),
+        (0.6, "Do your homework after dinner", Verdict.DOUBT),  # an imperative
+        (0.6, "Can you tell me how to get to the", Verdict.GO_ON),  # still trails off
         (0.9, "And so my fellow Americans.", Verdict.DOUBT),  # a lead-in, not a sentence
         (0.1, "And so my fellow Americans.", Verdict.GO_ON),
         (0.9, "It rained. So we stayed at home all day.", Verdict.END),  # not short
