@@ -410,15 +410,30 @@ def ending_together(sessions: list[list[dict[str, Any]]]) -> dict[str, Any]:
     from bench.voice.stats import summarize
 
     ends = [(i, t["speech_end"]) for i, turns in enumerate(sessions) for t in turns]
-    alone: list[float] = []
-    together: list[float] = []
+    alone: list[dict[str, Any]] = []
+    together: list[dict[str, Any]] = []
     for i, turns in enumerate(sessions):
         for t in turns:
             near = any(j != i and abs(end - t["speech_end"]) <= TOGETHER_S for j, end in ends)
-            (together if near else alone).append(t["voice_to_voice_ms"])
-    lone, both = summarize(alone), summarize(together)
+            (together if near else alone).append(t)
+    lone, both = (summarize(t["voice_to_voice_ms"] for t in part) for part in (alone, together))
     ratio = round(both["p50"] / lone["p50"], 2) if both["p50"] is not None and lone["p50"] else None
-    return {"window_s": TOGETHER_S, "alone": lone, "together": both, "p50_ratio": ratio}
+
+    def stages(part: list[dict[str, Any]]) -> dict[str, float | None]:
+        """Which part of the turn the others slow: its end's detection or the answer."""
+        wait = summarize(t.get("speech_end_to_speech_stopped_event_ms") for t in part)
+        server = summarize(
+            (t.get("server") or {}).get("speech_stopped_to_first_audio_ms") for t in part
+        )
+        return {"turn_end_wait_p50_ms": wait["p50"], "server_part_p50_ms": server["p50"]}
+
+    return {
+        "window_s": TOGETHER_S,
+        "alone": lone,
+        "together": both,
+        "p50_ratio": ratio,
+        "stages": {"alone": stages(alone), "together": stages(together)},
+    }
 
 
 def _think(seed: float, mean: float) -> Any:

@@ -184,7 +184,12 @@ def test_turns_are_summarized_per_clip_slowest_first() -> None:
 
 def test_turns_ending_within_the_window_of_another_sessions_are_told_apart() -> None:
     def turn(end: float, ms: float) -> dict[str, Any]:
-        return {"speech_end": end, "voice_to_voice_ms": ms}
+        return {
+            "speech_end": end,
+            "voice_to_voice_ms": ms,
+            "speech_end_to_speech_stopped_event_ms": ms / 2,
+            "server": {"speech_stopped_to_first_audio_ms": ms / 4},
+        }
 
     report = capacity.ending_together(
         [
@@ -197,5 +202,9 @@ def test_turns_ending_within_the_window_of_another_sessions_are_told_apart() -> 
     assert (report["together"]["n"], report["together"]["p50"]) == (2, 1000.0)
     assert (report["alone"]["n"], report["alone"]["p50"]) == (3, 600.0)
     assert report["p50_ratio"] == 1.67
+    assert report["stages"] == {
+        "alone": {"turn_end_wait_p50_ms": 300.0, "server_part_p50_ms": 150.0},
+        "together": {"turn_end_wait_p50_ms": 500.0, "server_part_p50_ms": 250.0},
+    }
     # one session's own turns never end "together" with each other
     assert capacity.ending_together([[turn(1.0, 500.0), turn(1.1, 700.0)]])["together"]["n"] == 0
