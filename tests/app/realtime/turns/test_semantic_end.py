@@ -51,6 +51,7 @@ def test_finished_sentences_and_questions_do_not(text: str) -> None:
         # full stop off a finished sentence (this one waited the doubt wait, 1.5 s)
         (0.97, "Name a fruit that is yellow", Verdict.END),
         (0.6, "Name a fruit that is yellow", Verdict.DOUBT),
+        (0.92, "Please remind me to call my sister", Verdict.DOUBT),  # not sure: cut short
         (0.1, "Name a fruit that is yellow", Verdict.GO_ON),
         (0.95, "What is the capital of France", Verdict.END),
         (0.95, "", Verdict.DOUBT),  # no words to read
