@@ -45,6 +45,13 @@ FIRST_PHRASE_CJK = 8
 # characters. The minimums count each CJK character this many times, so a first
 # "你好，" (7) waits as "Hi, Sam," (8) does, and "我想一想，" (13) leaves.
 CJK_CHAR_WEIGHT = 3
+# The longest a piece waits for a boundary, in speech length: past it, the piece is cut
+# at its last space (or at the limit, in a run with none: Mandarin with no marks, a URL,
+# a model stuck repeating a syllable). Without a bound an answer with no boundary was
+# silent until it ended: SmolLM2's "Mebememem..." (128 tokens, no space) to a misheard
+# "Mema fruit that is yellow" had its first audio 1.8-2.3 s after its first token.
+FIRST_MAX_CHARS = 80  # ~5 s of speech, ~13 English words, 26 Chinese characters
+MAX_CHARS = 300
 
 
 def speech_length(text: str) -> int:
@@ -84,6 +91,8 @@ class ClauseChunker:
             if cut is None and not self._emitted_any:
                 cut = self._first_phrase()
             if cut is None:
+                cut = self._overlong(MAX_CHARS if self._emitted_any else FIRST_MAX_CHARS)
+            if cut is None:
                 return pieces
             piece, self._buffer = self._buffer[:cut].strip(), self._buffer[cut:]
             if piece:
@@ -106,6 +115,19 @@ class ClauseChunker:
                 cuts.append(match.start())
                 break
         return min(cuts, default=None)
+
+    def _overlong(self, maximum: int) -> int | None:
+        """Where to cut a piece that reached `maximum` with no boundary (see MAX_CHARS):
+        after its last whole word, if that keeps at least half of it, else at the limit."""
+        length = 0
+        for i, char in enumerate(self._buffer):
+            length += CJK_CHAR_WEIGHT if is_cjk_letter(char) else 1
+            if length >= maximum:
+                spaces = [m.start() for m in re.finditer(r"\s", self._buffer[: i + 1])]
+                if spaces and speech_length(self._buffer[: spaces[-1]].strip()) >= maximum // 2:
+                    return spaces[-1]
+                return i + 1
+        return None
 
     def flush(self) -> list[str]:
         piece, self._buffer = self._buffer.strip(), ""

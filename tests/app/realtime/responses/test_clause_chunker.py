@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from app.realtime.responses.clause_chunker import ClauseChunker, speech_length
+from app.realtime.responses.clause_chunker import (
+    CJK_CHAR_WEIGHT,
+    FIRST_MAX_CHARS,
+    MAX_CHARS,
+    ClauseChunker,
+    speech_length,
+)
 from app.text_units import join
 
 
@@ -52,6 +58,30 @@ def test_short_sentences_and_later_ones_are_not_cut_at_phrases() -> None:
     assert _chunk("The capital of France is Paris.") == ["The capital of France is Paris."]
     later = "Yes, indeed. The old town has many houses that were built in the middle ages."
     assert _chunk(later) == ["Yes, indeed.", later[len("Yes, indeed. ") :]]
+
+
+def test_a_run_with_no_boundary_leaves_at_the_longest_a_piece_waits() -> None:
+    """A model stuck on a syllable (SmolLM2's "Mebememem..." to a misheard question) or a
+    long unpunctuated list: the voice starts at FIRST_MAX_CHARS, not at the answer's end."""
+    chunker = ClauseChunker()
+    pieces = chunker.push("Meb")
+    for _ in range(200):
+        pieces += chunker.push("em")
+    assert [len(p) for p in pieces[:2]] == [FIRST_MAX_CHARS, MAX_CHARS]  # at the limit
+    assert "".join(pieces + chunker.flush()) == "Meb" + "em" * 200
+
+    fruit = "apples bananas cherries lemons mangoes pears plums peaches melons kiwis limes"
+    words = _chunk(f"{fruit} {fruit} {fruit} {fruit} {fruit} figs.", step=4)
+    assert FIRST_MAX_CHARS // 2 <= len(words[0]) < FIRST_MAX_CHARS
+    assert all(fruit.split().count(w) or w == "figs." for p in words for w in p.split())
+    assert " ".join(words) == f"{fruit} {fruit} {fruit} {fruit} {fruit} figs."
+
+
+def test_chinese_with_no_marks_leaves_at_the_limit_too() -> None:
+    text = "我" * 40 + "。"
+    pieces = _chunk(text, step=1)
+    assert pieces[0] == "我" * (FIRST_MAX_CHARS // CJK_CHAR_WEIGHT + 1)  # 81 >= 80
+    assert "".join(pieces) == text
 
 
 @pytest.mark.parametrize(
