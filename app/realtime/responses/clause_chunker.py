@@ -47,9 +47,8 @@ FIRST_PHRASE_CJK = 8
 CJK_CHAR_WEIGHT = 3
 # The longest a piece waits for a boundary, in speech length: past it, the piece is cut
 # at its last space (or at the limit, in a run with none: Mandarin with no marks, a URL,
-# a model stuck repeating a syllable). Without a bound an answer with no boundary was
-# silent until it ended: SmolLM2's "Mebememem..." (128 tokens, no space) to a misheard
-# "Mema fruit that is yellow" had its first audio 1.8-2.3 s after its first token.
+# a small model stuck repeating a syllable). Without a bound, an answer that never
+# reached a boundary stayed silent until it ended.
 FIRST_MAX_CHARS = 80  # ~5 s of speech, ~13 English words, 26 Chinese characters
 MAX_CHARS = 300
 

@@ -34,12 +34,10 @@ class Patience:
     pauses are ~1 s) at medium, well short of the maximum wait (SEMANTIC_MAX_WAIT_MS).
 
     `sure`: the probability at or above which words with no sentence end ("Name a fruit
-    that is yellow", as Whisper's early pass often writes a finished sentence) end the
-    turn at once, when they neither trail off nor are a short lead-in; None: they are
-    always a doubt. In `bench turns`, phrases cut short that Whisper wrote unpunctuated
-    scored under 0.5, but for "and so my fellow americans" (0.55-0.65, a lead-in anyway)
-    and "Please remind me to call my sister" (0.92, a whole sentence, which splits there
-    at 0.5 when Whisper writes its full stop); "Name a fruit that is yellow" 0.96-0.98."""
+    that is yellow", as Whisper's early pass sometimes writes a finished sentence) end
+    the turn at once, when they neither trail off nor are a short lead-in; None: they
+    are always a doubt. It sits above what phrases cut short score when Whisper leaves
+    them unpunctuated in `bench turns` (docs/benchmarks.md#bench-turns)."""
 
     complete: float
     doubt_wait_ms: int
@@ -173,10 +171,15 @@ _QUESTION_FORM = re.compile(
 )
 
 
+def _last_sentence(text: str) -> str:
+    """The text after its last sentence end ("" for no words)."""
+    sentences = [s for s in _LAST_SENTENCE.split(text) if s.strip()]
+    return sentences[-1] if sentences else ""
+
+
 def _question_form(text: str) -> bool:
     """Whether the last sentence of English words is worded as a question (see above)."""
-    sentences = [s for s in _LAST_SENTENCE.split(text) if s.strip()]
-    words = re.findall(r"[a-z']+", sentences[-1].lower()) if sentences else []
+    words = re.findall(r"[a-z']+", _last_sentence(text).lower())
     return len(words) >= QUESTION_MIN_WORDS and _QUESTION_FORM.match(" ".join(words)) is not None
 
 
@@ -267,8 +270,7 @@ def reads_finished(text: str) -> bool:
     text = text.strip()
     if not (_SENTENCE_END.search(text) or _mandarin_ending(text)) or sounds_unfinished(text):
         return False
-    last = [s for s in _LAST_SENTENCE.split(text) if s.strip()][-1]
-    return not _is_lead_in(last)
+    return not _is_lead_in(_last_sentence(text))
 
 
 def verdict(probability: float, text: str | None, patience: Patience | None = None) -> Verdict:
@@ -300,11 +302,5 @@ def verdict(probability: float, text: str | None, patience: Patience | None = No
     if not sounds_done:
         return Verdict.GO_ON
     sure = patience.sure is not None and probability >= patience.sure
-    return Verdict.END if sure and _more_than_a_lead_in(text) else Verdict.DOUBT
-
-
-def _more_than_a_lead_in(text: str) -> bool:
-    """Whether unpunctuated words end in more than a short lead-in ("and so my fellow
-    americans"); no words are not."""
-    sentences = [s for s in _LAST_SENTENCE.split(text) if s.strip()]
-    return bool(sentences) and not _is_lead_in(sentences[-1])
+    last = _last_sentence(text)
+    return Verdict.END if sure and last and not _is_lead_in(last) else Verdict.DOUBT
