@@ -279,7 +279,8 @@ class AsyncLLM:
     def _publish(self, seqs: list[Sequence]) -> None:
         """Statistics first, so a caller woken by a delta already sees the step's effect."""
         self._publish_stats()
-        publish(self._streams, seqs, self.engine.stream_text, self.engine.abort)
+        if publish(self._streams, seqs, self.engine.stream_text, self.engine.abort):
+            self._publish_stats()  # an unheard caller's abort freed blocks after the first
 
     def _abort_stream(self, request_id: str, stream: RequestStream) -> None:
         if self._streams.get(request_id) is stream:

@@ -50,9 +50,11 @@ def publish(
     seqs: list[Sequence],
     text_of: Callable[[Sequence], str],
     abort: Callable[[str], object],
-) -> None:
+) -> bool:
     """Send each sequence's news to its stream: one wake-up per event loop per step
-    (engine thread). A caller whose event loop is gone is aborted: nobody listens."""
+    (engine thread). A caller whose event loop is gone is aborted: nobody listens.
+    True when that happened (the engine's state changed after the news was taken)."""
+    aborted = False
     by_loop: dict[asyncio.AbstractEventLoop, list[tuple[RequestStream, StreamDelta]]] = {}
     for seq in seqs:
         stream = streams.get(seq.request_id)
@@ -70,6 +72,8 @@ def publish(
             for _, delta in items:
                 abort(delta.request_id)
                 streams.pop(delta.request_id, None)
+                aborted = True
+    return aborted
 
 
 def fail_all(streams: dict[str, RequestStream]) -> None:

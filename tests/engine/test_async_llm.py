@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,24 @@ def test_leaving_the_loop_aborts(allm: AsyncLLM) -> None:
 
     asyncio.run(main())
     assert_pool_full(allm)
+
+
+def test_a_caller_whose_event_loop_closed_is_aborted_and_the_stats_say_so(
+    allm: AsyncLLM,
+) -> None:
+    """The engine aborts a stream nobody can hear (its event loop closed with the stream
+    open); the published statistics must show the freed blocks, not the step before the
+    abort (a stale num_running=1 failed a later test's leak check in CI)."""
+    loop = asyncio.new_event_loop()
+    gen = allm.stream([4] * 10, LONG, request_id="orphan")
+    loop.run_until_complete(gen.__anext__())
+    loop.close()  # no aclose(): the engine learns of it on its next delivery
+    deadline = time.monotonic() + 30
+    while "orphan" in allm.engine.requests and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "orphan" not in allm.engine.requests
+    assert_pool_full(allm)  # the engine is idle now: no later step would republish
+    del gen
 
 
 def test_cancelled_consumer_aborts(allm: AsyncLLM) -> None:
