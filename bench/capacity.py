@@ -356,6 +356,8 @@ async def _level(
                 for stage in (
                     "speech_stopped_to_transcript_ms",
                     "speech_stopped_to_first_token_ms",
+                    "speech_stopped_to_first_clause_ms",
+                    "speech_stopped_to_first_synthesized_ms",
                     "speech_stopped_to_first_audio_ms",
                 )
             },
@@ -379,8 +381,12 @@ async def _level(
 
 
 def _between(turn: dict[str, Any], start: str, end: str) -> float | None:
+    """ms from stage `start` to `end` of a turn's server metrics ("speech_stopped": 0)."""
     server = turn.get("server") or {}
-    a, b = (server.get(f"speech_stopped_to_{x}_ms") for x in (start, end))
+    a, b = (
+        0.0 if x == "speech_stopped" else server.get(f"speech_stopped_to_{x}_ms")
+        for x in (start, end)
+    )
     return None if a is None or b is None else b - a
 
 
@@ -425,7 +431,18 @@ def ending_together(sessions: list[list[dict[str, Any]]]) -> dict[str, Any]:
         server = summarize(
             (t.get("server") or {}).get("speech_stopped_to_first_audio_ms") for t in part
         )
-        return {"turn_end_wait_p50_ms": wait["p50"], "server_part_p50_ms": server["p50"]}
+        # the server's part, split: the LLM writing the first clause (negative when a
+        # speculative answer had it before the turn ended), its synthesis with the wait
+        # for the TTS, and the hold until the turn ends or the track takes it
+        split = {
+            f"{a}_to_{b}_p50_ms": summarize(_between(t, a, b) for t in part)["p50"]
+            for a, b in (
+                ("speech_stopped", "first_clause"),
+                ("first_clause", "first_synthesized"),
+                ("first_synthesized", "first_audio"),
+            )
+        }
+        return {"turn_end_wait_p50_ms": wait["p50"], "server_part_p50_ms": server["p50"], **split}
 
     return {
         "window_s": TOGETHER_S,

@@ -21,13 +21,8 @@ class TurnTiming:
     transcript_at: float | None = None
     language: str | None = None  # what the final transcript was heard as ("zh")
 
-    def stage_seconds(
-        self, first_token_at: float | None, first_audio_at: float | None
-    ) -> dict[str, float | None]:
-        """The latency breakdown of a voice turn: seconds from the end of speech."""
-        stages = {
-            "transcript": self.transcript_at,
-            "first_token": first_token_at,
-            "first_audio": first_audio_at,
-        }
+    def stage_seconds(self, **marks: float | None) -> dict[str, float | None]:
+        """The latency breakdown of a voice turn: seconds from the end of speech to the
+        transcript and to each of `marks` (clock readings, None where never reached)."""
+        stages = {"transcript": self.transcript_at, **marks}
         return {k: None if v is None else v - self.speech_stopped_at for k, v in stages.items()}

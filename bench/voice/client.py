@@ -120,6 +120,8 @@ async def _turn_metrics(conn: Conn | RtcConn, rid: str, i_done: int) -> dict[str
     keys = (
         "speech_stopped_to_transcript_ms",
         "speech_stopped_to_first_token_ms",
+        "speech_stopped_to_first_clause_ms",
+        "speech_stopped_to_first_synthesized_ms",
         "speech_stopped_to_first_audio_ms",
         "audio_ms",
         "status",

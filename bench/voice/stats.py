@@ -89,6 +89,8 @@ def level_summary(
     stages = (
         "speech_stopped_to_transcript_ms",
         "speech_stopped_to_first_token_ms",
+        "speech_stopped_to_first_clause_ms",
+        "speech_stopped_to_first_synthesized_ms",
         "speech_stopped_to_first_audio_ms",
     )
     out = {

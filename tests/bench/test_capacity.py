@@ -188,7 +188,11 @@ def test_turns_ending_within_the_window_of_another_sessions_are_told_apart() -> 
             "speech_end": end,
             "voice_to_voice_ms": ms,
             "speech_end_to_speech_stopped_event_ms": ms / 2,
-            "server": {"speech_stopped_to_first_audio_ms": ms / 4},
+            "server": {
+                "speech_stopped_to_first_clause_ms": ms / 10,
+                "speech_stopped_to_first_synthesized_ms": ms / 5,
+                "speech_stopped_to_first_audio_ms": ms / 4,
+            },
         }
 
     report = capacity.ending_together(
@@ -203,8 +207,20 @@ def test_turns_ending_within_the_window_of_another_sessions_are_told_apart() -> 
     assert (report["alone"]["n"], report["alone"]["p50"]) == (3, 600.0)
     assert report["p50_ratio"] == 1.67
     assert report["stages"] == {
-        "alone": {"turn_end_wait_p50_ms": 300.0, "server_part_p50_ms": 150.0},
-        "together": {"turn_end_wait_p50_ms": 500.0, "server_part_p50_ms": 250.0},
+        "alone": {
+            "turn_end_wait_p50_ms": 300.0,
+            "server_part_p50_ms": 150.0,
+            "speech_stopped_to_first_clause_p50_ms": 60.0,
+            "first_clause_to_first_synthesized_p50_ms": 60.0,
+            "first_synthesized_to_first_audio_p50_ms": 30.0,
+        },
+        "together": {
+            "turn_end_wait_p50_ms": 500.0,
+            "server_part_p50_ms": 250.0,
+            "speech_stopped_to_first_clause_p50_ms": 100.0,
+            "first_clause_to_first_synthesized_p50_ms": 100.0,
+            "first_synthesized_to_first_audio_p50_ms": 50.0,
+        },
     }
     # one session's own turns never end "together" with each other
     assert capacity.ending_together([[turn(1.0, 500.0), turn(1.1, 700.0)]])["together"]["n"] == 0

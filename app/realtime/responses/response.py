@@ -84,6 +84,7 @@ class Response:
         self._done = False
         self._final: LLMDelta | None = None  # the stream's last delta: why it ended, its tokens
         self.first_token_at: float | None = None
+        self.first_clause_at: float | None = None  # the first speakable piece was written
         self._task: asyncio.Task[None] | None = None
         self._cancel_reason = "client_cancelled"
         self._heard_ms: float | None = None  # what the client said it heard of it, paused
@@ -316,7 +317,7 @@ class Response:
         for text in [*thinking.flush(), *(text for _, text in calls.flush())]:
             self._route(text, chunker, None, clauses)
         for clause in chunker.flush():
-            clauses.put_nowait(clause)
+            self._queue_clause(clause, clauses)
         clauses.put_nowait(None)
 
     def _route(
@@ -342,7 +343,12 @@ class Response:
         delta_type = "response.audio_transcript.delta" if self.spec.audio else "response.text.delta"
         self._emit(delta_type, item_id=self.item_id, output_index=0, content_index=0, delta=text)
         for clause in chunker.push(text):
-            clauses.put_nowait(clause)
+            self._queue_clause(clause, clauses)
+
+    def _queue_clause(self, clause: str, clauses: asyncio.Queue[str | None]) -> None:
+        if self.first_clause_at is None:
+            self.first_clause_at = time.monotonic()
+        clauses.put_nowait(clause)
 
     async def _synthesize(self, text: str, rate: int, slack_s: float) -> Any:
         if self.voice is None:  # the answer's first clause says its language
@@ -361,9 +367,18 @@ class Response:
         visible = not (self._cancel_reason == "discarded" or self.gate.holding)
         if visible:
             self._report(status, details)
-        first_audio = self.speaker.first_audio_at if self.speaker else None
+        speaker = self.speaker
         timing = self.timing if visible else None
-        seconds = timing.stage_seconds(self.first_token_at, first_audio) if timing else None
+        seconds = (
+            timing.stage_seconds(
+                first_token=self.first_token_at,
+                first_clause=self.first_clause_at,
+                first_synthesized=speaker.first_synthesized_at if speaker else None,
+                first_audio=speaker.first_audio_at if speaker else None,
+            )
+            if timing
+            else None
+        )
         reason = self._cancel_reason if visible and status == "cancelled" else None
         outcome = ResponseOutcome(
             status if visible else "discarded", visible, seconds, reason, self.spec.in_conversation

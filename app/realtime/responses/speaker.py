@@ -64,6 +64,7 @@ class Speaker:
         self.clauses: list[SpokenClause] = []
         self.audio_ms = 0.0  # the furthest point of the answer's audio sent
         self.first_audio_at: float | None = None
+        self.first_synthesized_at: float | None = None  # the first clause's audio is ready
         self.muted = False
         self._end = 0  # bytes of audio on the timeline (synthesized and released)
         self._position = 0  # the next byte to send
@@ -83,6 +84,8 @@ class Speaker:
         Returns once all of it was sent, waiting out pauses."""
         while (clause := await clauses.get()) is not None:
             audio = await self.synthesize(clause, self.fmt.rate, self.slack_s())
+            if self.first_synthesized_at is None:
+                self.first_synthesized_at = self.clock()
             data = encode_audio(audio, self.fmt.type)
             await released.wait()
             # Recorded before sending, so a barge-in mid-clause knows what it covered.
