@@ -93,6 +93,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the clients' transport; given: each level, CPU and barge-in per transport, "
         "and WebRTC against the WebSocket when both (default: the WebSocket alone)",
     )
+    parser.add_argument(
+        "--paired",
+        type=int,
+        default=0,
+        help="with --transport both: this many rounds of the 1-session clips, each said "
+        "over the WebSocket and over WebRTC one after the other; reports the P50 of the "
+        "pairs' differences (default 0: none)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--port", type=int, default=0, help="server port (default: a free one)")
     parser.add_argument("--ready-timeout", type=float, default=600.0, help="seconds")
@@ -113,6 +121,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         seed=args.seed,
         turn_timeout=args.turn_timeout,
         human_clips=["jfk"] if quick else list(HUMAN_CLIPS),
+        paired=getattr(args, "paired", 0),
     )
     if args.language == "zh":
         plan.human_clips = ["zh-funasr"] if quick else list(HUMAN_CLIPS_ZH)

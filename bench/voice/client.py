@@ -129,7 +129,7 @@ async def _turn_metrics(conn: Conn | RtcConn, rid: str, i_done: int) -> dict[str
     return {"server": {k: metrics.get(k) for k in keys}}
 
 
-async def _pause_after(speech_end: float | None, merge_window_s: float) -> None:
+async def pause_after(speech_end: float | None, merge_window_s: float) -> None:
     """A short silence, and past the turn-merge window so the next turn is a new one."""
     import asyncio
     import time
@@ -166,7 +166,7 @@ async def run_session(
         for clip in clips:
             turn = await voice_turn(conn, clip, turn_timeout)
             turns.append(turn)
-            await _pause_after(turn["speech_end"], merge_window_s)
+            await pause_after(turn["speech_end"], merge_window_s)
             if think_s is not None:
                 await asyncio.sleep(think_s())
     except (ConnectionError, OSError, websockets.exceptions.WebSocketException) as exc:
@@ -293,5 +293,5 @@ async def barge_in_trial(
         await conn.wait_for(is_done, i2, turn_timeout)
     except TimeoutError:
         trial["note"] = "the interruption got no answer to cancel"
-    await _pause_after(last_sent, merge_window_s)
+    await pause_after(last_sent, merge_window_s)
     return trial

@@ -132,6 +132,15 @@ def print_summary(result: dict[str, Any]) -> None:
         import json
 
         log("WebRTC against the WebSocket: " + json.dumps(result["transport_comparison"]))
+    paired = result.get("paired")
+    if paired:
+        log(f"paired turns ({paired['answered']}/{paired['pairs']} answered on both):")
+        for part, row in paired.items():
+            if isinstance(row, dict) and "webrtc_minus_websocket" in row:
+                log(
+                    f"    {part:40s} WebSocket P50 {row['websocket']['p50']}, WebRTC P50 "
+                    f"{row['webrtc']['p50']}, pairs' difference {fmt(row['webrtc_minus_websocket'])}"
+                )
     t = TARGETS_MS
     for name, level in result.get("concurrency", {}).items():
         log(

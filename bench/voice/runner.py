@@ -6,12 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from bench.voice.client import barge_in_trial, open_connection, run_session
+from bench.voice.client import (
+    barge_in_trial,
+    open_connection,
+    pause_after,
+    run_session,
+    voice_turn,
+)
 from bench.voice.common import TARGETS_MS, log
 from bench.voice.cpu import CpuMeter
 from bench.voice.server import Server
 from bench.voice.stats import level_summary, summarize, wer_summary
-from bench.voice.transports import compare_transports
+from bench.voice.transports import TRANSPORTS, compare_transports, paired_summary
 from bench.voice.workload import QUESTIONS, Clip, Plan
 
 
@@ -39,7 +45,46 @@ async def run_clients(
             server, plan, clips, metadata, transport, cpu=True
         )
     out["transport_comparison"] = compare_transports(out["transports"])
+    if plan.paired and set(transports) == set(TRANSPORTS):
+        log(f"paired: {plan.paired} round(s), each clip over one transport then the other")
+        out["paired"] = await _paired(server, plan, clips, metadata)
     return out
+
+
+async def _paired(
+    server: Server, plan: Plan, clips: dict[str, Clip], metadata: dict[str, Any]
+) -> dict[str, Any]:
+    """A WebSocket session and a WebRTC call open side by side; each clip of the
+    1-session script (`plan.turns` clips) is said over one and then the other, the first alternating round by
+    round, so both transports' turns of a clip meet the same machine and history."""
+    import asyncio
+
+    merge_window_s = metadata["turn_merge_window_ms"] / 1000
+    single = [
+        *(clips[n] for n in plan.human_clips),
+        *(clips[f"q{i + 1}"] for i in range(len(QUESTIONS))),
+    ]
+    script = [single[j % len(single)] for j in range(plan.turns)]  # the 1-session script
+    conns = {t: await open_connection(transport_url(server, t)) for t in TRANSPORTS}
+    pairs: list[dict[str, dict[str, Any]]] = []
+    try:
+        await asyncio.sleep(0.5)  # the microphones are on before anyone speaks
+        for r in range(plan.paired):
+            order = list(TRANSPORTS) if r % 2 == 0 else list(reversed(TRANSPORTS))
+            for clip in script:
+                pair: dict[str, dict[str, Any]] = {}
+                for transport in order:
+                    turn = await voice_turn(conns[transport], clip, plan.turn_timeout)
+                    pair[transport] = turn
+                    await pause_after(turn["speech_end"], merge_window_s)
+                pairs.append(pair)
+    finally:
+        for conn in conns.values():
+            await conn.close()
+    summary = paired_summary(pairs)
+    gap = summary["voice_to_voice_audible_ms"]["webrtc_minus_websocket"]
+    log(f"  paired: WebRTC - WebSocket P50 {gap['p50']} ms (n={gap['n']})")
+    return {**summary, "details": pairs}
 
 
 async def _run_transport(

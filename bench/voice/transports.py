@@ -118,3 +118,56 @@ def compare_transports(results: dict[str, Any]) -> dict[str, Any]:
         "levels": levels,
         "barge_in": barge,
     }
+
+
+# What a paired turn is split into, each on the client's clock but the server's part:
+# hearing the end of speech (the speech's last sample sent -> its speech_stopped event
+# arrives), the server's answer (speech_stopped -> first audio handed to the transport),
+# and the way back (the rest: the audio's trip, the track's frame clock, Opus, less the
+# event's own trip).
+PAIRED_PARTS = (
+    "voice_to_voice_audible_ms",
+    "speech_end_to_speech_stopped_event_ms",
+    "server_speech_stopped_to_first_audio_ms",
+    "first_audio_to_heard_ms",
+)
+
+
+def turn_parts(turn: dict[str, Any]) -> dict[str, float | None]:
+    """`PAIRED_PARTS` of one answered voice turn (None where a part is missing)."""
+    heard = turn.get("voice_to_voice_audible_ms")
+    stopped = turn.get("speech_end_to_speech_stopped_event_ms")
+    server = (turn.get("server") or {}).get("speech_stopped_to_first_audio_ms")
+    back = None
+    if heard is not None and stopped is not None and server is not None:
+        back = round(heard - stopped - server, 1)
+    return dict(zip(PAIRED_PARTS, (heard, stopped, server, back), strict=True))
+
+
+def paired_summary(pairs: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The same clip said over each transport one after the other (`pairs`: one dict per
+    clip said, transport -> its turn), so the machine's drift and the answer's length fall
+    on both alike: each part's P50 per transport and the P50 of the pairs' differences
+    (WebRTC minus WebSocket), the target judged on the latter."""
+    from bench.voice.stats import summarize
+
+    answered = [
+        p
+        for p in pairs
+        if all(p.get(t, {}).get("status") in ("completed", "incomplete") for t in TRANSPORTS)
+    ]
+    parts = [{t: turn_parts(p[t]) for t in TRANSPORTS} for p in answered]
+    out: dict[str, Any] = {"pairs": len(pairs), "answered": len(answered)}
+    for part in PAIRED_PARTS:
+        row = {t: summarize(x[t][part] for x in parts) for t in TRANSPORTS}
+        diffs = [
+            b - a
+            for x in parts
+            if (a := x["websocket"][part]) is not None and (b := x["webrtc"][part]) is not None
+        ]
+        row["webrtc_minus_websocket"] = summarize(diffs)
+        out[part] = row
+    gap = out["voice_to_voice_audible_ms"]["webrtc_minus_websocket"]["p50"]
+    out["target_ms"] = V2V_P50_MARGIN_MS
+    out["target_met"] = None if gap is None else gap <= V2V_P50_MARGIN_MS
+    return out

@@ -73,6 +73,7 @@ class Plan:
         self.seed: int = kw["seed"]
         self.turn_timeout: float = kw["turn_timeout"]
         self.human_clips: list[str] = kw["human_clips"]
+        self.paired: int = kw.get("paired", 0)  # rounds of the transports' paired turns
 
 
 class Clip:

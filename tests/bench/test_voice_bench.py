@@ -7,6 +7,7 @@ test suite; run it with `r1voice bench voice --quick`. No timing is asserted her
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import numpy as np
 import pytest
@@ -299,3 +300,28 @@ def test_the_rtc_microphone_sends_speech_then_silence() -> None:
         assert conn.next_chunk(chunk, 2.04) == bytes(chunk)
 
     asyncio.run(main())
+
+
+def test_paired_turns_are_split_into_parts_and_differenced_pair_by_pair() -> None:
+    def turn(heard: float, stopped: float, server: float, status: str = "completed") -> Any:
+        return {
+            "status": status,
+            "voice_to_voice_audible_ms": heard,
+            "speech_end_to_speech_stopped_event_ms": stopped,
+            "server": {"speech_stopped_to_first_audio_ms": server},
+        }
+
+    pairs = [
+        {"websocket": turn(700.0, 450.0, 200.0), "webrtc": turn(740.0, 470.0, 205.0)},
+        {"websocket": turn(900.0, 460.0, 380.0), "webrtc": turn(920.0, 480.0, 370.0)},
+        {"websocket": turn(600.0, 400.0, 150.0), "webrtc": turn(0.0, 0.0, 0.0, "cancelled")},
+    ]
+    out = transports.paired_summary(pairs)
+    assert (out["pairs"], out["answered"]) == (3, 2)  # a pair counts only when both answered
+    heard = out["voice_to_voice_audible_ms"]
+    assert heard["webrtc_minus_websocket"]["n"] == 2
+    assert heard["webrtc_minus_websocket"]["p50"] == pytest.approx(30.0)
+    # the way back is the rest: 700 - 450 - 200 = 50 against 740 - 470 - 205 = 65
+    back = out["first_audio_to_heard_ms"]
+    assert back["websocket"]["min"] == 50.0 and back["webrtc"]["min"] == 65.0
+    assert out["target_met"] is True  # the pairs' P50 difference, 30 ms, is at the margin
