@@ -7,6 +7,7 @@ Inside the server audio is float32 mono in [-1, 1]; input is resampled once to 1
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import soxr
@@ -34,21 +35,73 @@ def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
 
 
 class StreamResampler:
-    """Stateful resampler for audio that arrives in chunks (no clicks at chunk borders)."""
+    """Stateful resampler for audio that arrives in chunks (no clicks at chunk borders),
+    handing out each chunk's audio at once: libswresample (PyAV, which aiortc brings),
+    which holds back only its filter's half-length (under 1 ms). soxr's stream at its
+    default quality returned its output in bursts every other 20 ms chunk and held back
+    21 ms on average (up to 38 ms), and every sample held back is a later end of speech:
+    the VAD hears the silence after the last word that much later."""
 
     def __init__(self, from_rate: int, to_rate: int) -> None:
+        import av
+
         self.from_rate = from_rate
         self.to_rate = to_rate
-        self._stream = (
-            soxr.ResampleStream(from_rate, to_rate, 1, dtype="float32")
+        self._resampler = (
+            av.AudioResampler(format="flt", layout="mono", rate=to_rate)
             if from_rate != to_rate
             else None
         )
+        self._pts = 0
 
     def process(self, samples: np.ndarray, last: bool = False) -> np.ndarray:
-        if self._stream is None:
-            return samples.astype(np.float32, copy=False)
-        return self._stream.resample_chunk(samples.astype(np.float32), last=last)
+        samples = samples.astype(np.float32, copy=False)
+        if self._resampler is None:
+            return samples
+        frames = []
+        if samples.size:
+            frames += self._resampler.resample(self._frame(samples))
+        if last:
+            frames += self._resampler.resample(None)  # what the filter still holds
+        if not frames:
+            return np.zeros(0, np.float32)
+        return np.concatenate([f.to_ndarray().reshape(-1) for f in frames]).astype(np.float32)
+
+    def _frame(self, samples: np.ndarray) -> Any:
+        import fractions
+
+        import av
+
+        frame = av.AudioFrame.from_ndarray(
+            np.ascontiguousarray(samples.reshape(1, -1)), format="flt", layout="mono"
+        )
+        frame.sample_rate = self.from_rate
+        frame.pts = self._pts
+        frame.time_base = fractions.Fraction(1, self.from_rate)
+        self._pts += samples.size
+        return frame
+
+
+class FrameResampler:
+    """Fixed frames in, fixed frames out at another rate, each out as its frame comes in
+    (the first padded by the filter's lag, under 1 ms). For an RTP track: aiortc's Opus
+    encoder resamples what is not 48 kHz through a FIFO of 960-sample frames, which then
+    holds back a whole 20 ms frame; given 48 kHz frames of 960 it passes them through."""
+
+    def __init__(self, from_rate: int, to_rate: int, out_samples: int) -> None:
+        self._stream = StreamResampler(from_rate, to_rate)
+        self.out_samples = out_samples
+        self._pending = np.zeros(0, np.float32)
+
+    def process(self, samples: np.ndarray) -> np.ndarray:
+        """The next `out_samples` samples for this frame's `samples`."""
+        pending = np.concatenate([self._pending, self._stream.process(samples)])
+        if pending.size < self.out_samples:
+            pending = np.concatenate(
+                [np.zeros(self.out_samples - pending.size, np.float32), pending]
+            )
+        out, self._pending = pending[: self.out_samples], pending[self.out_samples :]
+        return out
 
 
 # --- G.711 (ITU-T) u-law and a-law, 8 kHz telephony codecs -------------------------------

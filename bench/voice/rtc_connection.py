@@ -193,8 +193,15 @@ def _microphone_track(conn: RtcConn) -> Any:
     from aiortc.mediastreams import MediaStreamError
     from av import AudioFrame
 
+    from app.audio import FrameResampler, float_to_pcm16, pcm16_to_float
+
     samples = WIRE_RATE * CHUNK_MS // 1000
     chunk_bytes = samples * 2
+    # A browser's microphone reaches the Opus encoder at 48 kHz; handed 24 kHz, aiortc's
+    # encoder holds a whole frame back (app.audio.FrameResampler), 20 ms that a browser's
+    # speech does not wait.
+    out_rate = 48_000
+    out_samples = out_rate * CHUNK_MS // 1000
 
     class Microphone(MediaStreamTrack):
         """The RTP sender pulls a frame every 20 ms; frame n is due at start + n * 20 ms,
@@ -206,6 +213,7 @@ def _microphone_track(conn: RtcConn) -> Any:
             super().__init__()
             self._start: float | None = None
             self._sent = 0
+            self._upsample = FrameResampler(WIRE_RATE, out_rate, out_samples)
 
         async def recv(self) -> Any:
             if self.readyState != "live":
@@ -219,10 +227,10 @@ def _microphone_track(conn: RtcConn) -> Any:
             else:
                 conn.mic_max_lag_ms = max(conn.mic_max_lag_ms, -delay * 1000)
             piece = conn.next_chunk(chunk_bytes, time.monotonic())
-            frame = AudioFrame(format="s16", layout="mono", samples=samples)
-            frame.planes[0].update(piece)
-            frame.pts, frame.sample_rate = self._sent * samples, WIRE_RATE
-            frame.time_base = fractions.Fraction(1, WIRE_RATE)
+            frame = AudioFrame(format="s16", layout="mono", samples=out_samples)
+            frame.planes[0].update(float_to_pcm16(self._upsample.process(pcm16_to_float(piece))))
+            frame.pts, frame.sample_rate = self._sent * out_samples, out_rate
+            frame.time_base = fractions.Fraction(1, out_rate)
             self._sent += 1
             return frame
 

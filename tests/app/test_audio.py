@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.audio import StreamResampler, decode_audio, encode_audio, pcm16_to_float, resample
+from app.audio import (
+    FrameResampler,
+    StreamResampler,
+    decode_audio,
+    encode_audio,
+    pcm16_to_float,
+    resample,
+)
 
 
 @pytest.mark.parametrize(
@@ -38,3 +45,28 @@ def test_stream_resampler_matches_whole_clip() -> None:
     assert abs(streamed.size - whole.size) <= 2
     n = min(streamed.size, whole.size) - 200
     assert np.abs(streamed[200:n] - whole[200:n]).max() < 1e-3
+
+
+@pytest.mark.parametrize(("from_rate", "to_rate"), [(24_000, 16_000), (48_000, 24_000)])
+def test_stream_resampler_hands_out_each_chunk_at_once(from_rate: int, to_rate: int) -> None:
+    """The audio of each 20 ms chunk comes out with it, all but the filter's lag (1 ms at
+    most): what the resampler holds back the VAD hears later (soxr's stream held back up
+    to 38 ms, handing out audio every other chunk)."""
+    stream = StreamResampler(from_rate, to_rate)
+    noise = np.random.default_rng(0).standard_normal(from_rate).astype(np.float32) * 0.1
+    chunk = from_rate // 50
+    taken_in = given_out = 0
+    for start in range(0, noise.size, chunk):
+        given_out += stream.process(noise[start : start + chunk]).size
+        taken_in += chunk
+        held_ms = (taken_in / from_rate - given_out / to_rate) * 1000
+        assert 0 <= held_ms <= 1.5, (start, held_ms)
+
+
+def test_frame_resampler_gives_each_frame_its_size_at_the_new_rate() -> None:
+    frames = FrameResampler(24_000, 48_000, 960)
+    tone = np.sin(np.arange(480 * 5) * 2 * np.pi * 440 / 24_000).astype(np.float32)
+    out = [frames.process(tone[i : i + 480]) for i in range(0, tone.size, 480)]
+    assert [f.size for f in out] == [960] * 5
+    # the tone's level in each, the first only short of its first 0.67 ms
+    assert all(abs(np.sqrt(np.mean(f**2)) - np.sqrt(0.5)) < 0.02 for f in out)

@@ -1,9 +1,10 @@
 """The call's outgoing audio: answers' PCM in, 20 ms frames out at real time, Opus on RTP.
 
 aiortc's RTP sender calls `recv()` for each frame and encodes it to Opus on the default
-thread pool (its encoder resamples our 24 kHz mono to Opus's 48 kHz); SRTP and the
-pacing sleep run on the event loop, as aiortc does for every track. This track only
-slices bytes on the loop: a frame is 960 bytes. The pacing follows aiortc's own
+thread pool; SRTP and the pacing sleep run on the event loop, as aiortc does for every
+track. This track slices the queued 24 kHz bytes (960 a frame) and hands them out at
+Opus's 48 kHz (a stateful resampler, ~30 us a frame), so the encoder takes each frame
+as it comes. The pacing follows aiortc's own
 AudioStreamTrack: frame n is due at start + n * 20 ms; with nothing queued it sends
 silence, so the stream's timing never jumps.
 
@@ -30,17 +31,21 @@ from aiortc import MediaStreamTrack
 from aiortc.mediastreams import MediaStreamError
 from av import AudioFrame
 
-from app.audio import decode_audio, float_to_pcm16, resample
+from app.audio import FrameResampler, decode_audio, float_to_pcm16, pcm16_to_float, resample
 from app.protocol import events
 from app.protocol.schemas import AudioFormat
 from app.realtime.handoff import EventSink
 
-RATE = 24_000
+RATE = 24_000  # what is queued: the protocol's PCM16
 FRAME_MS = 20
 FRAME_SAMPLES = RATE * FRAME_MS // 1000
 FRAME_BYTES = FRAME_SAMPLES * 2
 BYTES_PER_MS = RATE * 2 / 1000
-TIME_BASE = fractions.Fraction(1, RATE)
+# What goes out: Opus's own rate, so that aiortc's encoder holds no frame back (see
+# app.audio.FrameResampler): 24 kHz frames reached the listener 20 ms later.
+OUT_RATE = 48_000
+OUT_SAMPLES = OUT_RATE * FRAME_MS // 1000
+OUT_TIME_BASE = fractions.Fraction(1, OUT_RATE)
 KEPT_ANSWERS = 8  # answers whose played position is remembered (truncation asks soon after)
 
 
@@ -83,8 +88,10 @@ class OutputTrack(MediaStreamTrack):
         self._last: str | None = None  # the last answer that played, for `cleared`
         self._emit: EventSink = lambda _event: None
         self._start: float | None = None
-        self._frames = 0
+        self._frames = 0  # frames since the clock (re)started
+        self._sent = 0  # frames since the track started: the timestamps never go back
         self._held = False
+        self._upsample = FrameResampler(RATE, OUT_RATE, OUT_SAMPLES)
 
     # -- Playback (the session's side) ------------------------------------------------
 
@@ -139,6 +146,19 @@ class OutputTrack(MediaStreamTrack):
     # -- the media track (aiortc's side) ----------------------------------------------
 
     async def recv(self) -> AudioFrame:
+        """The next 20 ms at 48 kHz, when it is due."""
+        data = await self.next_pcm()
+        frame = AudioFrame(format="s16", layout="mono", samples=OUT_SAMPLES)
+        frame.planes[0].update(float_to_pcm16(self._upsample.process(pcm16_to_float(data))))
+        frame.pts = self._sent * OUT_SAMPLES
+        frame.sample_rate = OUT_RATE
+        frame.time_base = OUT_TIME_BASE
+        self._sent += 1
+        return frame
+
+    async def next_pcm(self) -> bytes:
+        """The next 20 ms of the queue as 24 kHz PCM16 (silence where none), when it is
+        due; what `recv` sends."""
         if self.readyState != "live":
             raise MediaStreamError
         now = time.monotonic()
@@ -152,14 +172,8 @@ class OutputTrack(MediaStreamTrack):
                 self._start, self._frames = now, 0
         if self.readyState != "live":
             raise MediaStreamError
-        data = self._take(FRAME_BYTES)
-        frame = AudioFrame(format="s16", layout="mono", samples=FRAME_SAMPLES)
-        frame.planes[0].update(data)
-        frame.pts = self._frames * FRAME_SAMPLES
-        frame.sample_rate = RATE
-        frame.time_base = TIME_BASE
         self._frames += 1
-        return frame
+        return self._take(FRAME_BYTES)
 
     def _take(self, size: int) -> bytes:
         """`size` bytes of the queued audio (silence where none), noting what played."""

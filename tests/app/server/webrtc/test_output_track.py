@@ -6,8 +6,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import numpy as np
+
+from app.audio import float_to_pcm16, pcm16_to_float
 from app.protocol.schemas import AudioFormat
-from app.server.webrtc.output_track import FRAME_BYTES, FRAME_MS, OutputTrack
+from app.server.webrtc.output_track import FRAME_BYTES, FRAME_MS, OUT_RATE, OutputTrack
 
 PCM = AudioFormat(type="audio/pcm", rate=24_000)
 
@@ -24,7 +27,7 @@ def _kinds(seen: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
 
 def _frames(track: OutputTrack, count: int) -> list[bytes]:
     async def take() -> list[bytes]:
-        return [bytes((await track.recv()).planes[0])[:FRAME_BYTES] for _ in range(count)]
+        return [await track.next_pcm() for _ in range(count)]
 
     return asyncio.run(take())
 
@@ -119,3 +122,29 @@ def test_other_formats_are_converted_to_the_track_rate() -> None:
     _frames(track, 1)
     played = playout.played_ms()
     assert played is not None and abs(played - FRAME_MS) < 1
+
+
+def test_frames_go_out_at_48_khz_each_as_it_is_taken() -> None:
+    """Opus's own rate and frame size (aiortc's encoder held back a 24 kHz frame whole):
+    a 440 Hz tone comes out in the frame it was taken in, at its level, and the frames'
+    timestamps run on by 960 samples each."""
+    track, _seen = _track()
+    playout = track.playout("resp_1")
+    t = np.arange(FRAME_BYTES // 2 * 5) / 24_000
+    playout.play(float_to_pcm16(0.5 * np.sin(2 * np.pi * 440 * t)), PCM, 0.0)
+
+    async def take() -> list[Any]:
+        return [await track.recv() for _ in range(6)]
+
+    frames = asyncio.run(take())
+    assert {(f.sample_rate, f.samples, f.format.name, f.layout.name) for f in frames} == {
+        (OUT_RATE, 960, "s16", "mono")
+    }
+    assert [f.pts for f in frames] == [960 * n for n in range(6)]
+    levels = [
+        float(np.sqrt(np.mean(pcm16_to_float(bytes(f.planes[0])[: 960 * 2]) ** 2))) for f in frames
+    ]
+    # the tone's RMS (0.354) in each of its five frames, then silence but for the tone's
+    # last 0.67 ms, which the filter's lag carries into the sixth (RMS 0.065)
+    assert all(0.3 < level < 0.4 for level in levels[:5]), levels
+    assert levels[5] < 0.1, levels
