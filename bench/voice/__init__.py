@@ -21,7 +21,9 @@ audible frame off the call's track (and, reported beside it, the data channel's
 `output_audio_buffer.started`); barge-in's stop is its last audible frame (and
 `output_audio_buffer.cleared`). Each level also reports the CPU time of the server
 process and of this one, so WebRTC's cost per session (Opus, SRTP) shows against the
-WebSocket's on the same workload (transports.py).
+WebSocket's on the same workload (transports.py). With both, `--paired N` says each clip
+of the 1-session script over one transport and then the other, on two connections open
+side by side, and reports the P50 of the pairs' differences part by part (runner.py).
 
 1 and 4 concurrent sessions (session starts are Poisson arrivals, seeded). Timings are
 reported, never asserted; targets are printed next to them.
