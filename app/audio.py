@@ -36,11 +36,11 @@ def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
 
 class StreamResampler:
     """Stateful resampler for audio that arrives in chunks (no clicks at chunk borders),
-    handing out each chunk's audio at once: libswresample (PyAV, which aiortc brings),
-    which holds back only its filter's half-length (under 1 ms). soxr's stream at its
-    default quality returned its output in bursts every other 20 ms chunk and held back
-    21 ms on average (up to 38 ms), and every sample held back is a later end of speech:
-    the VAD hears the silence after the last word that much later."""
+    handing out each chunk's audio at once: libswresample (PyAV, which aiortc brings)
+    holds back only its filter's half-length. soxr's stream, at its default quality,
+    handed out its output in bursts every other 20 ms chunk, and every sample held back
+    is a later end of speech: the VAD hears the silence after the last word that much
+    later (figures in docs/benchmarks.md)."""
 
     def __init__(self, from_rate: int, to_rate: int) -> None:
         import av

@@ -3,9 +3,8 @@
 aiortc's RTP sender calls `recv()` for each frame and encodes it to Opus on the default
 thread pool; SRTP and the pacing sleep run on the event loop, as aiortc does for every
 track. This track slices the queued 24 kHz bytes (960 a frame) and hands them out at
-Opus's 48 kHz (a stateful resampler, ~30 us a frame), so the encoder takes each frame
-as it comes. The pacing follows aiortc's own
-AudioStreamTrack: frame n is due at start + n * 20 ms; with nothing queued it sends
+Opus's 48 kHz, so the encoder takes each frame as it comes. The pacing follows aiortc's
+own AudioStreamTrack: frame n is due at start + n * 20 ms; with nothing queued it sends
 silence, so the stream's timing never jumps.
 
 The track knows what went out: each answer's piece carries its place on the answer's
