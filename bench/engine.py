@@ -81,13 +81,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--long-turn-tokens", type=int, default=None, help="750 (quick 160)")
     parser.add_argument("--long-answer-tokens", type=int, default=48)
     parser.add_argument("--long-prefill-tokens", type=int, default=None, help="7500 (quick 1500)")
+    parser.add_argument(
+        "--long-prefill-only", action="store_true", help="only the long prefill, per mode"
+    )
+    parser.add_argument(
+        "--attention-bf16",
+        default="auto",
+        help="--long-prefill-only: attention_bf16 modes to compare, e.g. none,values,all",
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """The benchmark; every engine and peer process is closed however it ends."""
-    from bench.engine_long_call import run_long_call
+    from bench.engine_long_call import run_long_call, run_long_prefill
 
     quick = bool(getattr(args, "quick", False))
+    if args.long_prefill_only:
+        return {"long_prefill": run_long_prefill(args, quick)}
     if args.long_call_only:
         return {"long_call": run_long_call(args, quick)}
     with contextlib.ExitStack() as stack:

@@ -13,6 +13,8 @@ prompt and cached tokens, items dropped; per run the median turn before the firs
 
 Also the prefill of one long prompt (``--long-prefill-tokens``, default 7500) against
 the same number of tokens as 512-token prompts (the target: within 2x).
+``--long-prefill-only`` runs just that, once per ``--attention-bf16`` mode (engines side
+by side in one process, rounds interleaved, best of ``--rounds``).
 """
 
 from __future__ import annotations
@@ -123,6 +125,62 @@ def _prefill(llm: Any, tokens: int) -> dict[str, Any]:
         "long_prompt_s": round(long_s, 2),
         f"as_{CHUNK}_token_prompts_s": round(chunked, 2),
         "ratio": round(long_s / chunked, 2),
+    }
+
+
+def run_long_prefill(args: Any, quick: bool) -> dict[str, Any]:
+    """The long prefill against 512-token prompts, per attention_bf16 mode, interleaved."""
+    import torch
+
+    from bench.machine import describe
+    from engine import LLM, SamplingParams
+
+    if args.num_threads:
+        torch.set_num_threads(args.num_threads)
+    modes = [m.strip() for m in args.attention_bf16.split(",") if m.strip()]
+    settings: dict[str, Any] = {"quantization": args.quantization}
+    if args.long_context:
+        settings["max_model_len"] = args.long_context
+    engines = {mode: LLM(args.model, attention_bf16=mode, **settings) for mode in modes}
+    first = next(iter(engines.values()))
+    tokens = min(args.long_prefill_tokens or (1500 if quick else 7500), first.max_model_len - 1)
+    gen = torch.Generator().manual_seed(0)
+    prompt = torch.randint(int(first.model_config.vocab_size), (tokens,), generator=gen).tolist()
+    chunks = [prompt[i : i + CHUNK] for i in range(0, tokens, CHUNK)]
+    params = SamplingParams(max_tokens=1, temperature=0.0)
+
+    def seconds(llm: Any, ids: list[int]) -> float:
+        llm.free_all()  # no prefix cache: the whole prompt is computed
+        start = time.perf_counter()
+        llm.generate(ids, params)
+        return time.perf_counter() - start
+
+    times: dict[str, dict[str, list[float]]] = {m: {"long": [], "chunked": []} for m in modes}
+    try:
+        for _ in range(args.rounds or (1 if quick else 2)):
+            for mode, llm in engines.items():
+                times[mode]["chunked"].append(sum(seconds(llm, c) for c in chunks))
+                times[mode]["long"].append(seconds(llm, prompt))
+        resolved = {m: llm.model_runner.attention_bf16 for m, llm in engines.items()}
+    finally:
+        for llm in engines.values():
+            llm.close()
+    rows = {}
+    for mode, t in times.items():
+        long_s, chunked_s = min(t["long"]), min(t["chunked"])
+        rows[mode] = {
+            "bf16_mask": resolved[mode],
+            "long_prompt_s": round(long_s, 2),
+            f"as_{CHUNK}_token_prompts_s": round(chunked_s, 2),
+            "ratio": round(long_s / chunked_s, 2),
+            "runs_s": {k: [round(x, 2) for x in v] for k, v in t.items()},
+        }
+    return {
+        "model": args.model,
+        "quantization": args.quantization,
+        "prompt_tokens": tokens,
+        "machine": describe(),
+        "modes": rows,
     }
 
 

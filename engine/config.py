@@ -11,6 +11,7 @@ from engine.scheduling.clustering import SIGNATURES
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 KV_CACHE_DTYPES = ("auto", "float32", "float16", "bfloat16")
+ATTENTION_BF16 = ("auto", "none", "values", "all")
 _POLICIES = ("static", "fcfs", "priority")
 _STEP_BUDGET_MODES = ("always", "latency")
 # The fields LLMEngine.set_scheduling may change between runs (benchmarks compare them).
@@ -55,6 +56,13 @@ class EngineConfig:
     # attention reads and twice the tokens in the pool; perplexity unchanged, see
     # README), else the model's dtype (exact against transformers at "none").
     kv_cache_dtype: str = "auto"
+    # bf16 products in the C++ attention kernel (AVX512_BF16 sums two of them a lane,
+    # twice the fp32 FMA's work): "values" rounds the softmax weights and values (p.V),
+    # "all" q and k as well (q.k). Sums stay fp32 and a token's bits still do not depend
+    # on its batch. "auto": "values" where the CPU has it, the kernels run attention and
+    # the weights are quantized (head_dim % 32 == 0), else "none" (exact against
+    # transformers at quantization "none"). Perplexity and speed: docs/engine.md.
+    attention_bf16: str = "auto"
     gpu_memory_utilization: float = 0.9  # CUDA: fraction of free memory for the KV pool
     num_kv_blocks: int | None = None  # fixed pool size (tests), overrides the budget
     enable_prefix_caching: bool = True
@@ -113,6 +121,10 @@ class EngineConfig:
         check(
             self.kv_cache_dtype in KV_CACHE_DTYPES,
             f"kv_cache_dtype must be one of {KV_CACHE_DTYPES}, got {self.kv_cache_dtype!r}",
+        )
+        check(
+            self.attention_bf16 in ATTENTION_BF16,
+            f"attention_bf16 must be one of {ATTENTION_BF16}, got {self.attention_bf16!r}",
         )
         check(self.block_size > 0, "block_size must be > 0")
         check(self.max_num_seqs > 0, "max_num_seqs must be > 0")

@@ -6,6 +6,7 @@ import torch
 
 from engine.config import EngineConfig
 from engine.errors import ConfigError
+from engine.kernels.cpu_kernels import BF16_SCORES, BF16_VALUES, cpu_flags
 from engine.layers.attention import AttentionMetadata, PagedAttention, sdpa_mask
 from engine.models import LlamaForCausalLM
 from engine.models.llama import LlamaAttention
@@ -30,6 +31,7 @@ class ModelRunner:
         self.groups = self.attn_layers[0].num_heads // self.attn_layers[0].num_kv_heads
         self.fused_decode = all(getattr(m, "fused", False) for m in self._attention_modules())
         self.kv_dtype = self._kv_dtype()
+        self.attention_bf16 = self._attention_bf16()
         self.num_blocks = self._num_blocks(max_model_len)
         self.allocate_kv_cache()
 
@@ -50,6 +52,24 @@ class ModelRunner:
                 "caches; use 'float16' (or R1VOICE_CPU_KERNELS=0 for the torch kernels)"
             )
         return dtype
+
+    def _attention_bf16(self) -> int:
+        """The attention kernel's bf16 mask (EngineConfig.attention_bf16): 0 none,
+        BF16_VALUES, or BF16_VALUES | BF16_SCORES."""
+        name = self.config.attention_bf16
+        head_dim = self.attn_layers[0].head_dim
+        why_not = None
+        if not (self.device.type == "cpu" and self.fused_decode):
+            why_not = "the C++ CPU kernels do not run this model's attention"
+        elif head_dim % 32:
+            why_not = f"head_dim {head_dim} is not a multiple of 32"
+        elif "avx512_bf16" not in cpu_flags():
+            why_not = "the CPU lacks AVX512_BF16"
+        if name in ("values", "all") and why_not is not None:
+            raise ConfigError(f"attention_bf16={name!r}: {why_not}; use 'auto' or 'none'")
+        if name == "auto":
+            name = "values" if why_not is None and self.config.quantization != "none" else "none"
+        return {"none": 0, "values": BF16_VALUES, "all": BF16_VALUES | BF16_SCORES}[name]
 
     def _num_blocks(self, max_model_len: int) -> int:
         layer = self.attn_layers[0]
@@ -89,6 +109,7 @@ class ModelRunner:
         for i, attn in enumerate(self.attn_layers):
             attn.k_cache = self.kv_cache[0, i]
             attn.v_cache = self.kv_cache[1, i]
+            attn.bf16 = self.attention_bf16
 
     def _tensor(self, data: list[int] | list[list[int]]) -> torch.Tensor:
         return torch.tensor(data, dtype=torch.long).to(self.device, non_blocking=True)

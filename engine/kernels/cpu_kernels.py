@@ -47,6 +47,8 @@ OPS = (
     "paged_decode_attention",
     "argmax_rows",
 )
+# paged_decode_attention's bf16 mask (EngineConfig.attention_bf16)
+BF16_SCORES, BF16_VALUES = 1, 2
 REQUIRED_FLAGS = ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
 CXX_FLAGS = [
     "-O3",

@@ -208,6 +208,110 @@ void score_rows_any(int rn, const float* const* q, const float* kt, int64_t bloc
   }
 }
 
+// Scores in bf16 (EngineConfig.attention_bf16 "all"): q and k rounded to bf16 (round to
+// nearest even), products summed in fp32 by VDPBF16PS, two dimensions a lane per
+// instruction, twice the fp32 FMA's work. Pair p holds dimensions 2p and 2p + 1; lane m
+// of a score's sum takes pairs m, m + 16, ... in that order, and the lanes are added in
+// sum_lanes' tree, the same bits for a decode's key-by-key pass and a prompt's tiles.
+#define R1VOICE_BF16 __attribute__((target("avx512bf16")))
+constexpr int64_t BF16_SCORES = 1, BF16_VALUES = 2;  // paged_decode_attention's bf16 mask
+
+// x[0, d) as d / 2 bf16 pairs (d % 32 == 0): out[p] = dims 2p (low half), 2p + 1.
+R1VOICE_BF16 inline void to_pairs(const float* x, int64_t d, uint32_t* out) {
+  for (int64_t c = 0; c < d; c += 32)
+    _mm512_storeu_si512(out + c / 2, (__m512i)_mm512_cvtne2ps_pbh(load16(x + c + 16), load16(x + c)));
+}
+
+template <typename T>
+R1VOICE_BF16 void score_keys_bf16(const T* kc, const int64_t* rows, int64_t len, int64_t d, int rn,
+                                  const uint32_t* const* q, float scale, float* const* sc) {
+  const int64_t nc = d / 32;
+  for (int64_t j = 0; j < len; ++j) {
+    const T* key = kc + rows[j];
+    __m512bh kx[8];
+    for (int64_t c = 0; c < nc; ++c)
+      kx[c] = _mm512_cvtne2ps_pbh(load16(key + 32 * c + 16), load16(key + 32 * c));
+    for (int r = 0; r < rn; ++r) {
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t c = 0; c < nc; ++c)
+        acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(q[r] + 16 * c), kx[c]);
+      sc[r][j] = sum_lanes(acc) * scale;
+    }
+  }
+}
+
+// The first len keys as bf16 pair tiles: kt[(blk * d / 2 + p) * 16 + j] is pair p of key
+// 16 * blk + j (0 past len).
+template <typename T>
+R1VOICE_BF16 void transpose_keys_bf16(const T* kc, const int64_t* rows, int64_t len, int64_t d,
+                                      uint32_t* kt) {
+  for (int64_t j0 = 0; j0 < len; j0 += 16) {
+    const int64_t n = len - j0 < 16 ? len - j0 : 16;
+    uint32_t* dst = kt + j0 * d / 2;
+    for (int64_t c0 = 0; c0 < d; c0 += 16) {
+      __m512 r[16];
+      for (int64_t j = 0; j < 16; ++j)
+        r[j] = j < n ? load16(kc + rows[j0 + j] + c0) : _mm512_setzero_ps();
+      transpose16(r);
+      for (int c = 0; c < 16; c += 2) {
+        const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(r[c]));
+        const __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(r[c + 1]));
+        _mm512_storeu_si512(dst + (c0 + c) / 2 * 16, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+      }
+    }
+  }
+}
+
+// Lane m of R rows' sums for one tile of 16 keys.
+template <int R>
+R1VOICE_BF16 __attribute__((always_inline)) inline void lane_bf16(const uint32_t* const* q, const uint32_t* k, int64_t np, int m,
+                                   __m512* acc) {
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t p = m; p < np; p += 16) {
+    const __m512bh kv = (__m512bh)_mm512_loadu_si512(k + p * 16);
+    for (int r = 0; r < R; ++r)
+      acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_set1_epi32((int)q[r][p]), kv);
+  }
+}
+
+template <int R>
+R1VOICE_BF16 void score_rows_bf16(const uint32_t* const* q, const uint32_t* kt, int64_t blocks,
+                                  int64_t d, float scale, float* const* sc) {
+  const int64_t np = d / 2;
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint32_t* k = kt + b * np * 16;
+    __m512 half[2][R];
+    for (int hf = 0; hf < 2; ++hf) {
+      __m512 quarter[2][R];
+      for (int s = 0; s < 2; ++s) {
+        __m512 eighth[2][R];
+        for (int u = 0; u < 2; ++u) {
+          __m512 lo[R], hi[R];
+          lane_bf16<R>(q, k, np, hf + 2 * s + 4 * u, lo);
+          lane_bf16<R>(q, k, np, hf + 2 * s + 4 * u + 8, hi);
+          for (int r = 0; r < R; ++r) eighth[u][r] = _mm512_add_ps(lo[r], hi[r]);
+        }
+        for (int r = 0; r < R; ++r) quarter[s][r] = _mm512_add_ps(eighth[0][r], eighth[1][r]);
+      }
+      for (int r = 0; r < R; ++r) half[hf][r] = _mm512_add_ps(quarter[0][r], quarter[1][r]);
+    }
+    for (int r = 0; r < R; ++r)
+      _mm512_storeu_ps(sc[r] + b * 16, _mm512_mul_ps(_mm512_add_ps(half[0][r], half[1][r]), vscale));
+  }
+}
+
+void score_rows_bf16_any(int rn, const uint32_t* const* q, const uint32_t* kt, int64_t blocks,
+                         int64_t d, float scale, float* const* sc) {
+  switch (rn) {
+#define R1VOICE_R(n) \
+  case n:            \
+    return score_rows_bf16<n>(q, kt, blocks, d, scale, sc);
+    R1VOICE_R(1) R1VOICE_R(2) R1VOICE_R(3) R1VOICE_R(4) R1VOICE_R(5) R1VOICE_R(6)
+#undef R1VOICE_R
+  }
+}
+
 // Softmax numerators of one row's first len scores in place; returns 1 / their sum.
 inline float softmax_row(float* sc, int64_t len) {
   __m512 vmx = _mm512_set1_ps(-INFINITY);
@@ -270,6 +374,90 @@ void weigh_values(const T* vc, const int64_t* rows, int64_t d, int gn, const flo
   }
 }
 
+// Values with bf16 products (EngineConfig.attention_bf16): a pair of consecutive keys
+// a VDPBF16PS, lane c holding (v_j[c], v_j+1[c]) and the broadcast (p_j, p_j+1). A row
+// of length L whose last pair straddles its end takes v_L = p_L = 0, never the next
+// key, so its sum is the same bits alone as beside longer rows.
+
+// Values 2 * jp and 2 * jp + 1 (0 when 2 * jp + 1 == len), 16 dimensions at 16 * c.
+template <typename T>
+R1VOICE_BF16 __attribute__((always_inline)) inline __m512bh value_pair(const T* vc, const int64_t* rows,
+                                                                     int64_t jp, int64_t len, int64_t c) {
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                              23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512 a = load16(vc + rows[2 * jp] + 16 * c);
+  const __m512 b = 2 * jp + 1 < len ? load16(vc + rows[2 * jp + 1] + 16 * c) : _mm512_setzero_ps();
+  return (__m512bh)_mm512_permutexvar_epi16(interleave, (__m512i)_mm512_cvtne2ps_pbh(b, a));
+}
+
+// A task's value pairs, once for all its rows: vt[(jp * d / 16 + c) * 16 + i].
+template <typename T>
+R1VOICE_BF16 void pair_values(const T* vc, const int64_t* rows, int64_t len, int64_t d, uint32_t* vt) {
+  const int64_t nd = d / 16;
+  for (int64_t jp = 0; 2 * jp < len; ++jp)
+    for (int64_t c = 0; c < nd; ++c)
+      _mm512_storeu_si512(vt + (jp * nd + c) * 16, (__m512i)value_pair(vc, rows, jp, len, c));
+}
+
+// A row's first len probabilities as bf16 pairs (0 past len).
+R1VOICE_BF16 inline void prob_pairs(const float* p, int64_t len, uint32_t* out) {
+  for (int64_t j = 0; j < len; j += 32) {
+    const __m512 lo = _mm512_maskz_loadu_ps(tail_mask(len - j), p + j);
+    const __m512 hi = _mm512_maskz_loadu_ps(tail_mask(len - j - 16 < 0 ? 0 : len - j - 16), p + j + 16);
+    _mm512_storeu_si512(out + j / 2, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+  }
+}
+
+// weigh_values with bf16 products: pp[r] the rows' probability pairs; vt the task's
+// value pairs (nullptr: converted as read, a decode's keys are read once).
+template <typename T, int ND>
+R1VOICE_BF16 void weigh_values_bf16(const T* vc, const int64_t* rows, const uint32_t* vt, int64_t d,
+                                    int gn, const uint32_t* const* pp, const int64_t* lens,
+                                    const float* inv, float* const* out) {
+  constexpr int G = ND == 0 ? 1 : (ND <= 2 ? 8 : (ND <= 4 ? 5 : 2));
+  constexpr int NA = ND == 0 ? 16 : ND;
+  const int64_t nd = ND > 0 ? ND : d / 16;
+  for (int g0 = 0; g0 < gn; g0 += G) {
+    const int n = gn - g0 < G ? gn - g0 : G;
+    int64_t shortest = lens[g0], longest = lens[g0];
+    for (int r = 1; r < n; ++r) {
+      shortest = lens[g0 + r] < shortest ? lens[g0 + r] : shortest;
+      longest = lens[g0 + r] > longest ? lens[g0 + r] : longest;
+    }
+    __m512 acc[G][NA];
+    for (int r = 0; r < G; ++r)
+      for (int64_t c = 0; c < nd; ++c) acc[r][c] = _mm512_setzero_ps();
+    int64_t jp = 0;
+    for (; 2 * jp + 1 < shortest; ++jp) {  // pairs inside every row
+      __m512bh vx[NA];
+      for (int64_t c = 0; c < nd; ++c)
+        vx[c] = vt ? (__m512bh)_mm512_loadu_si512(vt + (jp * nd + c) * 16) : value_pair(vc, rows, jp, longest, c);
+      for (int r = 0; r < G; ++r) {
+        if (r >= n) break;
+        const __m512bh pj = (__m512bh)_mm512_set1_epi32((int)pp[g0 + r][jp]);
+        for (int64_t c = 0; c < nd; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], pj, vx[c]);
+      }
+    }
+    for (; 2 * jp < longest; ++jp) {  // the longer rows' last pairs, each to its own end
+      for (int r = 0; r < n; ++r) {
+        const int64_t len = lens[g0 + r];
+        if (2 * jp >= len) continue;
+        const bool whole = 2 * jp + 1 < len;
+        const __m512bh pj = (__m512bh)_mm512_set1_epi32((int)pp[g0 + r][jp]);
+        for (int64_t c = 0; c < nd; ++c) {
+          const __m512bh vx = whole && vt ? (__m512bh)_mm512_loadu_si512(vt + (jp * nd + c) * 16)
+                                          : value_pair(vc, rows, jp, len, c);
+          acc[r][c] = _mm512_dpbf16_ps(acc[r][c], pj, vx);
+        }
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      const __m512 vinv = _mm512_set1_ps(inv[g0 + r]);
+      for (int64_t c = 0; c < nd; ++c) _mm512_storeu_ps(out[g0 + r] + 16 * c, _mm512_mul_ps(acc[r][c], vinv));
+    }
+  }
+}
+
 // A task: `tokens` consecutive query tokens of one sequence (token i sees first_len + i
 // keys) and one KV head, whose keys are transposed once for all its query rows.
 struct Task {
@@ -286,7 +474,8 @@ struct Task {
 template <typename T, int ND>
 at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
                                 const at::Tensor& v_cache, const at::Tensor& block_tables,
-                                const at::Tensor& lens, double scale) {
+                                const at::Tensor& lens, double scale, int64_t bf16) {
+  const bool bf16_scores = bf16 & BF16_SCORES, bf16_values = bf16 & BF16_VALUES;
   const int64_t b = q.size(0), h = q.size(1), d = q.size(2);
   const int64_t bs = k_cache.size(1), kvh = k_cache.size(2), g = h / kvh;
   at::Tensor out = at::empty({b, h * d}, q.options());
@@ -323,12 +512,14 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
   const int64_t ntasks = (int64_t)tasks.size();
   at::parallel_for(0, threads, 1, [&](int64_t t0, int64_t t1) {
     static thread_local std::vector<float> kt, scores;
+    static thread_local std::vector<uint32_t> ktb, vtb, qpairs, ppairs;
     static thread_local std::vector<int64_t> rows;
     for (int64_t tid = t0; tid < t1; ++tid) {
       for (int64_t ti = tid; ti < ntasks; ti += threads) {
         const Task& task = tasks[ti];
         const int64_t longest = task.first_len + task.tokens - 1;
         const int64_t padded = (longest + 15) / 16 * 16;
+        const int64_t pstride = (longest + 31) / 32 * 16;  // a row's probability pairs
         const int64_t* table = tables + task.table_row * w;
         rows.resize(longest);
         // Each token's row of this KV head, found once (a division per token in the
@@ -337,18 +528,28 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
           for (int64_t o = 0; o < bs && j < longest; ++o, ++j)
             rows[j] = ((table[blk] * bs + o) * kvh + task.kv) * d;
         const bool alone = task.tokens == 1;  // a decode: nothing to share the keys with
-        if (!alone) {
+        if (!alone && bf16_scores) {
+          ktb.resize(padded * d / 2);
+          transpose_keys_bf16(kc, rows.data(), longest, d, ktb.data());
+        } else if (!alone) {
           kt.resize(padded * d);
           transpose_keys(kc, rows.data(), longest, d, kt.data());
+        }
+        if (!alone && bf16_values) {
+          vtb.resize((longest + 1) / 2 * d);
+          pair_values(vc, rows.data(), longest, d, vtb.data());
         }
         // Query rows token-major: (token, head of this KV head's group).
         const int64_t nrows = task.tokens * g;
         const int64_t most = alone ? MAX_DECODE_ROWS : MAX_SCORE_ROWS;
         const int64_t tile = g >= most ? most : most / g * g;
         scores.resize(tile * padded);
+        if (bf16_scores) qpairs.resize(tile * d / 2);
+        if (bf16_values) ppairs.resize(tile * pstride);
         for (int64_t r0 = 0; r0 < nrows; r0 += tile) {
           const int rn = (int)(nrows - r0 < tile ? nrows - r0 : tile);
           const float* qrow[MAX_DECODE_ROWS];
+          const uint32_t* qpair[MAX_DECODE_ROWS];
           float* orow[MAX_DECODE_ROWS];
           float* srow[MAX_DECODE_ROWS];
           int64_t rlen[MAX_DECODE_ROWS];
@@ -359,13 +560,30 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
             orow[r] = op + (task.row + tok) * h * d + head * d;
             srow[r] = scores.data() + r * padded;
             rlen[r] = task.first_len + tok;
+            if (bf16_scores) {
+              to_pairs(qrow[r], d, qpairs.data() + r * d / 2);
+              qpair[r] = qpairs.data() + r * d / 2;
+            }
           }
-          if (alone)
+          if (bf16_scores && alone)
+            score_keys_bf16<T>(kc, rows.data(), rlen[0], d, rn, qpair, fscale, srow);
+          else if (bf16_scores)
+            score_rows_bf16_any(rn, qpair, ktb.data(), (rlen[rn - 1] + 15) / 16, d, fscale, srow);
+          else if (alone)
             score_keys<T, ND>(kc, rows.data(), rlen[0], d, rn, qrow, fscale, srow);
           else
             score_rows_any(rn, qrow, kt.data(), (rlen[rn - 1] + 15) / 16, d, fscale, srow);
           for (int r = 0; r < rn; ++r) inv[r] = softmax_row(srow[r], rlen[r]);
-          weigh_values<T, ND>(vc, rows.data(), d, rn, srow, rlen, inv, orow);
+          if (bf16_values) {
+            const uint32_t* prow[MAX_DECODE_ROWS];
+            for (int r = 0; r < rn; ++r) {
+              prob_pairs(srow[r], rlen[r], ppairs.data() + r * pstride);
+              prow[r] = ppairs.data() + r * pstride;
+            }
+            weigh_values_bf16<T, ND>(vc, rows.data(), alone ? nullptr : vtb.data(), d, rn, prow, rlen, inv, orow);
+          } else {
+            weigh_values<T, ND>(vc, rows.data(), d, rn, srow, rlen, inv, orow);
+          }
         }
       }
     }
@@ -409,7 +627,7 @@ at::Tensor rope_and_cache(const at::Tensor& qkv, const at::Tensor& cos, const at
 // tokens of sequence i, found through block_tables [b, w]; -> [b, h * d].
 at::Tensor paged_decode_attention(const at::Tensor& q, const at::Tensor& k_cache,
                                   const at::Tensor& v_cache, const at::Tensor& block_tables,
-                                  const at::Tensor& lens, double scale) {
+                                  const at::Tensor& lens, double scale, int64_t bf16) {
   TORCH_CHECK(q.dim() == 3 && q.is_contiguous() && q.size(2) % 16 == 0 && q.size(2) <= 256,
               "q: [b, h, d], d % 16 == 0, d <= 256");
   TORCH_CHECK(k_cache.is_contiguous() && v_cache.is_contiguous() && k_cache.dim() == 4 &&
@@ -426,23 +644,26 @@ at::Tensor paged_decode_attention(const at::Tensor& q, const at::Tensor& k_cache
     for (int64_t j = 0; j < (lp[i] + bs - 1) / bs; ++j)
       TORCH_CHECK(tp[i * w + j] >= 0 && tp[i * w + j] < blocks, "block outside the cache");
   }
+  TORCH_CHECK(bf16 >= 0 && bf16 <= (BF16_SCORES | BF16_VALUES), "bf16: a mask of 1 (scores), 2 (values)");
+  TORCH_CHECK(!bf16 || (q.size(2) % 32 == 0 && __builtin_cpu_supports("avx512bf16")),
+              "bf16 attention needs head_dim % 32 == 0 and a CPU with AVX512_BF16");
   const bool half = half_cache(k_cache, v_cache);
   switch (q.size(2) / 16) {
 #define R1VOICE_ND(n)                                                                         \
   case n:                                                                                     \
     return half ? paged_attention_impl<uint16_t, n>(q, k_cache, v_cache, block_tables, \
-                                                           lens, scale)                       \
+                                                           lens, scale, bf16)          \
                 : paged_attention_impl<float, n>(q, k_cache, v_cache, block_tables,    \
-                                                        lens, scale);
+                                                        lens, scale, bf16);
     R1VOICE_ND(2)  // head_dim 32
     R1VOICE_ND(4)  // 64: SmolLM2
     R1VOICE_ND(8)  // 128: DeepSeek-R1-Distill (Qwen2, Llama)
 #undef R1VOICE_ND
     default:
       return half ? paged_attention_impl<uint16_t, 0>(q, k_cache, v_cache, block_tables,
-                                                             lens, scale)
+                                                             lens, scale, bf16)
                   : paged_attention_impl<float, 0>(q, k_cache, v_cache, block_tables,
-                                                          lens, scale);
+                                                          lens, scale, bf16);
   }
 }
 
@@ -450,7 +671,7 @@ at::Tensor paged_decode_attention(const at::Tensor& q, const at::Tensor& k_cache
 
 TORCH_LIBRARY_FRAGMENT(r1voice, m) {
   m.def("rope_and_cache(Tensor qkv, Tensor cos, Tensor sin, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor slots, int num_heads, int num_kv_heads, int head_dim) -> Tensor");
-  m.def("paged_decode_attention(Tensor q, Tensor k_cache, Tensor v_cache, Tensor block_tables, Tensor lens, float scale) -> Tensor");
+  m.def("paged_decode_attention(Tensor q, Tensor k_cache, Tensor v_cache, Tensor block_tables, Tensor lens, float scale, int bf16=0) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(r1voice, CPU, m) {

@@ -85,6 +85,7 @@ class PagedAttention(nn.Module):
         self.head_dim = head_dim
         self.k_cache = torch.empty(0)
         self.v_cache = torch.empty(0)
+        self.bf16 = 0  # the C++ kernel's bf16 mask (EngineConfig.attention_bf16)
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, meta: AttentionMetadata
@@ -112,6 +113,7 @@ class PagedAttention(nn.Module):
                     meta.decode_block_tables,
                     meta.decode_lens,
                     d**-0.5,
+                    self.bf16,
                 )
             )
         elif nd:

@@ -35,16 +35,28 @@ def score(llm: Any, token_ids: list[int]) -> list[float]:
             a.k_cache = torch.zeros(1, n, kvh, d, dtype=kv_dtype, device=device)
             a.v_cache = torch.zeros(1, n, kvh, d, dtype=kv_dtype, device=device)
         pos = torch.arange(n, device=device)
-        visible = pos[None, None, :] <= pos[None, :, None]
-        meta = AttentionMetadata(
-            slot_mapping=pos,
-            num_decode_tokens=0,
-            decode_block_tables=None,
-            decode_mask=None,
-            prefill_query_lens=[n],
-            prefill_block_tables=[torch.zeros(1, dtype=torch.long, device=device)],
-            prefill_masks=[sdpa_mask(visible, layers[0].num_heads // kvh, dtype)],
-        )
+        if runner.fused_decode:  # every token through the C++ kernel, as the engine runs
+            meta = AttentionMetadata(
+                slot_mapping=pos,
+                num_decode_tokens=n,
+                decode_block_tables=torch.zeros(n, 1, dtype=torch.long, device=device),
+                decode_mask=None,
+                prefill_query_lens=[],
+                prefill_block_tables=[],
+                prefill_masks=[],
+                decode_lens=pos + 1,
+            )
+        else:
+            visible = pos[None, None, :] <= pos[None, :, None]
+            meta = AttentionMetadata(
+                slot_mapping=pos,
+                num_decode_tokens=0,
+                decode_block_tables=None,
+                decode_mask=None,
+                prefill_query_lens=[n],
+                prefill_block_tables=[torch.zeros(1, dtype=torch.long, device=device)],
+                prefill_masks=[sdpa_mask(visible, layers[0].num_heads // kvh, dtype)],
+            )
         ids = torch.tensor(token_ids, dtype=torch.long, device=device)
         hidden = model(ids, pos, meta)
         out: list[float] = []

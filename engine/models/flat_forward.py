@@ -122,7 +122,7 @@ class FlatForward:
             attn = layer.attn
             q = rope(fn(x, *args), cos, sin, attn.k_cache, attn.v_cache, slots, h, kvh, d)
             if decode_only:
-                a = decode_attention(q, attn.k_cache, attn.v_cache, tables, lens, scale)
+                a = decode_attention(q, attn.k_cache, attn.v_cache, tables, lens, scale, attn.bf16)
             else:
                 a = attn.attend_cached(q, meta).contiguous()
             fn, args = layer.o

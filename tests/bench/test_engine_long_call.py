@@ -34,3 +34,29 @@ def test_long_call_report() -> None:
     assert runs["oldest_turn_trim"]["cached_share_after_trim"] < 0.2
     prefill = report["long_prefill"]
     assert prefill["prompt_tokens"] == 511 and prefill["ratio"] > 0
+
+
+@pytest.mark.timeout(600)
+def test_long_prefill_report_per_attention_mode() -> None:
+    """`--long-prefill-only`: one engine per --attention-bf16 mode, each with what the
+    mode resolved to on this machine, and a bad mode refused with the valid ones."""
+    from engine.errors import ConfigError
+    from engine.kernels.cpu_kernels import CpuKernels, cpu_flags
+
+    if not is_complete(bundled_llm_dir("smollm2-135m-instruct")):
+        pytest.skip("the bundled SmolLM2 is not prepared (r1voice models prepare)")
+    args = build_parser().parse_args(
+        ["bench", "engine", "--quick", "--long-prefill-only", "--long-prefill-tokens", "600",
+         "--attention-bf16", "none,auto"]
+    )  # fmt: skip
+    report = engine.run(args)["long_prefill"]
+    assert report["prompt_tokens"] == 600 and report["machine"]["cpu_flags"]
+    assert set(report["modes"]) == {"none", "auto"}
+    assert report["modes"]["none"]["bf16_mask"] == 0
+    has_bf16 = CpuKernels.lib() is not None and "avx512_bf16" in cpu_flags()
+    assert report["modes"]["auto"]["bf16_mask"] == (2 if has_bf16 else 0)  # values
+    for row in report["modes"].values():
+        assert row["ratio"] > 0 and len(row["runs_s"]["long"]) == 1
+    args.attention_bf16 = "half"
+    with pytest.raises(ConfigError, match="attention_bf16 must be one of"):
+        engine.run(args)

@@ -1,4 +1,5 @@
-"""ModelRunner's KV cache: its dtype (kv_cache_dtype) and what a float16 cache costs."""
+"""ModelRunner's KV cache: its dtype (kv_cache_dtype) and what a float16 cache costs; the
+attention kernel's bf16 products (attention_bf16)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,17 @@ from typing import Any
 import pytest
 import torch
 
-from engine import LLM, SamplingParams
+from engine import LLM, SamplingParams, model_runner
 from engine.errors import ConfigError
-from engine.kernels.cpu_kernels import CpuKernels
+from engine.kernels.cpu_kernels import BF16_SCORES, BF16_VALUES, CpuKernels, cpu_flags
 from tests.engine.test_exactness import prompts
 
 needs_kernels = pytest.mark.skipif(
     CpuKernels.lib() is None, reason=str(CpuKernels.unavailable_reason())
+)
+needs_bf16 = pytest.mark.skipif(
+    CpuKernels.lib() is None or "avx512_bf16" not in cpu_flags(),
+    reason="needs the C++ kernels and AVX512_BF16",
 )
 MEMORY = 64 * 1024  # bytes: fewer blocks than 4 sequences at full length (the cap)
 
@@ -99,3 +104,52 @@ def test_scoring_reads_the_engines_own_cache_dtype(
     }
     assert logps["float16"] != logps["float32"]
     assert logps["float16"] == pytest.approx(logps["float32"], abs=1e-2)
+
+
+@needs_bf16
+def test_auto_takes_bf16_values_only_for_quantized_weights_it_can_pair(
+    tiny_factory: Callable[..., tuple[Path, Any]],
+) -> None:
+    pairs, _ = tiny_factory("qwen2-gqa-bias", hidden_size=128)  # head_dim 32
+    odd, _ = tiny_factory("qwen2-gqa-bias")  # head_dim 16
+    assert _engine(pairs, quantization="int8").model_runner.attention_bf16 == BF16_VALUES
+    assert _engine(pairs, quantization="none").model_runner.attention_bf16 == 0  # exact
+    assert _engine(odd, quantization="int8").model_runner.attention_bf16 == 0
+    every = _engine(pairs, quantization="int8", attention_bf16="all").model_runner
+    assert every.attention_bf16 == BF16_VALUES | BF16_SCORES
+    assert all(a.bf16 == every.attention_bf16 for a in every.attn_layers)
+
+
+@needs_kernels
+def test_bf16_attention_that_cannot_run_is_refused_saying_why(
+    tiny_factory: Callable[..., tuple[Path, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    odd, _ = tiny_factory("qwen2-gqa-bias")
+    with pytest.raises(ConfigError, match="head_dim 16 is not a multiple of 32; use 'auto'"):
+        _engine(odd, quantization="int8", attention_bf16="values")
+    pairs, _ = tiny_factory("qwen2-gqa-bias", hidden_size=128)
+    monkeypatch.setattr(model_runner, "cpu_flags", lambda: {"avx512f", "avx512_vnni"})
+    with pytest.raises(ConfigError, match="the CPU lacks AVX512_BF16"):
+        _engine(pairs, quantization="int8", attention_bf16="all")
+    assert _engine(pairs, quantization="int8").model_runner.attention_bf16 == 0  # auto: none
+    with pytest.raises(ConfigError, match="attention_bf16 must be one of"):
+        _engine(pairs, attention_bf16="fp8")
+
+
+@needs_bf16
+def test_scoring_runs_the_engines_own_attention_products(
+    tiny_factory: Callable[..., tuple[Path, Any]],
+) -> None:
+    """Perplexity measures what serving computes: bf16 products change the logprobs,
+    within their rounding."""
+    from engine.loading.scoring import score
+
+    path, hf = tiny_factory("qwen2-gqa-bias", hidden_size=128)
+    ids = prompts(hf.config.vocab_size, (60,))[0]
+    logps = {
+        mode: score(_engine(path, quantization="int8", attention_bf16=mode), ids)
+        for mode in ("none", "all")
+    }
+    assert logps["all"] != logps["none"]
+    # random weights with large q/k biases: rounding q and k moves a logprob up to ~0.1
+    assert logps["all"] == pytest.approx(logps["none"], abs=0.25)

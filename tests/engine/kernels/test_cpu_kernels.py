@@ -10,13 +10,23 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine.kernels.cpu_kernels import CpuKernels, pack_int4, pack_int8
+from engine.kernels.cpu_kernels import (
+    BF16_SCORES,
+    BF16_VALUES,
+    CpuKernels,
+    cpu_flags,
+    pack_int4,
+    pack_int8,
+)
 from engine.layers import quantization as Q
 from engine.layers.int4_linear import Int4Linear
 from engine.layers.rotary import RotaryEmbedding
 
 ops = CpuKernels.ops()
 needs_kernels = pytest.mark.skipif(ops is None, reason=str(CpuKernels.unavailable_reason()))
+needs_bf16 = pytest.mark.skipif(
+    ops is None or "avx512_bf16" not in cpu_flags(), reason="needs the kernels and AVX512_BF16"
+)
 
 
 @needs_kernels
@@ -344,3 +354,77 @@ def test_a_prompts_rows_read_blocks_only_from_the_table_checked_for_them() -> No
         for i in range(n):
             ref = _sdpa_row(q[i], k_cache, v_cache, blocks, int(lens[i]))
             torch.testing.assert_close(out[i].view(h, d), ref, rtol=1e-5, atol=1e-5)
+
+
+def _bf16_row(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    table: torch.Tensor,
+    length: int,
+    bf16: int,
+) -> torch.Tensor:
+    """What the kernel's bf16 modes compute for one row, in float64 (the order of the
+    sums aside): q and k rounded to bf16 (BF16_SCORES); the softmax numerators and the
+    values rounded to bf16 and divided by the numerators' unrounded sum (BF16_VALUES)."""
+    h, kvh, d = q.shape[0], k_cache.shape[2], q.shape[1]
+    keys = k_cache[table].reshape(-1, kvh, d)[:length].repeat_interleave(h // kvh, 1).float()
+    vals = v_cache[table].reshape(-1, kvh, d)[:length].repeat_interleave(h // kvh, 1).float()
+    if bf16 & BF16_SCORES:
+        q, keys = q.bfloat16().float(), keys.bfloat16().float()
+    scores = torch.einsum("hd,khd->hk", q.double(), keys.double()) * d**-0.5
+    p = torch.exp(scores - scores.max(dim=1, keepdim=True).values)
+    total = p.sum(dim=1, keepdim=True)
+    if bf16 & BF16_VALUES:
+        p, vals = p.float().bfloat16().double(), vals.bfloat16().float()
+    return (torch.einsum("hk,khd->hd", p, vals.double()) / total).float()
+
+
+@needs_bf16
+@pytest.mark.parametrize("bf16", [BF16_VALUES, BF16_VALUES | BF16_SCORES, BF16_SCORES])
+@pytest.mark.parametrize("cache_dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("h, kvh, d", [(9, 3, 64), (14, 2, 64), (12, 2, 128), (4, 1, 32)])
+def test_bf16_products_give_each_token_its_bits_alone_and_rounded_attention(
+    bf16: int, cache_dtype: torch.dtype, h: int, kvh: int, d: int
+) -> None:
+    """With bf16 products a prompt's tokens still get the bits each gets alone, rows of
+    odd and even lengths alike (a pair of values straddling a row's end takes a zero
+    second value, never the next key), and what they get is attention over the
+    bf16-rounded operands."""
+    torch.manual_seed(5)
+    bs, ctx, n = 16, 301, 45
+    nb = 2 * (ctx // bs + 1) + 1
+    perm = torch.randperm(nb)
+    k_cache = torch.randn(nb, bs, kvh, d).to(cache_dtype)
+    v_cache = torch.randn(nb, bs, kvh, d).to(cache_dtype)
+    first, second = perm[: ctx // bs + 1], perm[ctx // bs + 1 : 2 * (ctx // bs + 1)]
+    tables = torch.cat([first.expand(n, -1), second.view(1, -1), second.expand(n, -1)]).contiguous()
+    lens = torch.cat(
+        [torch.arange(ctx - n + 1, ctx + 1), torch.tensor([38]), torch.arange(1, n + 1)]
+    )
+    q = torch.randn(len(lens), h, d) * 2
+    out = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, d**-0.5, bf16)
+    exact = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, d**-0.5)
+    for i in range(len(lens)):
+        alone = ops.paged_decode_attention(
+            q[i : i + 1], k_cache, v_cache, tables[i : i + 1], lens[i : i + 1], d**-0.5, bf16
+        )
+        assert torch.equal(alone[0], out[i]), i
+        ref = _bf16_row(q[i], k_cache, v_cache, tables[i], int(lens[i]), bf16)
+        # a weight's fp32 rounding may tip its bf16 rounding the other way: 2^-8 of one
+        # weight's share
+        torch.testing.assert_close(out[i].view(h, d), ref, rtol=1e-3, atol=1e-3)
+    # the rounding is real: fp32 attention is further from the rounded operands' result
+    assert not torch.allclose(out, exact, rtol=1e-4, atol=1e-4)
+
+
+@needs_bf16
+def test_bf16_products_refuse_a_head_dim_they_do_not_pair() -> None:
+    q = torch.randn(1, 2, 48)
+    cache = torch.randn(2, 4, 1, 48)
+    table, lens = torch.tensor([[0, 1]]), torch.tensor([5])
+    with pytest.raises(RuntimeError, match="head_dim % 32 == 0"):
+        ops.paged_decode_attention(q, cache, cache, table, lens, 1.0, BF16_VALUES)
+    with pytest.raises(RuntimeError, match="a mask of 1"):
+        q32, cache32 = q[..., :32].contiguous(), cache[..., :32].contiguous()
+        ops.paged_decode_attention(q32, cache32, cache32, table, lens, 1.0, 4)

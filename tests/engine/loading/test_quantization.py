@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from engine import LLM, ConfigError, EngineConfig, ModelLoadError, SamplingParams
-from engine.kernels.cpu_kernels import CpuKernels, int_mm_is_fast
+from engine.kernels.cpu_kernels import CpuKernels, cpu_flags, int_mm_is_fast
 from engine.layers import quantization as Q
 from engine.layers.int4_linear import Int4Linear
 from engine.loading.quantized_model import weight_bytes
@@ -174,6 +174,12 @@ def test_smollm2_perplexity_bounds(smollm2_dir: Path) -> None:
     assert 1.0 < ppl["none"] < 100.0, ppl
     assert ppl["int8"] <= ppl["none"] * 1.03, ppl
     assert ppl["int4"] <= ppl["none"] * 1.15, ppl
+    if CpuKernels.lib() is not None and "avx512_bf16" in cpu_flags():
+        # int8 above already took bf16 values (auto); q.k in bf16 too
+        every = LLM("smollm2-135m-instruct", quantization="int8", attention_bf16="all")
+        assert every.model_runner.attention_bf16 == 3
+        ppl["int8_all"] = perplexity(every, ids)
+        assert ppl["int8_all"] <= ppl["none"] * 1.03, ppl
 
 
 @pytest.mark.parametrize("method", ["int8", "int4"])
