@@ -158,6 +158,30 @@ void score_keys(const T* kc, const int64_t* rows, int64_t len, int64_t d, int rn
   }
 }
 
+// R rows' scores for one tile of 16 keys: lane(m, acc) gives lane m of every row's sum
+// (the keys in its 16 vector lanes), and the 16 lanes are added in sum_lanes' tree.
+template <int R, typename Lane>
+__attribute__((always_inline)) inline void tile_scores(const Lane& lane, __m512 vscale, float* const* sc,
+                                                      int64_t at) {
+  __m512 half[2][R];
+  for (int hf = 0; hf < 2; ++hf) {
+    __m512 quarter[2][R];
+    for (int s = 0; s < 2; ++s) {
+      __m512 eighth[2][R];
+      for (int u = 0; u < 2; ++u) {
+        __m512 lo[R], hi[R];
+        lane(hf + 2 * s + 4 * u, lo);
+        lane(hf + 2 * s + 4 * u + 8, hi);
+        for (int r = 0; r < R; ++r) eighth[u][r] = _mm512_add_ps(lo[r], hi[r]);
+      }
+      for (int r = 0; r < R; ++r) quarter[s][r] = _mm512_add_ps(eighth[0][r], eighth[1][r]);
+    }
+    for (int r = 0; r < R; ++r) half[hf][r] = _mm512_add_ps(quarter[0][r], quarter[1][r]);
+  }
+  for (int r = 0; r < R; ++r)
+    _mm512_storeu_ps(sc[r] + at, _mm512_mul_ps(_mm512_add_ps(half[0][r], half[1][r]), vscale));
+}
+
 // R rows at a time over tiles of 16 transposed keys (a prompt's tokens): each lane a
 // key, the lanes of the sum above kept as 16 vectors and added in its tree.
 template <int R>
@@ -174,23 +198,7 @@ void score_rows(const float* const* q, const float* kt, int64_t blocks, int64_t 
         for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][c]), kv, acc[r]);
       }
     };
-    __m512 half[2][R];
-    for (int hf = 0; hf < 2; ++hf) {
-      __m512 quarter[2][R];
-      for (int s = 0; s < 2; ++s) {
-        __m512 eighth[2][R];
-        for (int u = 0; u < 2; ++u) {
-          __m512 lo[R], hi[R];
-          lane(hf + 2 * s + 4 * u, lo);
-          lane(hf + 2 * s + 4 * u + 8, hi);
-          for (int r = 0; r < R; ++r) eighth[u][r] = _mm512_add_ps(lo[r], hi[r]);
-        }
-        for (int r = 0; r < R; ++r) quarter[s][r] = _mm512_add_ps(eighth[0][r], eighth[1][r]);
-      }
-      for (int r = 0; r < R; ++r) half[hf][r] = _mm512_add_ps(quarter[0][r], quarter[1][r]);
-    }
-    for (int r = 0; r < R; ++r)
-      _mm512_storeu_ps(sc[r] + b * 16, _mm512_mul_ps(_mm512_add_ps(half[0][r], half[1][r]), vscale));
+    tile_scores<R>(lane, vscale, sc, b * 16);
   }
 }
 
@@ -262,43 +270,31 @@ R1VOICE_BF16 void transpose_keys_bf16(const T* kc, const int64_t* rows, int64_t 
   }
 }
 
-// Lane m of R rows' sums for one tile of 16 keys.
+// Lane m of R rows' sums for one tile of 16 keys (inlined by score_rows_bf16's flatten,
+// where the bf16 target holds).
 template <int R>
-R1VOICE_BF16 __attribute__((always_inline)) inline void lane_bf16(const uint32_t* const* q, const uint32_t* k, int64_t np, int m,
-                                   __m512* acc) {
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-  for (int64_t p = m; p < np; p += 16) {
-    const __m512bh kv = (__m512bh)_mm512_loadu_si512(k + p * 16);
-    for (int r = 0; r < R; ++r)
-      acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_set1_epi32((int)q[r][p]), kv);
+struct LaneBf16 {
+  const uint32_t* const* q;
+  const uint32_t* k;
+  int64_t np;
+  R1VOICE_BF16 void operator()(int m, __m512* acc) const {
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t p = m; p < np; p += 16) {
+      const __m512bh kv = (__m512bh)_mm512_loadu_si512(k + p * 16);
+      for (int r = 0; r < R; ++r)
+        acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_set1_epi32((int)q[r][p]), kv);
+    }
   }
-}
+};
 
 template <int R>
-R1VOICE_BF16 void score_rows_bf16(const uint32_t* const* q, const uint32_t* kt, int64_t blocks,
-                                  int64_t d, float scale, float* const* sc) {
+R1VOICE_BF16 __attribute__((flatten)) void score_rows_bf16(const uint32_t* const* q, const uint32_t* kt,
+                                                           int64_t blocks, int64_t d, float scale,
+                                                           float* const* sc) {
   const int64_t np = d / 2;
   const __m512 vscale = _mm512_set1_ps(scale);
-  for (int64_t b = 0; b < blocks; ++b) {
-    const uint32_t* k = kt + b * np * 16;
-    __m512 half[2][R];
-    for (int hf = 0; hf < 2; ++hf) {
-      __m512 quarter[2][R];
-      for (int s = 0; s < 2; ++s) {
-        __m512 eighth[2][R];
-        for (int u = 0; u < 2; ++u) {
-          __m512 lo[R], hi[R];
-          lane_bf16<R>(q, k, np, hf + 2 * s + 4 * u, lo);
-          lane_bf16<R>(q, k, np, hf + 2 * s + 4 * u + 8, hi);
-          for (int r = 0; r < R; ++r) eighth[u][r] = _mm512_add_ps(lo[r], hi[r]);
-        }
-        for (int r = 0; r < R; ++r) quarter[s][r] = _mm512_add_ps(eighth[0][r], eighth[1][r]);
-      }
-      for (int r = 0; r < R; ++r) half[hf][r] = _mm512_add_ps(quarter[0][r], quarter[1][r]);
-    }
-    for (int r = 0; r < R; ++r)
-      _mm512_storeu_ps(sc[r] + b * 16, _mm512_mul_ps(_mm512_add_ps(half[0][r], half[1][r]), vscale));
-  }
+  for (int64_t b = 0; b < blocks; ++b)
+    tile_scores<R>(LaneBf16<R>{q, kt + b * np * 16, np}, vscale, sc, b * 16);
 }
 
 void score_rows_bf16_any(int rn, const uint32_t* const* q, const uint32_t* kt, int64_t blocks,
@@ -328,6 +324,15 @@ inline float softmax_row(float* sc, int64_t len) {
   return 1.0f / _mm512_reduce_add_ps(vsum);
 }
 
+// The shortest and longest of n rows' lengths.
+inline void span(const int64_t* lens, int n, int64_t& shortest, int64_t& longest) {
+  shortest = longest = lens[0];
+  for (int r = 1; r < n; ++r) {
+    shortest = lens[r] < shortest ? lens[r] : shortest;
+    longest = lens[r] > longest ? lens[r] : longest;
+  }
+}
+
 // Values: out[r] = inv[r] * sum over its first lens[r] keys of p * value, the keys in
 // order. Up to G rows a pass share each value row read; rows of later tokens see more
 // keys, and only they take the keys past the shortest row's.
@@ -339,11 +344,8 @@ void weigh_values(const T* vc, const int64_t* rows, int64_t d, int gn, const flo
   const int64_t nd = ND > 0 ? ND : d / 16;
   for (int g0 = 0; g0 < gn; g0 += G) {
     const int n = gn - g0 < G ? gn - g0 : G;
-    int64_t shortest = lens[g0], longest = lens[g0];
-    for (int r = 1; r < n; ++r) {
-      shortest = lens[g0 + r] < shortest ? lens[g0 + r] : shortest;
-      longest = lens[g0 + r] > longest ? lens[g0 + r] : longest;
-    }
+    int64_t shortest, longest;
+    span(lens + g0, n, shortest, longest);
     __m512 acc[G][NA];
     for (int r = 0; r < G; ++r)
       for (int64_t c = 0; c < nd; ++c) acc[r][c] = _mm512_setzero_ps();
@@ -419,11 +421,8 @@ R1VOICE_BF16 void weigh_values_bf16(const T* vc, const int64_t* rows, const uint
   const int64_t nd = ND > 0 ? ND : d / 16;
   for (int g0 = 0; g0 < gn; g0 += G) {
     const int n = gn - g0 < G ? gn - g0 : G;
-    int64_t shortest = lens[g0], longest = lens[g0];
-    for (int r = 1; r < n; ++r) {
-      shortest = lens[g0 + r] < shortest ? lens[g0 + r] : shortest;
-      longest = lens[g0 + r] > longest ? lens[g0 + r] : longest;
-    }
+    int64_t shortest, longest;
+    span(lens + g0, n, shortest, longest);
     __m512 acc[G][NA];
     for (int r = 0; r < G; ++r)
       for (int64_t c = 0; c < nd; ++c) acc[r][c] = _mm512_setzero_ps();

@@ -297,6 +297,25 @@ def test_int_mm_is_fast_only_with_avx512bw_that_onednn_may_use(
     assert not cpu_kernels.int_mm_is_fast()
 
 
+def _prompt_beside_others(
+    kvh: int, d: int, cache_dtype: torch.dtype, ctx: int, n: int, lone: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Caches and the rows of one call: a prompt's last n tokens (up to ctx keys), a lone
+    decode of length ``lone`` over a second sequence, then that sequence's first n
+    tokens as a prompt; blocks in random order. -> (k_cache, v_cache, tables, lens)"""
+    bs = 16
+    nb = 2 * (ctx // bs + 1) + 1
+    perm = torch.randperm(nb)
+    k_cache = torch.randn(nb, bs, kvh, d).to(cache_dtype)
+    v_cache = torch.randn(nb, bs, kvh, d).to(cache_dtype)
+    first, second = perm[: ctx // bs + 1], perm[ctx // bs + 1 : 2 * (ctx // bs + 1)]
+    tables = torch.cat([first.expand(n, -1), second.view(1, -1), second.expand(n, -1)]).contiguous()
+    lens = torch.cat(
+        [torch.arange(ctx - n + 1, ctx + 1), torch.tensor([lone]), torch.arange(1, n + 1)]
+    )
+    return k_cache, v_cache, tables, lens
+
+
 @needs_kernels
 @pytest.mark.parametrize("cache_dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize(
@@ -312,16 +331,7 @@ def test_a_prompts_tokens_together_give_the_bits_each_gives_alone(
     same bits either way, and SDPA's result. 77 tokens: several pieces, a piece's tail;
     a second sequence behind it in the same call, and a lone decode row between."""
     torch.manual_seed(11)
-    bs, ctx, n = 16, 300, 77
-    nb = 2 * (ctx // bs + 1) + 1
-    perm = torch.randperm(nb)
-    k_cache = torch.randn(nb, bs, kvh, d).to(cache_dtype)
-    v_cache = torch.randn(nb, bs, kvh, d).to(cache_dtype)
-    first, second = perm[: ctx // bs + 1], perm[ctx // bs + 1 : 2 * (ctx // bs + 1)]
-    tables = torch.cat([first.expand(n, -1), second.view(1, -1), second.expand(n, -1)]).contiguous()
-    lens = torch.cat(
-        [torch.arange(ctx - n + 1, ctx + 1), torch.tensor([37]), torch.arange(1, n + 1)]
-    )
+    k_cache, v_cache, tables, lens = _prompt_beside_others(kvh, d, cache_dtype, 300, 77, 37)
     q = torch.randn(len(lens), h, d)
     out = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, d**-0.5)
     for i in range(len(lens)):
@@ -392,16 +402,7 @@ def test_bf16_products_give_each_token_its_bits_alone_and_rounded_attention(
     second value, never the next key), and what they get is attention over the
     bf16-rounded operands."""
     torch.manual_seed(5)
-    bs, ctx, n = 16, 301, 45
-    nb = 2 * (ctx // bs + 1) + 1
-    perm = torch.randperm(nb)
-    k_cache = torch.randn(nb, bs, kvh, d).to(cache_dtype)
-    v_cache = torch.randn(nb, bs, kvh, d).to(cache_dtype)
-    first, second = perm[: ctx // bs + 1], perm[ctx // bs + 1 : 2 * (ctx // bs + 1)]
-    tables = torch.cat([first.expand(n, -1), second.view(1, -1), second.expand(n, -1)]).contiguous()
-    lens = torch.cat(
-        [torch.arange(ctx - n + 1, ctx + 1), torch.tensor([38]), torch.arange(1, n + 1)]
-    )
+    k_cache, v_cache, tables, lens = _prompt_beside_others(kvh, d, cache_dtype, 301, 45, 38)
     q = torch.randn(len(lens), h, d) * 2
     out = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, d**-0.5, bf16)
     exact = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, d**-0.5)
