@@ -105,7 +105,12 @@ def test_silence_after_an_answer_is_nudged_once_then_waits_for_the_user(
     assert len(_of(nudged, "response.created")) == 1
     assert kinds.index("response.created") > at
     done = nudged[-1]["response"]
-    assert done["status"] == "completed" and done["output"][0]["content"][0]["transcript"]
+    # answered in full, or cut at max_output_tokens (the model's words are not the point)
+    assert done["status"] == "completed" or done["status_details"] == {
+        "type": "incomplete",
+        "reason": "max_output_tokens",
+    }, done
+    assert done["output"][0]["content"][0]["transcript"]
     assert _audio_s(nudged) > 0  # the nudge is spoken
     assert not _of(after, "input_audio_buffer.timeout_triggered")
     assert not _of(after, "response.created")
