@@ -68,7 +68,7 @@ class ModelRunner:
         if name in ("values", "all") and why_not is not None:
             raise ConfigError(f"attention_bf16={name!r}: {why_not}; use 'auto' or 'none'")
         if name == "auto":
-            name = "values" if why_not is None and self.config.quantization != "none" else "none"
+            name = "all" if why_not is None and self.config.quantization != "none" else "none"
         return {"none": 0, "values": BF16_VALUES, "all": BF16_VALUES | BF16_SCORES}[name]
 
     def _num_blocks(self, max_model_len: int) -> int:

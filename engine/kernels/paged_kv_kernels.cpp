@@ -218,11 +218,22 @@ void score_rows_any(int rn, const float* const* q, const float* kt, int64_t bloc
 
 // Scores in bf16 (EngineConfig.attention_bf16 "all"): q and k rounded to bf16 (round to
 // nearest even), products summed in fp32 by VDPBF16PS, two dimensions a lane per
-// instruction, twice the fp32 FMA's work. Pair p holds dimensions 2p and 2p + 1; lane m
-// of a score's sum takes pairs m, m + 16, ... in that order, and the lanes are added in
-// sum_lanes' tree, the same bits for a decode's key-by-key pass and a prompt's tiles.
+// instruction, twice the fp32 FMA's work. Pair p holds dimensions 2p and 2p + 1. Keys
+// are transposed into tiles of 16 (a lane a key) for a decode as for a prompt's tokens,
+// and a score sums its pairs in order in two chains (even and odd pairs) added at the
+// end: no lanes to add across, and the same bits for a token alone and in any batch.
+//
+// A key is rounded as k - k0, k0 the sequence's first key of that KV head (subtracted in
+// fp32). Every score of a row moves by the same q.k0, which the softmax does not see,
+// and what gets rounded is the keys' spread instead of their common offset: Qwen2's key
+// bias, turned only slowly by RoPE's low frequencies, is most of a key's size, and
+// rounding it was most of what bf16 scores lost. The idea is SageAttention's "smooth K"
+// (Zhang et al., 2024), which subtracts the mean key; the first key is fixed once
+// written, so a token's bits still depend on nothing written after it.
 #define R1VOICE_BF16 __attribute__((target("avx512bf16")))
 constexpr int64_t BF16_SCORES = 1, BF16_VALUES = 2;  // paged_decode_attention's bf16 mask
+constexpr int BF16_SCORE_ROWS = 8;                     // rows a key tile is read once for
+constexpr int64_t DECODE_KEYS = 128;  // a decode's keys transposed at a time, in L1 cache
 
 // x[0, d) as d / 2 bf16 pairs (d % 32 == 0): out[p] = dims 2p (low half), 2p + 1.
 R1VOICE_BF16 inline void to_pairs(const float* x, int64_t d, uint32_t* out) {
@@ -230,81 +241,81 @@ R1VOICE_BF16 inline void to_pairs(const float* x, int64_t d, uint32_t* out) {
     _mm512_storeu_si512(out + c / 2, (__m512i)_mm512_cvtne2ps_pbh(load16(x + c + 16), load16(x + c)));
 }
 
-template <typename T>
-R1VOICE_BF16 void score_keys_bf16(const T* kc, const int64_t* rows, int64_t len, int64_t d, int rn,
-                                  const uint32_t* const* q, float scale, float* const* sc) {
-  const int64_t nc = d / 32;
-  for (int64_t j = 0; j < len; ++j) {
-    const T* key = kc + rows[j];
-    __m512bh kx[8];
-    for (int64_t c = 0; c < nc; ++c)
-      kx[c] = _mm512_cvtne2ps_pbh(load16(key + 32 * c + 16), load16(key + 32 * c));
-    for (int r = 0; r < rn; ++r) {
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t c = 0; c < nc; ++c)
-        acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(q[r] + 16 * c), kx[c]);
-      sc[r][j] = sum_lanes(acc) * scale;
-    }
-  }
-}
-
-// The first len keys as bf16 pair tiles: kt[(blk * d / 2 + p) * 16 + j] is pair p of key
-// 16 * blk + j (0 past len).
+// len keys less k0, as bf16 pair tiles: kt[(blk * d / 2 + p) * 16 + j] is pair p of key
+// 16 * blk + j (0 past len). Each key's 32 dimensions become 16 pairs in one vector, and
+// 16 keys' vectors are transposed as 32-bit lanes.
 template <typename T>
 R1VOICE_BF16 void transpose_keys_bf16(const T* kc, const int64_t* rows, int64_t len, int64_t d,
-                                      uint32_t* kt) {
+                                      const T* k0, uint32_t* kt) {
   for (int64_t j0 = 0; j0 < len; j0 += 16) {
     const int64_t n = len - j0 < 16 ? len - j0 : 16;
     uint32_t* dst = kt + j0 * d / 2;
-    for (int64_t c0 = 0; c0 < d; c0 += 16) {
+    for (int64_t c0 = 0; c0 < d; c0 += 32) {
+      const __m512 lo0 = load16(k0 + c0), hi0 = load16(k0 + c0 + 16);
       __m512 r[16];
-      for (int64_t j = 0; j < 16; ++j)
-        r[j] = j < n ? load16(kc + rows[j0 + j] + c0) : _mm512_setzero_ps();
-      transpose16(r);
-      for (int c = 0; c < 16; c += 2) {
-        const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(r[c]));
-        const __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(r[c + 1]));
-        _mm512_storeu_si512(dst + (c0 + c) / 2 * 16, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+      for (int64_t j = 0; j < 16; ++j) {
+        const T* key = kc + rows[j0 + j];
+        r[j] = j < n ? (__m512)_mm512_cvtne2ps_pbh(_mm512_sub_ps(load16(key + c0 + 16), hi0),
+                                                   _mm512_sub_ps(load16(key + c0), lo0))
+                     : _mm512_setzero_ps();
       }
+      transpose16(r);
+      for (int p = 0; p < 16; ++p) _mm512_storeu_ps((float*)dst + (c0 / 2 + p) * 16, r[p]);
     }
   }
 }
 
-// Lane m of R rows' sums for one tile of 16 keys (inlined by score_rows_bf16's flatten,
-// where the bf16 target holds).
+// R rows' scores over tiles of 16 transposed keys.
 template <int R>
-struct LaneBf16 {
-  const uint32_t* const* q;
-  const uint32_t* k;
-  int64_t np;
-  R1VOICE_BF16 void operator()(int m, __m512* acc) const {
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-    for (int64_t p = m; p < np; p += 16) {
-      const __m512bh kv = (__m512bh)_mm512_loadu_si512(k + p * 16);
-      for (int r = 0; r < R; ++r)
-        acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_set1_epi32((int)q[r][p]), kv);
-    }
-  }
-};
-
-template <int R>
-R1VOICE_BF16 __attribute__((flatten)) void score_rows_bf16(const uint32_t* const* q, const uint32_t* kt,
-                                                           int64_t blocks, int64_t d, float scale,
-                                                           float* const* sc) {
+R1VOICE_BF16 void score_rows_bf16(const uint32_t* const* q, const uint32_t* kt, int64_t blocks,
+                                  int64_t d, float scale, float* const* sc) {
   const int64_t np = d / 2;
   const __m512 vscale = _mm512_set1_ps(scale);
-  for (int64_t b = 0; b < blocks; ++b)
-    tile_scores<R>(LaneBf16<R>{q, kt + b * np * 16, np}, vscale, sc, b * 16);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint32_t* k = kt + b * np * 16;
+    __m512 even[R], odd[R];
+    for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < np; p += 2) {
+      const __m512bh k0 = (__m512bh)_mm512_loadu_si512(k + p * 16);
+      const __m512bh k1 = (__m512bh)_mm512_loadu_si512(k + (p + 1) * 16);
+      for (int r = 0; r < R; ++r) {
+        even[r] = _mm512_dpbf16_ps(even[r], (__m512bh)_mm512_set1_epi32((int)q[r][p]), k0);
+        odd[r] = _mm512_dpbf16_ps(odd[r], (__m512bh)_mm512_set1_epi32((int)q[r][p + 1]), k1);
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      _mm512_storeu_ps(sc[r] + b * 16, _mm512_mul_ps(_mm512_add_ps(even[r], odd[r]), vscale));
+  }
 }
 
+// Any number of rows, BF16_SCORE_ROWS at a time.
 void score_rows_bf16_any(int rn, const uint32_t* const* q, const uint32_t* kt, int64_t blocks,
                          int64_t d, float scale, float* const* sc) {
-  switch (rn) {
-#define R1VOICE_R(n) \
-  case n:            \
-    return score_rows_bf16<n>(q, kt, blocks, d, scale, sc);
-    R1VOICE_R(1) R1VOICE_R(2) R1VOICE_R(3) R1VOICE_R(4) R1VOICE_R(5) R1VOICE_R(6)
+  for (int r0 = 0; r0 < rn; r0 += BF16_SCORE_ROWS) {
+    switch (rn - r0 < BF16_SCORE_ROWS ? rn - r0 : BF16_SCORE_ROWS) {
+#define R1VOICE_R(n)                                                  \
+  case n:                                                             \
+    score_rows_bf16<n>(q + r0, kt, blocks, d, scale, sc + r0); \
+    break;
+      R1VOICE_R(1) R1VOICE_R(2) R1VOICE_R(3) R1VOICE_R(4) R1VOICE_R(5) R1VOICE_R(6) R1VOICE_R(7) R1VOICE_R(8)
 #undef R1VOICE_R
+    }
+  }
+}
+
+// bf16 scores of rn rows over their first len keys: a prompt's from its transposed keys
+// kt, a decode's (alone) DECODE_KEYS at a time through kt, the same sums either way.
+template <typename T>
+R1VOICE_BF16 void score_bf16(const T* kc, const int64_t* rows, bool alone, uint32_t* kt, int64_t d,
+                             int rn, const uint32_t* const* q, int64_t len, float scale,
+                             float* const* sc) {
+  if (!alone) return score_rows_bf16_any(rn, q, kt, (len + 15) / 16, d, scale, sc);
+  float* at[MAX_DECODE_ROWS];
+  for (int64_t j0 = 0; j0 < len; j0 += DECODE_KEYS) {
+    const int64_t n = len - j0 < DECODE_KEYS ? len - j0 : DECODE_KEYS;
+    transpose_keys_bf16(kc, rows + j0, n, d, kc + rows[0], kt);
+    for (int r = 0; r < rn; ++r) at[r] = sc[r] + j0;
+    score_rows_bf16_any(rn, q, kt, (n + 15) / 16, d, scale, at);
   }
 }
 
@@ -527,9 +538,9 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
           for (int64_t o = 0; o < bs && j < longest; ++o, ++j)
             rows[j] = ((table[blk] * bs + o) * kvh + task.kv) * d;
         const bool alone = task.tokens == 1;  // a decode: nothing to share the keys with
-        if (!alone && bf16_scores) {
-          ktb.resize(padded * d / 2);
-          transpose_keys_bf16(kc, rows.data(), longest, d, ktb.data());
+        if (bf16_scores) {  // a decode's keys are transposed as it scores them, below
+          ktb.resize((alone ? DECODE_KEYS : padded) * d / 2);
+          if (!alone) transpose_keys_bf16(kc, rows.data(), longest, d, kc + rows[0], ktb.data());
         } else if (!alone) {
           kt.resize(padded * d);
           transpose_keys(kc, rows.data(), longest, d, kt.data());
@@ -564,10 +575,8 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
               qpair[r] = qpairs.data() + r * d / 2;
             }
           }
-          if (bf16_scores && alone)
-            score_keys_bf16<T>(kc, rows.data(), rlen[0], d, rn, qpair, fscale, srow);
-          else if (bf16_scores)
-            score_rows_bf16_any(rn, qpair, ktb.data(), (rlen[rn - 1] + 15) / 16, d, fscale, srow);
+          if (bf16_scores)
+            score_bf16(kc, rows.data(), alone, ktb.data(), d, rn, qpair, rlen[rn - 1], fscale, srow);
           else if (alone)
             score_keys<T, ND>(kc, rows.data(), rlen[0], d, rn, qrow, fscale, srow);
           else

@@ -107,17 +107,19 @@ def test_scoring_reads_the_engines_own_cache_dtype(
 
 
 @needs_bf16
-def test_auto_takes_bf16_values_only_for_quantized_weights_it_can_pair(
+def test_auto_takes_bf16_products_only_for_quantized_weights_it_can_pair(
     tiny_factory: Callable[..., tuple[Path, Any]],
 ) -> None:
     pairs, _ = tiny_factory("qwen2-gqa-bias", hidden_size=128)  # head_dim 32
     odd, _ = tiny_factory("qwen2-gqa-bias")  # head_dim 16
-    assert _engine(pairs, quantization="int8").model_runner.attention_bf16 == BF16_VALUES
+    auto = _engine(pairs, quantization="int8").model_runner
+    assert auto.attention_bf16 == BF16_VALUES | BF16_SCORES
+    assert all(a.bf16 == auto.attention_bf16 for a in auto.attn_layers)
     assert _engine(pairs, quantization="none").model_runner.attention_bf16 == 0  # exact
     assert _engine(odd, quantization="int8").model_runner.attention_bf16 == 0
-    every = _engine(pairs, quantization="int8", attention_bf16="all").model_runner
-    assert every.attention_bf16 == BF16_VALUES | BF16_SCORES
-    assert all(a.bf16 == every.attention_bf16 for a in every.attn_layers)
+    values = _engine(pairs, quantization="int8", attention_bf16="values").model_runner
+    assert values.attention_bf16 == BF16_VALUES
+    assert all(a.bf16 == BF16_VALUES for a in values.attn_layers)
 
 
 @needs_kernels

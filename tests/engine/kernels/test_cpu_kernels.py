@@ -375,13 +375,14 @@ def _bf16_row(
     bf16: int,
 ) -> torch.Tensor:
     """What the kernel's bf16 modes compute for one row, in float64 (the order of the
-    sums aside): q and k rounded to bf16 (BF16_SCORES); the softmax numerators and the
-    values rounded to bf16 and divided by the numerators' unrounded sum (BF16_VALUES)."""
+    sums aside): q and k less the first key rounded to bf16 (BF16_SCORES); the softmax
+    numerators and the values rounded to bf16 and divided by the numerators' unrounded
+    sum (BF16_VALUES)."""
     h, kvh, d = q.shape[0], k_cache.shape[2], q.shape[1]
     keys = k_cache[table].reshape(-1, kvh, d)[:length].repeat_interleave(h // kvh, 1).float()
     vals = v_cache[table].reshape(-1, kvh, d)[:length].repeat_interleave(h // kvh, 1).float()
     if bf16 & BF16_SCORES:
-        q, keys = q.bfloat16().float(), keys.bfloat16().float()
+        q, keys = q.bfloat16().float(), (keys - keys[:1]).bfloat16().float()
     scores = torch.einsum("hd,khd->hk", q.double(), keys.double()) * d**-0.5
     p = torch.exp(scores - scores.max(dim=1, keepdim=True).values)
     total = p.sum(dim=1, keepdim=True)
@@ -417,6 +418,27 @@ def test_bf16_products_give_each_token_its_bits_alone_and_rounded_attention(
         torch.testing.assert_close(out[i].view(h, d), ref, rtol=1e-3, atol=1e-3)
     # the rounding is real: fp32 attention is further from the rounded operands' result
     assert not torch.allclose(out, exact, rtol=1e-4, atol=1e-4)
+
+
+@needs_bf16
+def test_bf16_scores_round_the_keys_spread_not_their_common_offset() -> None:
+    """Keys sharing a large offset (as Qwen2's key bias gives them) lose no more to bf16
+    scores than keys without it: the offset moves every score of a row alike, which the
+    softmax does not see, so the kernel takes the first key out before rounding (found
+    measuring perplexity: rounding the offset cost Qwen2.5-Coder-0.5B +0.65% at 512
+    tokens)."""
+    torch.manual_seed(3)
+    kvh, h, d = 2, 14, 64
+    k_cache, v_cache, tables, lens = _prompt_beside_others(kvh, d, torch.float32, 301, 45, 38)
+    q = torch.randn(len(lens), h, d)
+
+    def attention(keys: torch.Tensor, bf16: int) -> torch.Tensor:
+        return ops.paged_decode_attention(q, keys, v_cache, tables, lens, d**-0.5, bf16)
+
+    exact = attention(k_cache, 0)
+    plain = (attention(k_cache, BF16_SCORES) - exact).abs().max()
+    offset = (attention(k_cache + 40 * torch.randn(kvh, d), BF16_SCORES) - exact).abs().max()
+    assert plain > 0 and offset < 1.5 * plain, (float(plain), float(offset))
 
 
 @needs_bf16
