@@ -54,7 +54,7 @@ def test_long_prefill_report_per_attention_mode() -> None:
     assert set(report["modes"]) == {"none", "auto"}
     assert report["modes"]["none"]["bf16_mask"] == 0
     has_bf16 = CpuKernels.lib() is not None and "avx512_bf16" in cpu_flags()
-    assert report["modes"]["auto"]["bf16_mask"] == (2 if has_bf16 else 0)  # values
+    assert report["modes"]["auto"]["bf16_mask"] == (3 if has_bf16 else 0)  # q.k and p.V
     for row in report["modes"].values():
         assert row["ratio"] > 0 and len(row["runs_s"]["long"]) == 1
     args.attention_bf16 = "half"

@@ -109,7 +109,7 @@ def test_an_uh_huh_over_a_real_socket_lets_the_answer_end_whole(
         url = f"ws://{address}/v1/realtime?dialect=beta&r1voice_events=1"
         trial = asyncio.run(overlap_trial(url, uh_huh, "Tell me a story.", 1.5, 200, 60))
     assert trial["overlapped"] and trial["paused"], trial  # it was speech over the answer
-    assert trial["status"] == "completed", trial
+    assert trial["status"] == "completed", json.dumps(trial, default=str)
     assert trial["whole"] and trial["kept_chars"] == len("".join(STORY)), trial
     assert trial["verdicts"][0] == "wait" and trial["verdicts"][-1] in ("backchannel", "no_words")
     assert trial["audio_deltas_after_decision"] > 0, trial  # it resumed, and was heard
