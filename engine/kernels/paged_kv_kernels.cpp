@@ -473,7 +473,17 @@ R1VOICE_BF16 void weigh_values_bf16(const T* vc, const int64_t* rows, const uint
 struct Task {
   int64_t row, tokens, first_len, kv;
   int64_t table_row;  // the run's last row: its table is checked up to the run's longest length
+  int64_t shared;     // its run's Shared (-1: a decode, alone)
 };
+
+// A run's keys of one KV head transposed, and its values paired, once for all the run's
+// pieces, before any piece's attention (each piece did it for itself: at long contexts,
+// with a step of 32 tokens in pieces of 16, that was a sixth of SmolLM2's prefill).
+// Offsets into the step's buffers.
+struct Shared {
+  int64_t table_row, longest, kv, kt, vt;
+};
+constexpr int64_t SHARED_KEYS = 256;  // keys a work item of the transposition takes
 
 // Attention of every row (a query token) over its sequence's first lens[i] cached
 // tokens. A prompt's consecutive tokens in a step share their keys: they are read and
@@ -501,6 +511,8 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
   // Runs of rows of one sequence: each next row one key longer, the same block table.
   const int threads = at::get_num_threads();
   std::vector<Task> tasks;
+  std::vector<Shared> shared;
+  int64_t kt_size = 0, vt_size = 0;
   for (int64_t i = 0; i < b;) {
     int64_t n = 1;
     while (i + n < b && lp[i + n] == lp[i] + n &&
@@ -510,19 +522,57 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
     const int64_t wanted = (2 * threads + kvh - 1) / kvh;
     int64_t piece = (n + wanted - 1) / wanted;
     piece = piece < 8 ? 8 : (piece > 64 ? 64 : piece);
+    const int64_t first_shared = (int64_t)shared.size(), longest = lp[i] + n - 1;
+    if (n > 1)
+      for (int64_t kv = 0; kv < kvh; ++kv) {
+        shared.push_back({i + n - 1, longest, kv, kt_size, vt_size});
+        kt_size += (longest + 15) / 16 * 16 * (bf16_scores ? d / 2 : d);
+        vt_size += bf16_values ? (longest + 1) / 2 * d : 0;
+      }
     for (int64_t s = 0; s < n; s += piece)
       for (int64_t kv = 0; kv < kvh; ++kv)
-        tasks.push_back({i + s, n - s < piece ? n - s : piece, lp[i] + s, kv, i + n - 1});
+        tasks.push_back({i + s, n - s < piece ? n - s : piece, lp[i] + s, kv, i + n - 1,
+                         n > 1 ? first_shared + kv : -1});
     i += n;
   }
+  // The step's transposed keys and paired values, in the calling thread's buffers (kept
+  // between calls: a prompt's step allocates nothing).
+  static thread_local std::vector<float> kt_step;
+  static thread_local std::vector<uint32_t> ktb_step, vtb_step;
+  if (bf16_scores) ktb_step.resize(kt_size); else kt_step.resize(kt_size);
+  vtb_step.resize(vt_size);
+  // the pool's threads see their own thread_locals: they get the caller's as pointers
+  float* const kt_all = kt_step.data();
+  uint32_t* const ktb_all = ktb_step.data();
+  uint32_t* const vtb_all = vtb_step.data();
+  std::vector<std::pair<int64_t, int64_t>> items;  // (shared, first key)
+  for (int64_t si = 0; si < (int64_t)shared.size(); ++si)
+    for (int64_t j0 = 0; j0 < shared[si].longest; j0 += SHARED_KEYS) items.push_back({si, j0});
+  at::parallel_for(0, (int64_t)items.size(), 1, [&](int64_t i0, int64_t i1) {
+    int64_t rows[SHARED_KEYS];
+    for (int64_t it = i0; it < i1; ++it) {
+      const Shared& sh = shared[items[it].first];
+      const int64_t j0 = items[it].second;
+      const int64_t n = sh.longest - j0 < SHARED_KEYS ? sh.longest - j0 : SHARED_KEYS;
+      const int64_t* table = tables + sh.table_row * w;
+      for (int64_t j = 0; j < n; ++j)
+        rows[j] = ((table[(j0 + j) / bs] * bs + (j0 + j) % bs) * kvh + sh.kv) * d;
+      const T* k0 = kc + (table[0] * bs * kvh + sh.kv) * d;
+      if (bf16_scores)
+        transpose_keys_bf16(kc, rows, n, d, k0, ktb_all + sh.kt + j0 * d / 2);
+      else
+        transpose_keys(kc, rows, n, d, kt_all + sh.kt + j0 * d);
+      if (bf16_values) pair_values(vc, rows, n, d, vtb_all + sh.vt + j0 / 2 * d);
+    }
+  });
   // Longest first, dealt round-robin: a prompt's last tokens see the most keys.
   std::stable_sort(tasks.begin(), tasks.end(), [](const Task& x, const Task& y) {
     return x.tokens * (x.first_len + x.tokens) > y.tokens * (y.first_len + y.tokens);
   });
   const int64_t ntasks = (int64_t)tasks.size();
   at::parallel_for(0, threads, 1, [&](int64_t t0, int64_t t1) {
-    static thread_local std::vector<float> kt, scores;
-    static thread_local std::vector<uint32_t> ktb, vtb, qpairs, ppairs;
+    static thread_local std::vector<float> scores;
+    static thread_local std::vector<uint32_t> ktb, qpairs, ppairs;
     static thread_local std::vector<int64_t> rows;
     for (int64_t tid = t0; tid < t1; ++tid) {
       for (int64_t ti = tid; ti < ntasks; ti += threads) {
@@ -537,17 +587,16 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
         for (int64_t blk = 0, j = 0; j < longest; ++blk)
           for (int64_t o = 0; o < bs && j < longest; ++o, ++j)
             rows[j] = ((table[blk] * bs + o) * kvh + task.kv) * d;
-        const bool alone = task.tokens == 1;  // a decode: nothing to share the keys with
-        if (bf16_scores) {  // a decode's keys are transposed as it scores them, below
-          ktb.resize((alone ? DECODE_KEYS : padded) * d / 2);
-          if (!alone) transpose_keys_bf16(kc, rows.data(), longest, d, kc + rows[0], ktb.data());
-        } else if (!alone) {
-          kt.resize(padded * d);
-          transpose_keys(kc, rows.data(), longest, d, kt.data());
-        }
-        if (!alone && bf16_values) {
-          vtb.resize((longest + 1) / 2 * d);
-          pair_values(vc, rows.data(), longest, d, vtb.data());
+        const bool alone = task.shared < 0;  // a decode: nothing to share the keys with
+        const Shared* sh = alone ? nullptr : &shared[task.shared];
+        const float* kt = alone || bf16_scores ? nullptr : kt_all + sh->kt;
+        const uint32_t* vtb = alone || !bf16_values ? nullptr : vtb_all + sh->vt;
+        uint32_t* ktp = nullptr;  // bf16 keys: the run's, or a decode's DECODE_KEYS at a time
+        if (bf16_scores && alone) {
+          ktb.resize(DECODE_KEYS * d / 2);
+          ktp = ktb.data();
+        } else if (bf16_scores) {
+          ktp = ktb_all + sh->kt;
         }
         // Query rows token-major: (token, head of this KV head's group).
         const int64_t nrows = task.tokens * g;
@@ -576,11 +625,11 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
             }
           }
           if (bf16_scores)
-            score_bf16(kc, rows.data(), alone, ktb.data(), d, rn, qpair, rlen[rn - 1], fscale, srow);
+            score_bf16(kc, rows.data(), alone, ktp, d, rn, qpair, rlen[rn - 1], fscale, srow);
           else if (alone)
             score_keys<T, ND>(kc, rows.data(), rlen[0], d, rn, qrow, fscale, srow);
           else
-            score_rows_any(rn, qrow, kt.data(), (rlen[rn - 1] + 15) / 16, d, fscale, srow);
+            score_rows_any(rn, qrow, kt, (rlen[rn - 1] + 15) / 16, d, fscale, srow);
           for (int r = 0; r < rn; ++r) inv[r] = softmax_row(srow[r], rlen[r]);
           if (bf16_values) {
             const uint32_t* prow[MAX_DECODE_ROWS];
@@ -588,7 +637,7 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
               prob_pairs(srow[r], rlen[r], ppairs.data() + r * pstride);
               prow[r] = ppairs.data() + r * pstride;
             }
-            weigh_values_bf16<T, ND>(vc, rows.data(), alone ? nullptr : vtb.data(), d, rn, prow, rlen, inv, orow);
+            weigh_values_bf16<T, ND>(vc, rows.data(), vtb, d, rn, prow, rlen, inv, orow);
           } else {
             weigh_values<T, ND>(vc, rows.data(), d, rn, srow, rlen, inv, orow);
           }
