@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--int8-kernel",
         default="measure",
-        choices=["measure", "vnni", "int_mm"],
+        choices=["measure", "vnni", "amx", "int_mm"],
         help="int8 products: measured per shape (default), or one path forced",
     )
     parser.add_argument("--skip-transformers", action="store_true")

@@ -101,9 +101,9 @@ class EngineConfig:
     quantization: str = "int8"
     quantization_group_size: int = 128
     # The path of the int8 products on CPU (engine.layers.kernel_choice): "measure" times
-    # our VNNI kernel against torch._int_mm (oneDNN, AMX where the CPU has it) per
-    # shape and row count at start, cached per machine; both give the same bits.
-    # "vnni" or "int_mm" forces one.
+    # our VNNI kernel, our AMX kernel (where the CPU has AMX) and torch._int_mm (oneDNN)
+    # per shape and row count at start, cached per machine; all give the same bits.
+    # "vnni", "amx" or "int_mm" forces one.
     int8_kernel: str = "measure"
     seed: int = 0  # generator of requests that sample without their own seed
     num_threads: int | None = None  # torch CPU threads; None leaves torch's default

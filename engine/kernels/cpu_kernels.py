@@ -34,11 +34,19 @@ log = logging.getLogger(__name__)
 _DIR = Path(__file__).parent
 SOURCES = [
     _DIR / n
-    for n in ("cpu_kernels.cpp", "int4_kernels.cpp", "layer_kernels.cpp", "paged_kv_kernels.cpp")
+    for n in (
+        "cpu_kernels.cpp",
+        "amx_kernels.cpp",
+        "int4_kernels.cpp",
+        "layer_kernels.cpp",
+        "paged_kv_kernels.cpp",
+    )
 ]
 HEADERS = [_DIR / "quantize_row.h", _DIR / "simd_math.h"]
 OPS = (
     "int8_linear",
+    "int8_linear_amx",
+    "amx_ready",
     "pack_int8",
     "int4_linear",
     "rms_norm_residual",

@@ -1,15 +1,16 @@
 """KernelChoice: which int8 matrix product each projection shape takes, by measurement.
 
-Two paths give the same bits for an ``Int8Linear`` on CPU: our VNNI kernel
-(``engine/kernels/cpu_kernels.cpp``) and ``quantization.int8_linear`` through
-``torch._int_mm``, oneDNN's int8 GEMM, which runs on AMX tiles where the CPU has them.
-Both quantize a row's activations to 15 bits and sum in integers, then apply the same
-float operations in the same order (``tests/engine/kernels`` checks bit equality). Which is
-faster depends on the CPU and on the number of rows, so at engine start each distinct
-(in, out) shape is timed on every candidate for each row class, interleaved, best of
-several rounds, and the result is cached per machine (CPU, flags, threads, torch, kernel
-build). Because the paths are bit-identical, choosing by row count keeps batch
-invariance: a token's result never depends on which path its batch took.
+Three paths give the same bits for an ``Int8Linear`` on CPU: our VNNI kernel
+(``engine/kernels/cpu_kernels.cpp``), our AMX kernel (``engine/kernels/amx_kernels.cpp``,
+the same integer sums on AMX tiles, where the CPU and the OS give them and the input
+width is a multiple of 64), and ``quantization.int8_linear`` through ``torch._int_mm``,
+oneDNN's int8 GEMM. All quantize a row's activations to 15 bits and sum in integers, then
+apply the same float operations in the same order (``tests/engine/kernels`` checks bit
+equality). Which is fastest depends on the CPU and on the number of rows, so at engine
+start each distinct (in, out) shape is timed on every candidate for each row class,
+interleaved, best of several rounds, and the result is cached per machine (CPU, flags,
+threads, torch, kernel build). Because the paths are bit-identical, choosing by row count
+keeps batch invariance: a token's result never depends on which path its batch took.
 
 Not candidates: oneDNN bf16 (other bits, so a token's logits would depend on its batch's
 size), and for int4 layers torch's int4pack kernel (bf16 activations, more error than
@@ -39,14 +40,14 @@ from engine.paths import cache_root
 
 log = logging.getLogger(__name__)
 
-PATHS = ("vnni", "int_mm")
+PATHS = ("vnni", "int_mm", "amx")
 MODES = ("measure", *PATHS)
 # (name, the largest row count of the class, the rows timed for it), as
 # quantization.row_class counts them
 ROW_CLASSES = (("1-8", 8, 4), ("9-64", 64, 32), ("65+", None, 256))
 ROUNDS = 5
-# torch's path is taken only when clearly faster: where it is not (no AMX) nothing may
-# get slower, and keeping its weight layout costs a second copy of the int8 weights.
+# Another path is taken only when clearly faster: where it is not, nothing may get slower
+# (and torch's path keeps a second copy of the int8 weights in its own layout).
 MARGIN = 0.9
 _MIN_SAMPLE_S = 0.002  # a timed sample repeats the call until it lasts this long
 _CACHE_FORMAT = 1
@@ -82,6 +83,11 @@ class KernelChoice:
 
     @staticmethod
     def _candidates(mode: str) -> tuple[str, ...]:
+        if mode == "amx" and not amx_ready():
+            raise ConfigError(
+                "int8_kernel='amx' needs AMX tiles (an Intel Xeon with amx_int8, Linux 5.16 "
+                "or later) and our C++ kernels; use 'measure' to take the fastest path here"
+            )
         if mode != "measure":
             return (mode,)
         found = []
@@ -89,6 +95,8 @@ class KernelChoice:
             found.append("vnni")
         if int_mm_is_fast():  # without AVX-512 BW torch._int_mm is a slow loop
             found.append("int_mm")
+        if amx_ready():
+            found.append("amx")
         return tuple(found)
 
     def choose(self, shapes: Iterable[Shape]) -> dict[Shape, ShapeChoice]:
@@ -96,7 +104,10 @@ class KernelChoice:
         if len(self.candidates) < 2:
             only = self.candidates[0] if self.candidates else "vnni"
             none: tuple[dict[str, float], ...] = tuple({} for _ in ROW_CLASSES)
-            return {s: ShapeChoice((only,) * len(ROW_CLASSES), none) for s in shapes}
+            return {
+                s: ShapeChoice((only if fits(only, s) else "vnni",) * len(ROW_CLASSES), none)
+                for s in shapes
+            }
         cached = self._read()
         choices: dict[Shape, ShapeChoice] = {}
         for shape in shapes:
@@ -127,8 +138,9 @@ class KernelChoice:
             calls: dict[str, Callable[[], torch.Tensor]] = {
                 "vnni": partial(ops.int8_linear, x, packed, rowsum, padded_scales, None, n),
                 "int_mm": partial(int8_linear, x, q_t, scales),
+                "amx": partial(ops.int8_linear_amx, x, packed, rowsum, padded_scales, None, n),
             }
-            best = _best_interleaved({p: calls[p] for p in self.candidates})
+            best = _best_interleaved({p: calls[p] for p in self.candidates if fits(p, shape)})
             fastest = min(best, key=best.__getitem__)
             keep = "vnni" in best and fastest != "vnni" and best[fastest] >= MARGIN * best["vnni"]
             paths.append("vnni" if keep else fastest)
@@ -169,6 +181,18 @@ class KernelChoice:
             os.replace(tmp, path)  # a concurrent engine reads the old file or the new
         except OSError as exc:  # a read-only cache costs the timing at the next start
             log.warning("kernel choice not cached (%s): timed again at the next start", exc)
+
+
+def amx_ready() -> bool:
+    """Whether our AMX kernel runs here: the C++ kernels loaded, the CPU has AMX int8
+    and the OS granted this process the tile registers."""
+    return CpuKernels.ops() is not None and bool(CpuKernels.k.amx_ready())
+
+
+def fits(path: str, shape: Shape) -> bool:
+    """Whether ``path`` takes a product of this (in, out) shape: the AMX kernel needs an
+    input width that fills its tiles' depth."""
+    return path != "amx" or shape[0] % 64 == 0
 
 
 def _best_interleaved(calls: dict[str, Callable[[], torch.Tensor]]) -> dict[str, float]:

@@ -158,8 +158,9 @@ class Int8Linear(nn.Module):
         self.vnni = None
         self.dense: Linear | None = None  # CPU without the kernels (prepare)
         self.stored_bytes = 0
-        # per row class (kernel_choice.ROW_CLASSES): "vnni" (our kernel) or "int_mm"
-        # (torch._int_mm), the same bits; take_paths sets what KernelChoice measured
+        # per row class (kernel_choice.ROW_CLASSES): "vnni" or "amx" (our kernels, one
+        # weight layout) or "int_mm" (torch._int_mm), the same bits; take_paths sets what
+        # KernelChoice measured
         self.paths: tuple[str, ...] = ("vnni", "vnni", "vnni")
 
     @classmethod
@@ -207,7 +208,7 @@ class Int8Linear(nn.Module):
             rows, cols = packed.shape[0] * 16, packed.shape[1] * 4
             q = packed.permute(0, 2, 1, 3).reshape(rows, cols)
             self.weight_t = q[: self.out_features, : self.in_features].t().contiguous()
-        if "vnni" not in paths:
+        if "vnni" not in paths and "amx" not in paths:
             self.vnni = None
 
     def only_vnni(self) -> bool:
@@ -215,15 +216,12 @@ class Int8Linear(nn.Module):
         return self.vnni is not None and all(p == "vnni" for p in self.paths)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if (
-            self.vnni is not None
-            and x.dtype == torch.float32
-            and self.paths[row_class(x.shape[0])] == "vnni"
-        ):
-            packed, rowsum, scales, bias = self.vnni
-            return CpuKernels.k.int8_linear(
-                x.contiguous(), packed, rowsum, scales, bias, self.out_features
-            )
+        if self.vnni is not None and x.dtype == torch.float32:
+            path = self.paths[row_class(x.shape[0])]
+            if path != "int_mm":
+                kernel = CpuKernels.k.int8_linear_amx if path == "amx" else CpuKernels.k.int8_linear
+                packed, rowsum, scales, bias = self.vnni
+                return kernel(x.contiguous(), packed, rowsum, scales, bias, self.out_features)
         if self.dense is not None:
             return self.dense(x if x.dtype == torch.float32 else x.float()).to(x.dtype)
         rows = x.shape[0] * (2 if ACTIVATION_SPLIT else 1)

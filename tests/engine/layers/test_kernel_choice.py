@@ -21,10 +21,17 @@ needs_kernels = pytest.mark.skipif(
 )
 
 
+needs_amx = pytest.mark.skipif(
+    not kernel_choice.amx_ready(), reason="needs AMX tiles (amx_int8) and our C++ kernels"
+)
+
+
 @pytest.fixture
 def both_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
-    """torch._int_mm is a candidate even where it is slow (it is measured either way)."""
+    """torch._int_mm is a candidate even where it is slow (it is measured either way);
+    the AMX kernel is left out, so the same two candidates run on every machine."""
     monkeypatch.setattr(kernel_choice, "int_mm_is_fast", lambda: True)
+    monkeypatch.setattr(kernel_choice, "amx_ready", lambda: False)
 
 
 @needs_kernels
@@ -103,10 +110,46 @@ def test_a_broken_cache_file_is_timed_again(tmp_path: Path, both_candidates: Non
 
 
 def test_an_unknown_mode_is_refused_by_name(tiny_llama: Path) -> None:
-    with pytest.raises(ConfigError, match=r"int8_kernel must be one of .*'measure'.*got 'amx'"):
-        KernelChoice("amx")
+    with pytest.raises(ConfigError, match=r"int8_kernel must be one of .*'amx'.*got 'onednn'"):
+        KernelChoice("onednn")
     with pytest.raises(ConfigError, match="int8_kernel must be one of"):
         EngineConfig(model=str(tiny_llama), int8_kernel="fastest")
+
+
+def test_amx_forced_where_there_is_none_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kernel_choice, "amx_ready", lambda: False)
+    with pytest.raises(ConfigError, match=r"int8_kernel='amx' needs AMX tiles.*'measure'"):
+        KernelChoice("amx", tmp_path)
+
+
+@needs_amx
+def test_amx_is_measured_where_it_runs_and_only_for_widths_it_takes(tmp_path: Path) -> None:
+    chooser = KernelChoice("measure", tmp_path)
+    assert "amx" in chooser.candidates
+    made = chooser.choose([(128, 48), (96, 48)])
+    assert all("amx" in ms for ms in made[(128, 48)].ms)
+    assert not any("amx" in ms for ms in made[(96, 48)].ms)
+    assert "amx" not in made[(96, 48)].paths
+    forced = KernelChoice("amx", tmp_path).choose([(128, 48), (96, 48)])
+    assert forced[(128, 48)].paths == ("amx",) * 3 and forced[(96, 48)].paths == ("vnni",) * 3
+
+
+@needs_amx
+@pytest.mark.parametrize("paths", [("vnni", "amx", "amx"), ("amx", "vnni", "int_mm"), ("amx",) * 3])
+def test_every_mix_with_amx_gives_our_kernels_bits(paths: tuple[str, ...]) -> None:
+    torch.manual_seed(8)
+    w, bias = torch.randn(70, 128) * 0.05, torch.randn(70)
+    ours, mixed = Q.Int8Linear.from_float(w, bias), Q.Int8Linear.from_float(w, bias)
+    ours.prepare()
+    mixed.prepare()
+    mixed.take_paths(paths)
+    assert mixed.vnni is not None and not mixed.only_vnni()  # the packing AMX reads too
+    assert (mixed.weight_t is not None) == ("int_mm" in paths)
+    for rows in (1, 5, 8, 9, 40, 64, 65, 130):
+        x = torch.randn(rows, 128) * torch.rand(rows, 1) * 10
+        assert torch.equal(mixed(x), ours(x)), rows
 
 
 @needs_kernels
@@ -132,13 +175,14 @@ def test_every_mix_of_paths_gives_our_kernels_bits(paths: tuple[str, ...]) -> No
 def test_the_engine_reports_its_paths_and_answers_the_same_on_each(tiny_llama: Path) -> None:
     prompts = [[5, 6, 7, 8], list(range(2, 90))]
     tokens, paths = [], []
-    for mode in ("vnni", "int_mm", "measure"):
+    modes = ("vnni", "int_mm", "measure", *(("amx",) if kernel_choice.amx_ready() else ()))
+    for mode in modes:
         llm = LLM(str(tiny_llama), quantization="int8", int8_kernel=mode)
         params = SamplingParams(max_tokens=8, temperature=0.0, ignore_eos=True)
         tokens.append([o.token_ids for o in llm.generate(prompts, params)])
         paths.append(llm.stats().int8_paths)
         llm.close()
-    assert tokens[0] == tokens[1] == tokens[2]
+    assert all(t == tokens[0] for t in tokens)
     assert paths[0] and set(paths[0].values()) == {"vnni vnni vnni"}
     assert set(paths[1].values()) == {"int_mm int_mm int_mm"}
     assert paths[2].keys() == paths[0].keys()
