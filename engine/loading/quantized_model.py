@@ -208,6 +208,9 @@ def quantize_model(
         cache.save(out)
 
 
+HEAD_SLICE = 8192  # the head's outputs KernelChoice times
+
+
 def prepare_quantized(model: nn.Module, int8_kernel: str = "measure") -> dict[str, str]:
     """After the float layers' ``prepare``: pick kernels, the int8 projections' paths
     by measurement (KernelChoice; ``int8_kernel`` may force one); an int8 tied head
@@ -217,22 +220,37 @@ def prepare_quantized(model: nn.Module, int8_kernel: str = "measure") -> dict[st
     for name, module in quantized_modules(model):
         if isinstance(module, (Int8Linear, Int4Linear)):
             module.prepare()
-        # the head's products are the sampled rows only; timing its 150k-row shape
-        # would cost seconds a start, so it keeps our kernel
         if isinstance(module, Int8Linear) and module.vnni is not None and name != "lm_head":
             choosing.append(module)
-    chooser = KernelChoice(int8_kernel)
-    choices = chooser.choose((m.in_features, m.out_features) for m in choosing)
-    for module in choosing:
-        module.take_paths(choices[(module.in_features, module.out_features)].paths)
-    summary = {}
-    for (k, n), choice in choices.items():
-        log.info("int8 %dx%d (%s): %s", k, n, chooser.source, choice.describe())
-        summary[f"{k}x{n}"] = " ".join(choice.paths)
     emb = getattr(model, "embed_tokens", None)
-    if isinstance(emb, Int8Embedding) and getattr(model, "lm_head", None) is None:
+    head: Int8Linear | None = getattr(model, "lm_head", None)
+    if isinstance(emb, Int8Embedding) and head is None:
         head = Int8Linear(emb.qweight.shape[1], emb.qweight.shape[0])
         head.weight, head.scales = emb.qweight, emb.scales
         head.prepare(release=False)  # the embedding still gathers rows from it
         model.tied_head = head  # type: ignore[assignment]
+    chooser = KernelChoice(int8_kernel)
+    shapes = [(m.in_features, m.out_features) for m in choosing]
+    # The head is timed on its first HEAD_SLICE outputs (all 151,936 of Qwen's would cost
+    # seconds a start; the paths' relative speed is settled long before). It takes our
+    # kernels only: torch's path would keep a second copy of the whole table.
+    head_shape = None
+    if isinstance(head, Int8Linear) and head.vnni is not None:
+        head_shape = (head.in_features, min(head.out_features, HEAD_SLICE))
+        shapes.append(head_shape)
+    choices = chooser.choose(shapes)
+    for module in choosing:
+        module.take_paths(choices[(module.in_features, module.out_features)].paths)
+    summary = {}
+    for k, n in sorted(set(shapes) - ({head_shape} - set(shapes[: len(choosing)]))):
+        log.info("int8 %dx%d (%s): %s", k, n, chooser.source, choices[(k, n)].describe())
+        summary[f"{k}x{n}"] = " ".join(choices[(k, n)].paths)
+    if head is not None and head_shape is not None:
+        paths = tuple("vnni" if p == "int_mm" else p for p in choices[head_shape].paths)
+        head.take_paths(paths)
+        name = f"head {head.in_features}x{head.out_features}"
+        log.info(
+            "int8 %s (%s, timed on %d outputs): %s", name, chooser.source, head_shape[1], paths
+        )
+        summary[name] = " ".join(paths)
     return summary

@@ -183,6 +183,10 @@ def test_the_engine_reports_its_paths_and_answers_the_same_on_each(tiny_llama: P
         paths.append(llm.stats().int8_paths)
         llm.close()
     assert all(t == tokens[0] for t in tokens)
+    (head,) = [name for name in paths[0] if name.startswith("head ")]
     assert paths[0] and set(paths[0].values()) == {"vnni vnni vnni"}
+    # the head takes our kernels only: torch's path would copy the whole table
+    assert paths[1].pop(head) == "vnni vnni vnni"
     assert set(paths[1].values()) == {"int_mm int_mm int_mm"}
     assert paths[2].keys() == paths[0].keys()
+    assert "int_mm" not in paths[2][head]
