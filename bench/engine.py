@@ -261,7 +261,7 @@ def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any
         "cpu_kernels": CpuKernels.lib() is not None,
         "cpu_kernels_build_s": CpuKernels.build_seconds,
         "int8_kernel": args.int8_kernel,
-        "int8_paths": llm.stats().int8_paths,  # per shape: 1-8, 9-64, 65+ rows
+        "int8_paths": llm.stats().int8_paths,  # per shape: 1-3, 4-8, 9-64, 65+ rows
         "machine": describe(),
         "engine": engine,
         "peers": peers,

@@ -112,8 +112,9 @@ def int4_scales_and_zeros(scales: torch.Tensor, mins: torch.Tensor) -> torch.Ten
 
 
 def row_class(rows: int) -> int:
-    """Index of a product of ``rows`` rows in kernel_choice.ROW_CLASSES (1-8, 9-64, 65+)."""
-    return 0 if rows <= 8 else 1 if rows <= 64 else 2
+    """Index of a product of ``rows`` rows in kernel_choice.ROW_CLASSES (1-3, 4-8, 9-64,
+    65+)."""
+    return 0 if rows <= 3 else 1 if rows <= 8 else 2 if rows <= 64 else 3
 
 
 ACTIVATION_SPLIT = True  # int8_linear's activations: 15 bits in two int8 halves
@@ -161,7 +162,7 @@ class Int8Linear(nn.Module):
         # per row class (kernel_choice.ROW_CLASSES): "vnni" or "amx" (our kernels, one
         # weight layout) or "int_mm" (torch._int_mm), the same bits; take_paths sets what
         # KernelChoice measured
-        self.paths: tuple[str, ...] = ("vnni", "vnni", "vnni")
+        self.paths: tuple[str, ...] = ("vnni",) * 4
 
     @classmethod
     def from_float(cls, w: torch.Tensor, bias: torch.Tensor | None = None) -> Int8Linear:
@@ -211,9 +212,10 @@ class Int8Linear(nn.Module):
         if "vnni" not in paths and "amx" not in paths:
             self.vnni = None
 
-    def only_vnni(self) -> bool:
-        """Whether every product runs on our kernel (FlatForward may then call it directly)."""
-        return self.vnni is not None and all(p == "vnni" for p in self.paths)
+    def only_ours(self) -> bool:
+        """Whether every product runs on our kernels, VNNI or AMX (FlatForward may then
+        call them directly)."""
+        return self.vnni is not None and "int_mm" not in self.paths
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.vnni is not None and x.dtype == torch.float32:

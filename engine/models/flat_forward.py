@@ -21,7 +21,7 @@ from torch import nn
 from engine.kernels.cpu_kernels import CpuKernels
 from engine.layers.attention import AttentionMetadata, PagedAttention
 from engine.layers.int4_linear import Int4Linear
-from engine.layers.quantization import Int8Linear
+from engine.layers.quantization import Int8Linear, row_class
 from engine.layers.rotary import RotaryEmbedding
 
 Kernel = Callable[..., torch.Tensor]
@@ -32,8 +32,16 @@ def linear_kernel(module: nn.Module) -> tuple[Kernel, tuple[Any, ...]]:
     the projection's C++ kernel and packed weights when it has them (what its
     ``forward`` would call), else its ``forward``."""
     k = CpuKernels.k
-    if isinstance(module, Int8Linear) and module.vnni is not None and module.only_vnni():
-        return k.int8_linear, (*module.vnni, module.out_features)
+    if isinstance(module, Int8Linear) and module.vnni is not None and module.only_ours():
+        args = (*module.vnni, module.out_features)
+        kernels = tuple(k.int8_linear_amx if p == "amx" else k.int8_linear for p in module.paths)
+        if len(set(kernels)) == 1:
+            return kernels[0], args
+
+        def by_rows(x: torch.Tensor, *args: Any) -> torch.Tensor:  # KernelChoice's classes
+            return kernels[row_class(x.shape[0])](x, *args)
+
+        return by_rows, args
     if isinstance(module, Int4Linear) and module.vnni is not None:
         return k.int4_linear, (*module.vnni, module.out_features, module.group_size)
     return module.forward, ()

@@ -47,7 +47,7 @@ class EngineStats:
     steps: int = 0
     steps_over_budget: int = 0
     step_prediction_error: float = 0.0  # moving mean of |measured - predicted| / measured
-    # int8 projections: "<in>x<out>" -> the path of each row class (1-8, 9-64, 65+),
+    # int8 projections: "<in>x<out>" -> the path of each row class (1-3, 4-8, 9-64, 65+),
     # "vnni" (our kernel) or "int_mm" (torch/oneDNN), as engine.layers.kernel_choice chose
     int8_paths: dict[str, str] = field(default_factory=dict)
 

@@ -17,7 +17,7 @@ import transformers
 
 from engine import LLM, SamplingParams
 from engine.kernels.cpu_kernels import CpuKernels
-from engine.layers.kernel_choice import KernelChoice, ShapeChoice
+from engine.layers.kernel_choice import KernelChoice, ShapeChoice, amx_ready
 from engine.loading import quantized_model
 from engine.sampler import Sampler
 
@@ -147,15 +147,17 @@ def test_int8_logits_do_not_depend_on_batch_chunks_or_cache(smollm2_dir: Path) -
 def test_int8_logits_do_not_depend_on_the_path_a_batchs_size_took(
     smollm2_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """KernelChoice picks a path by row count; with torch's path for 9-64 rows, steps
-    of 16-97 tokens cross the classes, and every logit keeps our kernel's bits alone."""
+    """KernelChoice picks a path by row count; with torch's path for 9-64 rows (and the
+    AMX kernel for 4-8 and 65+ where the CPU has tiles), steps of 16-97 tokens cross the
+    classes, and every logit keeps our kernel's bits alone."""
 
     chosen: list[int] = []
+    mix = ("vnni", "amx", "int_mm", "amx") if amx_ready() else ("vnni", "vnni", "int_mm", "vnni")
 
     class Mixed(KernelChoice):
         def choose(self, shapes: Iterable[tuple[int, int]]) -> dict[Any, ShapeChoice]:
             chosen.append(1)
-            return {s: ShapeChoice(("vnni", "int_mm", "vnni"), ({},) * 3) for s in shapes}
+            return {s: ShapeChoice(mix, ({},) * 4) for s in shapes}
 
     def mixed() -> None:
         monkeypatch.setattr(quantized_model, "KernelChoice", Mixed)

@@ -89,7 +89,7 @@ def test_torch_is_taken_only_when_clearly_faster(
     (choice,) = KernelChoice("measure", tmp_path).choose([(32, 32)]).values()
     assert choice.paths == (path,) * len(ROW_CLASSES)
     assert choice.ms[0] == {"vnni": vnni_s * 1e3, "int_mm": int_mm_s * 1e3}
-    assert f"1-8 rows: {path} (vnni " in choice.describe()
+    assert f"1-3 rows: {path} (vnni " in choice.describe()
 
 
 def test_a_forced_path_is_not_timed(tmp_path: Path) -> None:
@@ -133,11 +133,13 @@ def test_amx_is_measured_where_it_runs_and_only_for_widths_it_takes(tmp_path: Pa
     assert not any("amx" in ms for ms in made[(96, 48)].ms)
     assert "amx" not in made[(96, 48)].paths
     forced = KernelChoice("amx", tmp_path).choose([(128, 48), (96, 48)])
-    assert forced[(128, 48)].paths == ("amx",) * 3 and forced[(96, 48)].paths == ("vnni",) * 3
+    assert forced[(128, 48)].paths == ("amx",) * 4 and forced[(96, 48)].paths == ("vnni",) * 4
 
 
 @needs_amx
-@pytest.mark.parametrize("paths", [("vnni", "amx", "amx"), ("amx", "vnni", "int_mm"), ("amx",) * 3])
+@pytest.mark.parametrize(
+    "paths", [("vnni", "amx", "amx", "amx"), ("amx", "vnni", "int_mm", "vnni"), ("amx",) * 4]
+)
 def test_every_mix_with_amx_gives_our_kernels_bits(paths: tuple[str, ...]) -> None:
     torch.manual_seed(8)
     w, bias = torch.randn(70, 128) * 0.05, torch.randn(70)
@@ -145,16 +147,18 @@ def test_every_mix_with_amx_gives_our_kernels_bits(paths: tuple[str, ...]) -> No
     ours.prepare()
     mixed.prepare()
     mixed.take_paths(paths)
-    assert mixed.vnni is not None and not mixed.only_vnni()  # the packing AMX reads too
+    assert mixed.vnni is not None  # the packing AMX reads too
+    assert mixed.only_ours() == ("int_mm" not in paths)
     assert (mixed.weight_t is not None) == ("int_mm" in paths)
-    for rows in (1, 5, 8, 9, 40, 64, 65, 130):
+    for rows in (1, 3, 4, 8, 9, 40, 64, 65, 130):
         x = torch.randn(rows, 128) * torch.rand(rows, 1) * 10
         assert torch.equal(mixed(x), ours(x)), rows
 
 
 @needs_kernels
 @pytest.mark.parametrize(
-    "paths", [("vnni", "int_mm", "vnni"), ("int_mm", "vnni", "int_mm"), ("int_mm",) * 3]
+    "paths",
+    [("vnni", "vnni", "int_mm", "vnni"), ("int_mm", "vnni", "vnni", "int_mm"), ("int_mm",) * 4],
 )
 def test_every_mix_of_paths_gives_our_kernels_bits(paths: tuple[str, ...]) -> None:
     torch.manual_seed(7)
@@ -165,8 +169,8 @@ def test_every_mix_of_paths_gives_our_kernels_bits(paths: tuple[str, ...]) -> No
     mixed.prepare()
     mixed.take_paths(paths)
     assert mixed.weight_t is not None and torch.equal(mixed.weight_t, q.t())  # unpacked
-    assert (mixed.vnni is None) == ("vnni" not in paths) and not mixed.only_vnni()
-    for rows in (1, 5, 8, 9, 40, 64, 65, 130):
+    assert (mixed.vnni is None) == ("vnni" not in paths) and not mixed.only_ours()
+    for rows in (1, 3, 4, 8, 9, 40, 64, 65, 130):
         x = torch.randn(rows, 37) * torch.rand(rows, 1) * 10
         assert torch.equal(mixed(x), ours(x)), rows
 
@@ -184,9 +188,9 @@ def test_the_engine_reports_its_paths_and_answers_the_same_on_each(tiny_llama: P
         llm.close()
     assert all(t == tokens[0] for t in tokens)
     (head,) = [name for name in paths[0] if name.startswith("head ")]
-    assert paths[0] and set(paths[0].values()) == {"vnni vnni vnni"}
+    assert paths[0] and set(paths[0].values()) == {"vnni vnni vnni vnni"}
     # the head takes our kernels only: torch's path would copy the whole table
-    assert paths[1].pop(head) == "vnni vnni vnni"
-    assert set(paths[1].values()) == {"int_mm int_mm int_mm"}
+    assert paths[1].pop(head) == "vnni vnni vnni vnni"
+    assert set(paths[1].values()) == {"int_mm int_mm int_mm int_mm"}
     assert paths[2].keys() == paths[0].keys()
     assert "int_mm" not in paths[2][head]

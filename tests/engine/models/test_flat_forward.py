@@ -11,6 +11,8 @@ import torch
 
 from engine import LLM, SamplingParams
 from engine.kernels.cpu_kernels import CpuKernels
+from engine.layers.quantization import Int8Linear
+from engine.models.flat_forward import linear_kernel
 from tests.engine.test_exactness import prompts
 
 needs_kernels = pytest.mark.skipif(
@@ -45,6 +47,7 @@ def test_the_flat_pass_is_bit_identical_to_the_module_path(
     settings: dict[str, Any] = dict(
         dtype="float32",
         quantization=quantization,
+        int8_kernel="vnni",
         max_num_batched_tokens=8,
         max_num_seqs=4,
         block_size=4,
@@ -75,3 +78,27 @@ def test_no_flat_pass_without_the_cpp_kernels(
         CpuKernels.enabled = True
     assert llm.model.flat is None
     assert not llm.model.uses_cpu_kernels
+
+
+@needs_kernels
+def test_a_projection_with_a_path_per_row_class_is_dispatched_by_its_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """VNNI for a decode's rows, AMX for a prompt's: the flat pass calls the kernel the
+    module itself would (the AMX one is stood in for where this CPU has no tiles)."""
+    torch.manual_seed(3)
+    module = Int8Linear.from_float(torch.randn(48, 64) * 0.05)
+    module.prepare()
+    module.take_paths(("vnni", "vnni", "amx", "amx"))
+    called: list[int] = []
+
+    def amx(x: torch.Tensor, *args: Any) -> torch.Tensor:
+        called.append(x.shape[0])
+        return CpuKernels.k.int8_linear(x, *args)
+
+    monkeypatch.setattr(CpuKernels.k, "int8_linear_amx", amx)
+    fn, args = linear_kernel(module)
+    for rows in (1, 8, 9, 70):
+        x = torch.randn(rows, 64)
+        assert torch.equal(fn(x, *args), module(x))
+    assert called == [9, 9, 70, 70]  # the flat call and the module's, for rows past 8
