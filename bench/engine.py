@@ -85,6 +85,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--long-prefill-only", action="store_true", help="only the long prefill, per mode"
     )
     parser.add_argument(
+        "--int8-paths",
+        default=None,
+        help="only prefill and --streams decode per int8_kernel mode, e.g. vnni,measure",
+    )
+    parser.add_argument(
         "--attention-bf16",
         default="auto",
         help="--long-prefill-only: attention_bf16 modes to compare, e.g. none,values,all",
@@ -93,9 +98,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """The benchmark; every engine and peer process is closed however it ends."""
+    from bench.engine_int8_paths import run_int8_paths
     from bench.engine_long_call import run_long_call, run_long_prefill
 
     quick = bool(getattr(args, "quick", False))
+    if args.int8_paths:
+        return {"int8_paths": run_int8_paths(args, quick)}
     if args.long_prefill_only:
         return {"long_prefill": run_long_prefill(args, quick)}
     if args.long_call_only:
