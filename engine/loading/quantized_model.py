@@ -215,7 +215,8 @@ def prepare_quantized(model: nn.Module, int8_kernel: str = "measure") -> dict[st
     """After the float layers' ``prepare``: pick kernels, the int8 projections' paths
     by measurement (KernelChoice; ``int8_kernel`` may force one); an int8 tied head
     shares the embedding's int8 table (ignoring any packed float head ``prepare`` made).
-    Returns each int8 shape's paths by row class, as the startup log gives them."""
+    Returns each int8 shape's paths by row class, as the startup log gives them, and
+    the head's under ``"head <in>x<out>"``."""
     choosing: list[Int8Linear] = []
     for name, module in quantized_modules(model):
         if isinstance(module, (Int8Linear, Int4Linear)):
@@ -242,7 +243,7 @@ def prepare_quantized(model: nn.Module, int8_kernel: str = "measure") -> dict[st
     for module in choosing:
         module.take_paths(choices[(module.in_features, module.out_features)].paths)
     summary = {}
-    for k, n in sorted(set(shapes) - ({head_shape} - set(shapes[: len(choosing)]))):
+    for k, n in sorted({(m.in_features, m.out_features) for m in choosing}):
         log.info("int8 %dx%d (%s): %s", k, n, chooser.source, choices[(k, n)].describe())
         summary[f"{k}x{n}"] = " ".join(choices[(k, n)].paths)
     if head is not None and head_shape is not None:
