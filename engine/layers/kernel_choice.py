@@ -74,11 +74,16 @@ class ShapeChoice:
 class KernelChoice:
     """``choose(shapes)``: each shape's ShapeChoice, from the cache or timed now."""
 
-    def __init__(self, mode: str = "measure", cache_dir: Path | None = None) -> None:
+    def __init__(
+        self, mode: str = "measure", cache_dir: Path | None = None, ours_only: bool = False
+    ) -> None:
+        """``ours_only``: our kernels only (for the LM head, whose table torch's path
+        would copy); a forced "int_mm" then gives our VNNI kernel."""
         if mode not in MODES:
             raise ConfigError(f"int8_kernel must be one of {MODES}, got {mode!r}")
         self.mode = mode
-        self.candidates = self._candidates(mode)
+        found = self._candidates(mode)
+        self.candidates = tuple(c for c in found if not ours_only or c != "int_mm")
         self.cache_dir = cache_dir if cache_dir is not None else cache_root() / "kernel_choice"
         self.timed_shapes = 0  # shapes this instance measured (not read from the cache)
         self.source = "forced" if mode != "measure" else "measured"

@@ -231,27 +231,22 @@ def prepare_quantized(model: nn.Module, int8_kernel: str = "measure") -> dict[st
         head.prepare(release=False)  # the embedding still gathers rows from it
         model.tied_head = head  # type: ignore[assignment]
     chooser = KernelChoice(int8_kernel)
-    shapes = [(m.in_features, m.out_features) for m in choosing]
-    # The head is timed on its first HEAD_SLICE outputs (all 151,936 of Qwen's would cost
-    # seconds a start; the paths' relative speed is settled long before). It takes our
-    # kernels only: torch's path would keep a second copy of the whole table.
-    head_shape = None
-    if isinstance(head, Int8Linear) and head.vnni is not None:
-        head_shape = (head.in_features, min(head.out_features, HEAD_SLICE))
-        shapes.append(head_shape)
-    choices = chooser.choose(shapes)
+    choices = chooser.choose((m.in_features, m.out_features) for m in choosing)
     for module in choosing:
         module.take_paths(choices[(module.in_features, module.out_features)].paths)
     summary = {}
-    for k, n in sorted({(m.in_features, m.out_features) for m in choosing}):
-        log.info("int8 %dx%d (%s): %s", k, n, chooser.source, choices[(k, n)].describe())
-        summary[f"{k}x{n}"] = " ".join(choices[(k, n)].paths)
-    if head is not None and head_shape is not None:
-        paths = tuple("vnni" if p == "int_mm" else p for p in choices[head_shape].paths)
-        head.take_paths(paths)
+    for (k, n), choice in choices.items():
+        log.info("int8 %dx%d (%s): %s", k, n, chooser.source, choice.describe())
+        summary[f"{k}x{n}"] = " ".join(choice.paths)
+    if isinstance(head, Int8Linear) and head.vnni is not None:
+        # Timed on its first HEAD_SLICE outputs (all 151,936 of Qwen's would cost seconds
+        # a start; the paths' relative speed is settled long before), on our kernels only:
+        # torch's path would keep a second copy of the whole table.
+        heads = KernelChoice(int8_kernel, ours_only=True)
+        shape = (head.in_features, min(head.out_features, HEAD_SLICE))
+        choice = heads.choose([shape])[shape]
+        head.take_paths(choice.paths)
         name = f"head {head.in_features}x{head.out_features}"
-        log.info(
-            "int8 %s (%s, timed on %d outputs): %s", name, chooser.source, head_shape[1], paths
-        )
-        summary[name] = " ".join(paths)
+        log.info("int8 %s (%s on %d outputs): %s", name, heads.source, shape[1], choice.describe())
+        summary[name] = " ".join(choice.paths)
     return summary

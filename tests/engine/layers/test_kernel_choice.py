@@ -194,3 +194,12 @@ def test_the_engine_reports_its_paths_and_answers_the_same_on_each(tiny_llama: P
     assert set(paths[1].values()) == {"int_mm int_mm int_mm int_mm"}
     assert paths[2].keys() == paths[0].keys()
     assert "int_mm" not in paths[2][head]
+
+
+def test_the_heads_choice_is_among_our_kernels_only(tmp_path: Path, both_candidates: None) -> None:
+    """The LM head never takes torch's path (it would copy the whole table): forced, it
+    gets our VNNI kernel; measured, torch's path is not even timed."""
+    forced = KernelChoice("int_mm", tmp_path, ours_only=True).choose([(32, 32)])
+    assert forced[(32, 32)].paths == ("vnni",) * len(ROW_CLASSES)
+    measured = KernelChoice("measure", tmp_path, ours_only=True)
+    assert "int_mm" not in measured.candidates
