@@ -25,12 +25,21 @@
 
 #include "quantize_row.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <vector>
 
+// A compiler without AMX intrinsics (g++ < 11, clang < 12) builds the stubs at the end,
+// so the rest of the kernels still build and amx_ready() says no.
+#if (defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11)
+#define R1VOICE_AMX 1
+#endif
+
 namespace {
+
+#ifdef R1VOICE_AMX
 
 constexpr int kArchReqXcompPerm = 0x1023;
 constexpr int kXfeatureXtiledata = 18;
@@ -140,6 +149,7 @@ at::Tensor int8_linear_amx(const at::Tensor& x, const at::Tensor& packed, const 
   // a fresh allocation maps and faults in page by page on every call.
   thread_local std::vector<uint8_t> bytes;
   thread_local std::vector<float> scale;
+  constexpr size_t kKeep = size_t{16} << 20;  // more than a long prompt's chunk is not kept
   if (bytes.size() < static_cast<size_t>(2 * mp * kp)) bytes.resize(2 * mp * kp);
   if (scale.size() < static_cast<size_t>(mp)) scale.resize(mp);
   uint8_t* hi = bytes.data();
@@ -185,8 +195,21 @@ at::Tensor int8_linear_amx(const at::Tensor& x, const at::Tensor& packed, const 
     }
     release_tiles();
   });
+  if (bytes.capacity() > kKeep) std::vector<uint8_t>().swap(bytes);
   return y;
 }
+
+#else  // no AMX intrinsics in this compiler
+
+bool amx_ready() { return false; }
+
+at::Tensor int8_linear_amx(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                           const std::optional<at::Tensor>&, int64_t) {
+  TORCH_CHECK(false, "int8_linear_amx: built by a compiler without AMX intrinsics");
+  return at::Tensor();
+}
+
+#endif
 
 }  // namespace
 

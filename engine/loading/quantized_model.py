@@ -240,8 +240,9 @@ def prepare_quantized(model: nn.Module, int8_kernel: str = "measure") -> dict[st
         summary[f"{k}x{n}"] = " ".join(choice.paths)
     if isinstance(head, Int8Linear) and head.vnni is not None:
         # Timed on its first HEAD_SLICE outputs (all 151,936 of Qwen's would cost seconds
-        # a start; the paths' relative speed is settled long before), on our kernels only:
-        # torch's path would keep a second copy of the whole table.
+        # a start), on our kernels only: torch's path would keep a second copy of the
+        # whole table. The slice sits in cache where the table streams from memory, so
+        # this times the arithmetic; MARGIN keeps a close call on our VNNI kernel.
         heads = KernelChoice(int8_kernel, ours_only=True)
         shape = (head.in_features, min(head.out_features, HEAD_SLICE))
         choice = heads.choose([shape])[shape]

@@ -48,7 +48,8 @@ class EngineStats:
     steps_over_budget: int = 0
     step_prediction_error: float = 0.0  # moving mean of |measured - predicted| / measured
     # int8 projections: "<in>x<out>" -> the path of each row class (1-3, 4-8, 9-64, 65+),
-    # "vnni" (our kernel) or "int_mm" (torch/oneDNN), as engine.layers.kernel_choice chose
+    # "vnni" or "amx" (our kernels) or "int_mm" (torch/oneDNN), as
+    # engine.layers.kernel_choice chose; the head's under "head <in>x<out>"
     int8_paths: dict[str, str] = field(default_factory=dict)
 
     def asdict(self) -> dict[str, Any]:
