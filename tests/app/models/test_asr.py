@@ -303,17 +303,33 @@ def test_a_short_turn_transcribes_the_same_every_time() -> None:
 
 def test_no_pass_falls_back_to_sampling(asr: WhisperASR, monkeypatch: pytest.MonkeyPatch) -> None:
     """Short and long turns alike decode at temperature 0 alone: faster-whisper's default
-    falls back to sampling at rising temperatures, which made transcripts random."""
+    falls back to sampling at rising temperatures, which made transcripts random. A long
+    English turn's windows are not conditioned on the text before them; Mandarin's are."""
+    import app.models.asr as asr_module
+
     seen: list[Any] = []
 
     def transcribe(audio, **options):  # type: ignore[no-untyped-def]
-        seen.append(options.get("temperature", "faster-whisper's fallback list"))
+        seen.append(
+            (options.get("temperature", "faster-whisper's fallback list"),
+             options.get("condition_on_previous_text"))
+        )  # fmt: skip
         return iter(()), type("Info", (), {"language": "en", "duration": audio.size / 16_000})()
 
     monkeypatch.setattr(asr.model, "transcribe", transcribe)
     for seconds in (3, 45):
         asr.transcribe(np.zeros(seconds * 16_000, np.float32))
-    assert seen == [0.0, 0.0]
+    assert seen == [(0.0, False), (0.0, False)]  # tiny.en: English
+    assert asr_module.UNCONDITIONED == (None, "en")  # Mandarin: the test after the next
+
+
+def test_a_long_turn_transcribes_the_same_every_time(asr: WhisperASR) -> None:
+    from bench.asr_long import gap, jfk_twice_and_a_half_then_licence
+
+    _, samples = jfk_twice_and_a_half_then_licence()
+    audio = np.concatenate([samples, gap(0.2)])
+    first = asr.transcribe(audio).text
+    assert asr.transcribe(audio).text == first
 
 
 def test_a_pass_keeps_every_token_its_bound_allows(monkeypatch: pytest.MonkeyPatch) -> None:
