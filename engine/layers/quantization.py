@@ -28,6 +28,7 @@ INT4 (asymmetric, per group of ``group_size`` input channels, w = q * s + m, q i
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -115,6 +116,12 @@ def row_class(rows: int) -> int:
     """Index of a product of ``rows`` rows in kernel_choice.ROW_CLASSES (1-3, 4-8, 9-64,
     65+)."""
     return 0 if rows <= 3 else 1 if rows <= 8 else 2 if rows <= 64 else 3
+
+
+def our_kernel(path: str) -> Any:
+    """The C++ op of one of our int8 paths ("vnni" or "amx"); both read the same packed
+    weights and take the same arguments."""
+    return CpuKernels.k.int8_linear_amx if path == "amx" else CpuKernels.k.int8_linear
 
 
 ACTIVATION_SPLIT = True  # int8_linear's activations: 15 bits in two int8 halves
@@ -221,9 +228,10 @@ class Int8Linear(nn.Module):
         if self.vnni is not None and x.dtype == torch.float32:
             path = self.paths[row_class(x.shape[0])]
             if path != "int_mm":
-                kernel = CpuKernels.k.int8_linear_amx if path == "amx" else CpuKernels.k.int8_linear
                 packed, rowsum, scales, bias = self.vnni
-                return kernel(x.contiguous(), packed, rowsum, scales, bias, self.out_features)
+                return our_kernel(path)(
+                    x.contiguous(), packed, rowsum, scales, bias, self.out_features
+                )
         if self.dense is not None:
             return self.dense(x if x.dtype == torch.float32 else x.float()).to(x.dtype)
         rows = x.shape[0] * (2 if ACTIVATION_SPLIT else 1)

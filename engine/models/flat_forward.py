@@ -21,7 +21,7 @@ from torch import nn
 from engine.kernels.cpu_kernels import CpuKernels
 from engine.layers.attention import AttentionMetadata, PagedAttention
 from engine.layers.int4_linear import Int4Linear
-from engine.layers.quantization import Int8Linear, row_class
+from engine.layers.quantization import Int8Linear, our_kernel, row_class
 from engine.layers.rotary import RotaryEmbedding
 
 Kernel = Callable[..., torch.Tensor]
@@ -34,7 +34,7 @@ def linear_kernel(module: nn.Module) -> tuple[Kernel, tuple[Any, ...]]:
     k = CpuKernels.k
     if isinstance(module, Int8Linear) and module.vnni is not None and module.only_ours():
         args = (*module.vnni, module.out_features)
-        kernels = tuple(k.int8_linear_amx if p == "amx" else k.int8_linear for p in module.paths)
+        kernels = tuple(our_kernel(p) for p in module.paths)
         if len(set(kernels)) == 1:
             return kernels[0], args
 
