@@ -7,6 +7,13 @@ Opus's 48 kHz, so the encoder takes each frame as it comes. The pacing follows a
 own AudioStreamTrack: frame n is due at start + n * 20 ms; with nothing queued it sends
 silence, so the stream's timing never jumps.
 
+An answer that arrives while the track sends silence does not wait for the next tick: the
+silence's wait ends on its arrival and the clock restarts there (an answer's first frame
+waited 10 ms on average, up to 20, for a tick set by the silence before it). Its RTP
+timestamp still follows the last one, so the stream is then up to a frame ahead of its
+timestamps; the silence after the answer gives that lead back 2 ms a frame, so the lead
+stays under a frame however many answers there are.
+
 The track knows what went out: each answer's piece carries its place on the answer's
 timeline, so `played_ms` is exact, and `stop` drops the rest at once. It reports
 `output_audio_buffer.started` when an answer's first frame goes out, `.stopped` when
@@ -40,6 +47,8 @@ FRAME_MS = 20
 FRAME_SAMPLES = RATE * FRAME_MS // 1000
 FRAME_BYTES = FRAME_SAMPLES * 2
 BYTES_PER_MS = RATE * 2 / 1000
+FRAME_S = FRAME_MS / 1000
+LEAD_RETURN_S = 0.002  # how much of its lead each silent frame gives back (see above)
 # What goes out: Opus's own rate, so that aiortc's encoder holds no frame back (see
 # app.audio.FrameResampler): 24 kHz frames reached the listener 20 ms later.
 OUT_RATE = 48_000
@@ -86,10 +95,13 @@ class OutputTrack(MediaStreamTrack):
         self._current: str | None = None  # the answer whose audio is out (started told)
         self._last: str | None = None  # the last answer that played, for `cleared`
         self._emit: EventSink = lambda _event: None
-        self._start: float | None = None
+        self._start = 0.0  # when frame 0 of the clock was due
+        self._started = False
         self._frames = 0  # frames since the clock (re)started
         self._sent = 0  # frames since the track started: the timestamps never go back
         self._held = False
+        self._lead = 0.0  # seconds the frames went out ahead of their timestamps
+        self._silence_wait: asyncio.Future[None] | None = None  # a silent wait, ended by audio
         self._upsample = FrameResampler(RATE, OUT_RATE, OUT_SAMPLES)
 
     # -- Playback (the session's side) ------------------------------------------------
@@ -105,6 +117,7 @@ class OutputTrack(MediaStreamTrack):
 
     def release(self) -> None:
         self._held = False
+        self._wake()
 
     def clear(self) -> None:
         response_id = self._current or self._last
@@ -120,6 +133,7 @@ class OutputTrack(MediaStreamTrack):
             piece = float_to_pcm16(resample(decode_audio(piece, fmt.type), fmt.rate, RATE))
         if piece:
             self._queue.append(_Piece(response_id, piece, at_ms))
+            self._wake()
 
     def answer_played_ms(self, response_id: str) -> float | None:
         return self._played.get(response_id)
@@ -161,18 +175,54 @@ class OutputTrack(MediaStreamTrack):
         if self.readyState != "live":
             raise MediaStreamError
         now = time.monotonic()
-        if self._start is None:
-            self._start = now
+        if not self._started:
+            self._start, self._started = now, True
         else:
-            due = self._start + self._frames * FRAME_MS / 1000
+            due = self._start + self._frames * FRAME_S
             if due > now:
-                await asyncio.sleep(due - now)
+                await self._wait(due - now)
             elif now - due > 0.5:  # the loop stalled: restart the clock, do not burst
-                self._start, self._frames = now, 0
+                self._start, self._frames, self._lead = now, 0, 0.0
         if self.readyState != "live":
             raise MediaStreamError
         self._frames += 1
         return self._take(FRAME_BYTES)
+
+    def _silent(self) -> bool:
+        """Whether the next frame would be silence as things stand."""
+        return self._held or not self._queue
+
+    async def _wait(self, seconds: float) -> None:
+        """Wait for the next tick; while silent, only until an answer's audio comes (the
+        clock then restarts there, within the lead a frame allows), and with a lead to
+        give back, a little longer."""
+        if not self._silent():
+            await asyncio.sleep(seconds)
+            return
+        if self._lead > 0:
+            back = min(self._lead, LEAD_RETURN_S)
+            self._lead -= back
+            self._start += back
+            seconds += back
+        self._silence_wait = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.wait_for(self._silence_wait, seconds)
+        except TimeoutError:
+            return
+        finally:
+            self._silence_wait = None
+        due = self._start + self._frames * FRAME_S
+        if not self._silent():  # not a release with nothing queued
+            gained = min(due - time.monotonic(), FRAME_S - self._lead)
+            if gained > 0:
+                self._lead += gained
+                self._start -= gained
+                due -= gained
+        await asyncio.sleep(max(0.0, due - time.monotonic()))
+
+    def _wake(self) -> None:
+        if self._silence_wait is not None and not self._silence_wait.done():
+            self._silence_wait.set_result(None)
 
     def _take(self, size: int) -> bytes:
         """`size` bytes of the queued audio (silence where none), noting what played."""

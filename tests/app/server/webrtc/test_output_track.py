@@ -148,3 +148,41 @@ def test_frames_go_out_at_48_khz_each_as_it_is_taken() -> None:
     # last 0.67 ms, which the filter's lag carries into the sixth (RMS 0.065)
     assert all(0.3 < level < 0.4 for level in levels[:5]), levels
     assert levels[5] < 0.1, levels
+
+
+def test_an_answer_that_comes_during_silence_goes_out_without_waiting_for_the_tick(
+    monkeypatch: Any,
+) -> None:
+    """Silence set the clock; the answer's first frame leaves on its arrival, not at the
+    next tick (here a tick 20 s away, so a wait for it cannot pass for a wake-up)."""
+    monkeypatch.setattr("app.server.webrtc.output_track.FRAME_S", 20.0)
+    track, seen = _track()
+    audio = b"\x01\x00" * (FRAME_BYTES // 2)
+
+    async def run() -> bytes:
+        assert await track.next_pcm() == bytes(FRAME_BYTES)  # the clock starts: silence
+        pending = asyncio.ensure_future(track.next_pcm())  # waits for the tick
+        await asyncio.sleep(0.05)
+        assert not pending.done()
+        track.playout("resp_1").play(audio, PCM, 0.0)
+        return await asyncio.wait_for(pending, 10.0)
+
+    assert asyncio.run(run()) == audio
+    assert _kinds(seen) == [("started", "resp_1")]
+
+
+def test_a_release_with_nothing_queued_waits_for_the_tick(monkeypatch: Any) -> None:
+    monkeypatch.setattr("app.server.webrtc.output_track.FRAME_S", 20.0)
+    track, _ = _track()
+
+    async def run() -> bool:
+        await track.next_pcm()
+        pending = asyncio.ensure_future(track.next_pcm())
+        await asyncio.sleep(0.05)
+        track.release()  # wakes the wait, but there is nothing to send early
+        await asyncio.sleep(0.2)
+        done = pending.done()
+        pending.cancel()
+        return done
+
+    assert asyncio.run(run()) is False
