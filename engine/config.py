@@ -11,7 +11,7 @@ from engine.scheduling.clustering import SIGNATURES
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 KV_CACHE_DTYPES = ("auto", "float32", "float16", "bfloat16")
-ATTENTION_BF16 = ("auto", "none", "values", "all")
+ATTENTION_BF16 = ("auto", "none", "values", "all", "amx")
 _POLICIES = ("static", "fcfs", "priority")
 _STEP_BUDGET_MODES = ("always", "latency")
 # The fields LLMEngine.set_scheduling may change between runs (benchmarks compare them).
@@ -58,11 +58,12 @@ class EngineConfig:
     kv_cache_dtype: str = "auto"
     # bf16 products in the C++ attention kernel (AVX512_BF16 sums two of them a lane,
     # twice the fp32 FMA's work): "values" rounds the softmax weights and values (p.V),
-    # "all" q and k as well (q.k, the keys less the sequence's first). Sums stay fp32
-    # and a token's bits still do not depend on its batch. "auto": "all" where the CPU
-    # has it, the kernels run attention and the weights are quantized (head_dim % 32 ==
-    # 0), else "none" (exact against transformers at quantization "none"). Perplexity
-    # and speed: docs/engine.md.
+    # "all" q and k as well (q.k, the keys less the sequence's first), "amx" the same
+    # operands multiplied on AMX-BF16 tiles. Sums stay fp32 and a token's bits still do
+    # not depend on its batch. "auto": "amx" where the CPU grants the tiles (head_dim <=
+    # 128), else "all" where the CPU has AVX512_BF16, the kernels run attention and the
+    # weights are quantized (head_dim % 32 == 0), else "none" (exact against
+    # transformers at quantization "none"). Perplexity and speed: docs/engine.md.
     attention_bf16: str = "auto"
     gpu_memory_utilization: float = 0.9  # CUDA: fraction of free memory for the KV pool
     num_kv_blocks: int | None = None  # fixed pool size (tests), overrides the budget

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import logging
+
 import torch
 
 from engine.config import EngineConfig
 from engine.errors import ConfigError
-from engine.kernels.cpu_kernels import BF16_SCORES, BF16_VALUES, cpu_flags
+from engine.kernels.cpu_kernels import BF16_SCORES, BF16_TILES, BF16_VALUES, CpuKernels, cpu_flags
 from engine.layers.attention import AttentionMetadata, PagedAttention, sdpa_mask
 from engine.models import LlamaForCausalLM
 from engine.models.llama import LlamaAttention
 from engine.sampler import Sampler
 from engine.scheduler import SchedulerOutput
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CPU_KV_MEMORY = 512 * 1024**2  # bytes of KV pool on CPU unless configured
 CUDA_HEADROOM = 512 * 1024**2  # bytes of free GPU memory left to activations and torch
@@ -55,7 +59,7 @@ class ModelRunner:
 
     def _attention_bf16(self) -> int:
         """The attention kernel's bf16 mask (EngineConfig.attention_bf16): 0 none,
-        BF16_VALUES, or BF16_VALUES | BF16_SCORES."""
+        BF16_VALUES, BF16_VALUES | BF16_SCORES, or all three with BF16_TILES."""
         name = self.config.attention_bf16
         head_dim = self.attn_layers[0].head_dim
         why_not = None
@@ -65,11 +69,28 @@ class ModelRunner:
             why_not = f"head_dim {head_dim} is not a multiple of 32"
         elif "avx512_bf16" not in cpu_flags():
             why_not = "the CPU lacks AVX512_BF16"
-        if name in ("values", "all") and why_not is not None:
+        if name in ("values", "all", "amx") and why_not is not None:
             raise ConfigError(f"attention_bf16={name!r}: {why_not}; use 'auto' or 'none'")
+        no_tiles = why_not or self._no_tiles(head_dim)
+        if name == "amx" and no_tiles is not None:
+            raise ConfigError(f"attention_bf16='amx': {no_tiles}; use 'auto' or 'all'")
         if name == "auto":
-            name = "all" if why_not is None and self.config.quantization != "none" else "none"
-        return {"none": 0, "values": BF16_VALUES, "all": BF16_VALUES | BF16_SCORES}[name]
+            if self.config.quantization == "none":
+                why_not = "unquantized weights: exact attention"
+            name = "none" if why_not else "all" if no_tiles else "amx"
+            log.info("attention_bf16 auto: %s (%s)", name, why_not or no_tiles or "AMX-BF16 tiles")
+        both = BF16_VALUES | BF16_SCORES
+        return {"none": 0, "values": BF16_VALUES, "all": both, "amx": both | BF16_TILES}[name]
+
+    @staticmethod
+    def _no_tiles(head_dim: int) -> str | None:
+        """Why attention cannot run on AMX-BF16 tiles here (None: it can)."""
+        if head_dim > 128:
+            return f"head_dim {head_dim} is over 128"
+        ops = CpuKernels.lib()
+        if ops is None or not bool(ops.amx_bf16_ready()):
+            return "the CPU or OS gives no AMX-BF16 tiles"
+        return None
 
     def _num_blocks(self, max_model_len: int) -> int:
         layer = self.attn_layers[0]

@@ -130,6 +130,15 @@ void epilogue(const int32_t* acc, int64_t rows, const float* scales, const float
 
 bool amx_ready() { return request_tiles(); }
 
+bool amx_bf16_ready() {
+  static const bool has_bf16 = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
+    return ((edx >> 22) & 1) != 0;
+  }();
+  return has_bf16 && request_tiles();
+}
+
 // As int8_linear: x fp32 [m, k]; packed int8 [np/16, k/4, 16, 4]; rowsum int32 [np] (not
 // read: see the top); scales, bias fp32 [np]; returns y fp32 [m, n].
 at::Tensor int8_linear_amx(const at::Tensor& x, const at::Tensor& packed, const at::Tensor& rowsum,
@@ -203,6 +212,8 @@ at::Tensor int8_linear_amx(const at::Tensor& x, const at::Tensor& packed, const 
 
 bool amx_ready() { return false; }
 
+bool amx_bf16_ready() { return false; }
+
 at::Tensor int8_linear_amx(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                            const std::optional<at::Tensor>&, int64_t) {
   TORCH_CHECK(false, "int8_linear_amx: built by a compiler without AMX intrinsics");
@@ -213,8 +224,12 @@ at::Tensor int8_linear_amx(const at::Tensor&, const at::Tensor&, const at::Tenso
 
 }  // namespace
 
+// For the attention kernel (paged_kv_kernels.cpp): the tiles granted and AMX-BF16 there.
+bool r1voice_amx_bf16_ready() { return amx_bf16_ready(); }
+
 TORCH_LIBRARY_FRAGMENT(r1voice, m) {
-  m.def("amx_ready() -> bool", &amx_ready);  // no tensor to dispatch on: one kernel
+  m.def("amx_ready() -> bool", &amx_ready);
+  m.def("amx_bf16_ready() -> bool", &amx_bf16_ready);  // no tensor to dispatch on: one kernel
   m.def("int8_linear_amx(Tensor x, Tensor packed, Tensor rowsum, Tensor scales, Tensor? bias, int n) -> Tensor");
 }
 

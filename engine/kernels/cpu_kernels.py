@@ -47,6 +47,7 @@ OPS = (
     "int8_linear",
     "int8_linear_amx",
     "amx_ready",
+    "amx_bf16_ready",
     "pack_int8",
     "int4_linear",
     "rms_norm_residual",
@@ -55,8 +56,9 @@ OPS = (
     "paged_decode_attention",
     "argmax_rows",
 )
-# paged_decode_attention's bf16 mask (EngineConfig.attention_bf16)
-BF16_SCORES, BF16_VALUES = 1, 2
+# paged_decode_attention's bf16 mask (EngineConfig.attention_bf16); BF16_TILES: both
+# on AMX-BF16 tiles
+BF16_SCORES, BF16_VALUES, BF16_TILES = 1, 2, 4
 REQUIRED_FLAGS = ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
 CXX_FLAGS = [
     "-O3",

@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <vector>
 
+bool r1voice_amx_bf16_ready();  // amx_kernels.cpp
+
 namespace {
 
 // 16 cache values as fp32, and back.
@@ -231,7 +233,7 @@ void score_rows_any(int rn, const float* const* q, const float* kt, int64_t bloc
 // (Zhang et al., 2024), which subtracts the mean key; the first key is fixed once
 // written, so a token's bits still depend on nothing written after it.
 #define R1VOICE_BF16 __attribute__((target("avx512bf16")))
-constexpr int64_t BF16_SCORES = 1, BF16_VALUES = 2;  // paged_decode_attention's bf16 mask
+constexpr int64_t BF16_SCORES = 1, BF16_VALUES = 2, BF16_TILES = 4;  // paged_decode_attention's bf16 mask
 constexpr int BF16_SCORE_ROWS = 8;                     // rows a key tile is read once for
 constexpr int64_t DECODE_KEYS = 128;  // a decode's keys transposed at a time, in L1 cache
 
@@ -468,6 +470,174 @@ R1VOICE_BF16 void weigh_values_bf16(const T* vc, const int64_t* rows, const uint
   }
 }
 
+// Attention on AMX-BF16 tiles (EngineConfig.attention_bf16 "amx"): the operands of
+// "all" (q and the keys less k0 as bf16 pairs, probabilities and values as pairs), but
+// each product of a query tile (16 rows) and a key or value tile is one TDPBF16PS, eight
+// times VDPBF16PS's work an instruction. The transposed keys and paired values above are
+// already the B tiles' layout (a tile row: 16 pairs of one column block). A score sums
+// its d / 32 tiles' products in order from zero, a value its key tiles of 32 in order:
+// each row's bits are those of that row alone (a decode's rows pad a tile), and a row
+// shorter than its tile's longest adds only products with probability 0 past its end.
+constexpr int64_t TILE_ROWS = 16;
+#if (defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11)
+#define R1VOICE_TILES __attribute__((target("amx-tile,amx-bf16,avx512bf16")))
+
+struct alignas(64) TileConfig {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+// Every tile 16 rows of 64 bytes; a constant, as amx_kernels.cpp explains.
+constexpr TileConfig kTiles = {1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+
+R1VOICE_TILES void configure_tiles() { _tile_loadconfig(&kTiles); }
+R1VOICE_TILES void release_tiles() { _tile_release(); }
+
+// Scores of a tile of rows (q: TILE_ROWS rows of their d / 2 pairs; rows past rn are
+// computed and dropped) over `blocks` tiles of 16 transposed keys; S = d / 32. tmm0: the
+// scores, tmm1-4: q (loaded once), tmm5-6: keys.
+// mx[r] takes the largest of row r's scores below lens[r] (key `first` is block 0's
+// first), for the softmax.
+template <int S>
+R1VOICE_TILES void score_tiles(int rn, const uint32_t* q, const uint32_t* kt, int64_t blocks,
+                               float scale, float* const* sc, const int64_t* lens, int64_t first,
+                               float* mx) {
+  constexpr int64_t np = 16 * S, stride = np * 4;
+  const __m512 vscale = _mm512_set1_ps(scale);
+  alignas(64) float c[TILE_ROWS * 16];
+  __m512 vmx[TILE_ROWS];
+  for (int r = 0; r < rn; ++r) vmx[r] = _mm512_set1_ps(-INFINITY);
+  _tile_loadd(1, q, stride);
+  if constexpr (S >= 2) _tile_loadd(2, q + 16, stride);
+  if constexpr (S >= 3) _tile_loadd(3, q + 32, stride);
+  if constexpr (S >= 4) _tile_loadd(4, q + 48, stride);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint32_t* k = kt + b * np * 16;
+    _tile_zero(0);
+    _tile_loadd(5, k, 64);
+    _tile_dpbf16ps(0, 1, 5);
+    if constexpr (S >= 2) {
+      _tile_loadd(6, k + 256, 64);
+      _tile_dpbf16ps(0, 2, 6);
+    }
+    if constexpr (S >= 3) {
+      _tile_loadd(5, k + 512, 64);
+      _tile_dpbf16ps(0, 3, 5);
+    }
+    if constexpr (S >= 4) {
+      _tile_loadd(6, k + 768, 64);
+      _tile_dpbf16ps(0, 4, 6);
+    }
+    _tile_stored(0, c, 64);
+    for (int r = 0; r < rn; ++r) {
+      const __m512 v = _mm512_mul_ps(_mm512_load_ps(c + 16 * r), vscale);
+      _mm512_storeu_ps(sc[r] + b * 16, v);
+      const int64_t left = lens[r] - first - b * 16;
+      vmx[r] = _mm512_mask_max_ps(vmx[r], tail_mask(left > 0 ? left : 0), vmx[r], v);
+    }
+  }
+  for (int r = 0; r < rn; ++r) mx[r] = std::max(mx[r], _mm512_reduce_max_ps(vmx[r]));
+}
+
+// out[r] = inv[r] * sum over keys of p * value for a tile of rows: pp their probability
+// pairs (TILE_ROWS rows of pstride, 0 past each row's end), vt the value pairs
+// ([pair][d / 16][16], 0 past the last key), `steps` tiles of 32 keys; S = d / 32.
+// tmm0: probabilities, tmm1-3: values, tmm4-7: four 16-dimension blocks of the sums.
+template <int S>
+R1VOICE_TILES void value_tiles(int rn, const uint32_t* pp, int64_t pstride, const uint32_t* vt,
+                               int64_t steps, const float* inv, float* const* out) {
+  constexpr int64_t nd = 2 * S, vstride = nd * 64;
+  alignas(64) float c[4][TILE_ROWS * 16];
+  for (int64_t c0 = 0; c0 < nd; c0 += 4) {
+    const int64_t blocks = nd - c0 < 4 ? nd - c0 : 4;
+    _tile_zero(4);
+    _tile_zero(5);
+    if (blocks > 2) {
+      _tile_zero(6);
+      _tile_zero(7);
+    }
+    for (int64_t s = 0; s < steps; ++s) {
+      _tile_loadd(0, pp + s * 16, pstride * 4);
+      const uint32_t* v = vt + (s * 16 * nd + c0) * 16;
+      _tile_loadd(1, v, vstride);
+      _tile_dpbf16ps(4, 0, 1);
+      _tile_loadd(2, v + 16, vstride);
+      _tile_dpbf16ps(5, 0, 2);
+      if (blocks > 2) {
+        _tile_loadd(3, v + 32, vstride);
+        _tile_dpbf16ps(6, 0, 3);
+        _tile_loadd(1, v + 48, vstride);
+        _tile_dpbf16ps(7, 0, 1);
+      }
+    }
+    _tile_stored(4, c[0], 64);
+    _tile_stored(5, c[1], 64);
+    if (blocks > 2) {
+      _tile_stored(6, c[2], 64);
+      _tile_stored(7, c[3], 64);
+    }
+    for (int r = 0; r < rn; ++r) {
+      const __m512 vinv = _mm512_set1_ps(inv[r]);
+      for (int64_t i = 0; i < blocks; ++i)
+        _mm512_storeu_ps(out[r] + 16 * (c0 + i), _mm512_mul_ps(_mm512_load_ps(c[i] + 16 * r), vinv));
+    }
+  }
+}
+
+void score_tiles_any(int64_t d, int rn, const uint32_t* q, const uint32_t* kt, int64_t blocks,
+                     float scale, float* const* sc, const int64_t* lens, int64_t first, float* mx) {
+  switch (d / 32) {
+    case 1: return score_tiles<1>(rn, q, kt, blocks, scale, sc, lens, first, mx);
+    case 2: return score_tiles<2>(rn, q, kt, blocks, scale, sc, lens, first, mx);
+    case 3: return score_tiles<3>(rn, q, kt, blocks, scale, sc, lens, first, mx);
+    default: return score_tiles<4>(rn, q, kt, blocks, scale, sc, lens, first, mx);
+  }
+}
+
+void value_tiles_any(int64_t d, int rn, const uint32_t* pp, int64_t pstride, const uint32_t* vt,
+                     int64_t steps, const float* inv, float* const* out) {
+  switch (d / 32) {
+    case 1: return value_tiles<1>(rn, pp, pstride, vt, steps, inv, out);
+    case 2: return value_tiles<2>(rn, pp, pstride, vt, steps, inv, out);
+    case 3: return value_tiles<3>(rn, pp, pstride, vt, steps, inv, out);
+    default: return value_tiles<4>(rn, pp, pstride, vt, steps, inv, out);
+  }
+}
+#else  // a compiler without AMX intrinsics: the tiles are refused (paged_decode_attention)
+void configure_tiles() {}
+void release_tiles() {}
+void score_tiles_any(int64_t, int, const uint32_t*, const uint32_t*, int64_t, float, float* const*,
+                     const int64_t*, int64_t, float*) {}
+void value_tiles_any(int64_t, int, const uint32_t*, int64_t, const uint32_t*, int64_t, const float*,
+                     float* const*) {}
+#endif
+
+// softmax_row and prob_pairs in one pass, for the tiles: a row's first len scores (mx
+// their largest) -> the softmax numerators as bf16 pairs, zeros up to `width` pairs;
+// returns 1 / their sum (of the unrounded numerators).
+R1VOICE_BF16 inline float softmax_pairs(const float* sc, int64_t len, float mx, int64_t width,
+                                        uint32_t* out) {
+  const __m512 vmx = _mm512_set1_ps(mx);
+  __m512 vsum = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j < len; j += 32) {
+    const __mmask16 m0 = tail_mask(len - j), m1 = tail_mask(len - j - 16 < 0 ? 0 : len - j - 16);
+    const __m512 e0 = _mm512_maskz_mov_ps(m0, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m0, sc + j), vmx)));
+    const __m512 e1 = _mm512_maskz_mov_ps(m1, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m1, sc + j + 16), vmx)));
+    vsum = _mm512_add_ps(_mm512_add_ps(vsum, e0), e1);
+    _mm512_storeu_si512(out + j / 2, (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
+  }
+  std::fill(out + j / 2, out + width, 0u);
+  return 1.0f / _mm512_reduce_add_ps(vsum);
+}
+
+// The value pairs of len keys, zeros up to the next 32 (a whole tile of keys).
+template <typename T>
+R1VOICE_BF16 void pair_values_padded(const T* vc, const int64_t* rows, int64_t len, int64_t d, uint32_t* vt) {
+  pair_values(vc, rows, len, d, vt);
+  std::fill(vt + (len + 1) / 2 * d, vt + (len + 31) / 32 * 16 * d, 0u);
+}
+
 // A task: `tokens` consecutive query tokens of one sequence (token i sees first_len + i
 // keys) and one KV head, whose keys are transposed once for all its query rows.
 struct Task {
@@ -496,6 +666,7 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
                                 const at::Tensor& v_cache, const at::Tensor& block_tables,
                                 const at::Tensor& lens, double scale, int64_t bf16) {
   const bool bf16_scores = bf16 & BF16_SCORES, bf16_values = bf16 & BF16_VALUES;
+  const bool tiles = bf16 & BF16_TILES;  // with both of the above
   const int64_t b = q.size(0), h = q.size(1), d = q.size(2);
   const int64_t bs = k_cache.size(1), kvh = k_cache.size(2), g = h / kvh;
   at::Tensor out = at::empty({b, h * d}, q.options());
@@ -527,7 +698,7 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
       for (int64_t kv = 0; kv < kvh; ++kv) {
         shared.push_back({i + n - 1, longest, kv, kt_size, vt_size});
         kt_size += (longest + 15) / 16 * 16 * (bf16_scores ? d / 2 : d);
-        vt_size += bf16_values ? (longest + 1) / 2 * d : 0;
+        vt_size += !bf16_values ? 0 : tiles ? (longest + 31) / 32 * 16 * d : (longest + 1) / 2 * d;
       }
     for (int64_t s = 0; s < n; s += piece)
       for (int64_t kv = 0; kv < kvh; ++kv)
@@ -562,7 +733,10 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
         transpose_keys_bf16(kc, rows, n, d, k0, ktb_all + sh.kt + j0 * d / 2);
       else
         transpose_keys(kc, rows, n, d, kt_all + sh.kt + j0 * d);
-      if (bf16_values) pair_values(vc, rows, n, d, vtb_all + sh.vt + j0 / 2 * d);
+      if (tiles && j0 + n == sh.longest)
+        pair_values_padded(vc, rows, n, d, vtb_all + sh.vt + j0 / 2 * d);
+      else if (bf16_values)
+        pair_values(vc, rows, n, d, vtb_all + sh.vt + j0 / 2 * d);
     }
   });
   // Longest first, dealt round-robin: a prompt's last tokens see the most keys.
@@ -572,8 +746,9 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
   const int64_t ntasks = (int64_t)tasks.size();
   at::parallel_for(0, threads, 1, [&](int64_t t0, int64_t t1) {
     static thread_local std::vector<float> scores;
-    static thread_local std::vector<uint32_t> ktb, qpairs, ppairs;
+    static thread_local std::vector<uint32_t> ktb, qpairs, ppairs, vpairs;
     static thread_local std::vector<int64_t> rows;
+    if (tiles) configure_tiles();
     for (int64_t tid = t0; tid < t1; ++tid) {
       for (int64_t ti = tid; ti < ntasks; ti += threads) {
         const Task& task = tasks[ti];
@@ -600,11 +775,18 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
         }
         // Query rows token-major: (token, head of this KV head's group).
         const int64_t nrows = task.tokens * g;
-        const int64_t most = alone ? MAX_DECODE_ROWS : MAX_SCORE_ROWS;
-        const int64_t tile = g >= most ? most : most / g * g;
+        const int64_t most = tiles ? TILE_ROWS : alone ? MAX_DECODE_ROWS : MAX_SCORE_ROWS;
+        // a tile of AMX rows need not hold whole groups: every row carries its own length
+        const int64_t tile = tiles || g >= most ? most : most / g * g;
         scores.resize(tile * padded);
-        if (bf16_scores) qpairs.resize(tile * d / 2);
-        if (bf16_values) ppairs.resize(tile * pstride);
+        if (bf16_scores) qpairs.resize((tiles ? TILE_ROWS : tile) * d / 2);
+        if (bf16_values) ppairs.resize((tiles ? TILE_ROWS : tile) * pstride);
+        const uint32_t* vtiles = vtb;  // the value pairs the tiles read: the run's or this decode's
+        if (tiles && alone) {
+          vpairs.resize((longest + 31) / 32 * 16 * d);
+          pair_values_padded(vc, rows.data(), longest, d, vpairs.data());
+          vtiles = vpairs.data();
+        }
         for (int64_t r0 = 0; r0 < nrows; r0 += tile) {
           const int rn = (int)(nrows - r0 < tile ? nrows - r0 : tile);
           const float* qrow[MAX_DECODE_ROWS];
@@ -623,6 +805,26 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
               to_pairs(qrow[r], d, qpairs.data() + r * d / 2);
               qpair[r] = qpairs.data() + r * d / 2;
             }
+          }
+          if (tiles) {  // scores, softmax and values on the tiles, below
+            float mx[TILE_ROWS];
+            std::fill(mx, mx + rn, -INFINITY);
+            if (alone) {
+              float* at[TILE_ROWS];
+              for (int64_t j0 = 0; j0 < rlen[0]; j0 += DECODE_KEYS) {
+                const int64_t n = rlen[0] - j0 < DECODE_KEYS ? rlen[0] - j0 : DECODE_KEYS;
+                transpose_keys_bf16(kc, rows.data() + j0, n, d, kc + rows[0], ktp);
+                for (int r = 0; r < rn; ++r) at[r] = srow[r] + j0;
+                score_tiles_any(d, rn, qpairs.data(), ktp, (n + 15) / 16, fscale, at, rlen, j0, mx);
+              }
+            } else {
+              score_tiles_any(d, rn, qpairs.data(), ktp, (rlen[rn - 1] + 15) / 16, fscale, srow, rlen, 0,
+                              mx);
+            }
+            for (int r = 0; r < rn; ++r)
+              inv[r] = softmax_pairs(srow[r], rlen[r], mx[r], pstride, ppairs.data() + r * pstride);
+            value_tiles_any(d, rn, ppairs.data(), pstride, vtiles, (rlen[rn - 1] + 31) / 32, inv, orow);
+            continue;
           }
           if (bf16_scores)
             score_bf16(kc, rows.data(), alone, ktp, d, rn, qpair, rlen[rn - 1], fscale, srow);
@@ -644,6 +846,7 @@ at::Tensor paged_attention_impl(const at::Tensor& q, const at::Tensor& k_cache,
         }
       }
     }
+    if (tiles) release_tiles();
   });
   return out;
 }
@@ -701,7 +904,12 @@ at::Tensor paged_decode_attention(const at::Tensor& q, const at::Tensor& k_cache
     for (int64_t j = 0; j < (lp[i] + bs - 1) / bs; ++j)
       TORCH_CHECK(tp[i * w + j] >= 0 && tp[i * w + j] < blocks, "block outside the cache");
   }
-  TORCH_CHECK(bf16 >= 0 && bf16 <= (BF16_SCORES | BF16_VALUES), "bf16: a mask of 1 (scores), 2 (values)");
+  TORCH_CHECK(bf16 >= 0 && bf16 <= (BF16_SCORES | BF16_VALUES | BF16_TILES),
+              "bf16: a mask of 1 (scores), 2 (values), 4 (both on AMX tiles)");
+  TORCH_CHECK(!(bf16 & BF16_TILES) || (bf16 == (BF16_SCORES | BF16_VALUES | BF16_TILES) &&
+                                       q.size(2) <= 128 && r1voice_amx_bf16_ready()),
+              "bf16 on AMX tiles needs scores and values in bf16 (mask 7), head_dim <= 128 "
+              "and a CPU that grants AMX-BF16 tiles");
   TORCH_CHECK(!bf16 || (q.size(2) % 32 == 0 && __builtin_cpu_supports("avx512bf16")),
               "bf16 attention needs head_dim % 32 == 0 and a CPU with AVX512_BF16");
   const bool half = half_cache(k_cache, v_cache);

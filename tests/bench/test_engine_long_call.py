@@ -53,8 +53,10 @@ def test_long_prefill_report_per_attention_mode() -> None:
     assert report["prompt_tokens"] == 600 and report["machine"]["cpu_flags"]
     assert set(report["modes"]) == {"none", "auto"}
     assert report["modes"]["none"]["bf16_mask"] == 0
-    has_bf16 = CpuKernels.lib() is not None and "avx512_bf16" in cpu_flags()
-    assert report["modes"]["auto"]["bf16_mask"] == (3 if has_bf16 else 0)  # q.k and p.V
+    ops = CpuKernels.lib()
+    has_bf16 = ops is not None and "avx512_bf16" in cpu_flags()
+    tiles = 4 if has_bf16 and ops.amx_bf16_ready() else 0  # on AMX-BF16 tiles
+    assert report["modes"]["auto"]["bf16_mask"] == (3 | tiles if has_bf16 else 0)  # q.k and p.V
     for row in report["modes"].values():
         assert row["ratio"] > 0 and len(row["runs_s"]["long"]) == 1
     args.attention_bf16 = "half"

@@ -12,7 +12,7 @@ import torch
 
 from engine import LLM, SamplingParams, model_runner
 from engine.errors import ConfigError
-from engine.kernels.cpu_kernels import BF16_SCORES, BF16_VALUES, CpuKernels, cpu_flags
+from engine.kernels.cpu_kernels import BF16_SCORES, BF16_TILES, BF16_VALUES, CpuKernels, cpu_flags
 from tests.engine.test_exactness import prompts
 
 needs_kernels = pytest.mark.skipif(
@@ -22,6 +22,8 @@ needs_bf16 = pytest.mark.skipif(
     CpuKernels.lib() is None or "avx512_bf16" not in cpu_flags(),
     reason="needs the C++ kernels and AVX512_BF16",
 )
+TILES_HERE = CpuKernels.lib() is not None and bool(CpuKernels.lib().amx_bf16_ready())
+BOTH = BF16_VALUES | BF16_SCORES
 MEMORY = 64 * 1024  # bytes: fewer blocks than 4 sequences at full length (the cap)
 
 
@@ -113,13 +115,28 @@ def test_auto_takes_bf16_products_only_for_quantized_weights_it_can_pair(
     pairs, _ = tiny_factory("qwen2-gqa-bias", hidden_size=128)  # head_dim 32
     odd, _ = tiny_factory("qwen2-gqa-bias")  # head_dim 16
     auto = _engine(pairs, quantization="int8").model_runner
-    assert auto.attention_bf16 == BF16_VALUES | BF16_SCORES
+    assert auto.attention_bf16 == (BOTH | BF16_TILES if TILES_HERE else BOTH)
     assert all(a.bf16 == auto.attention_bf16 for a in auto.attn_layers)
     assert _engine(pairs, quantization="none").model_runner.attention_bf16 == 0  # exact
     assert _engine(odd, quantization="int8").model_runner.attention_bf16 == 0
     values = _engine(pairs, quantization="int8", attention_bf16="values").model_runner
     assert values.attention_bf16 == BF16_VALUES
     assert all(a.bf16 == BF16_VALUES for a in values.attn_layers)
+    assert (
+        _engine(pairs, quantization="int8", attention_bf16="all").model_runner.attention_bf16
+        == BOTH
+    )
+
+
+@needs_bf16
+def test_auto_leaves_the_tiles_where_the_cpu_grants_none(
+    tiny_factory: Callable[..., tuple[Path, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pairs, _ = tiny_factory("qwen2-gqa-bias", hidden_size=128)
+    monkeypatch.setattr(model_runner.ModelRunner, "_no_tiles", staticmethod(lambda _d: "no tiles"))
+    assert _engine(pairs, quantization="int8").model_runner.attention_bf16 == BOTH
+    with pytest.raises(ConfigError, match="attention_bf16='amx': no tiles; use 'auto' or 'all'"):
+        _engine(pairs, quantization="int8", attention_bf16="amx")
 
 
 @needs_kernels
@@ -150,8 +167,10 @@ def test_scoring_runs_the_engines_own_attention_products(
     ids = prompts(hf.config.vocab_size, (60,))[0]
     logps = {
         mode: score(_engine(path, quantization="int8", attention_bf16=mode), ids)
-        for mode in ("none", "all")
+        for mode in ("none", "all", *(["amx"] if TILES_HERE else []))
     }
     assert logps["all"] != logps["none"]
     # random weights with large q/k biases: rounding q and k moves a logprob up to ~0.1
     assert logps["all"] == pytest.approx(logps["none"], abs=0.25)
+    if TILES_HERE:  # the same operands, summed in the tiles' order
+        assert logps["amx"] == pytest.approx(logps["all"], abs=0.05)

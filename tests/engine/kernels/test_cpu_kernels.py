@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from engine.kernels.cpu_kernels import (
     BF16_SCORES,
+    BF16_TILES,
     BF16_VALUES,
     CpuKernels,
     cpu_flags,
@@ -26,6 +27,10 @@ ops = CpuKernels.ops()
 needs_kernels = pytest.mark.skipif(ops is None, reason=str(CpuKernels.unavailable_reason()))
 needs_bf16 = pytest.mark.skipif(
     ops is None or "avx512_bf16" not in cpu_flags(), reason="needs the kernels and AVX512_BF16"
+)
+TILES = BF16_VALUES | BF16_SCORES | BF16_TILES  # attention on AMX-BF16 tiles
+needs_tiles = pytest.mark.skipif(
+    ops is None or not ops.amx_bf16_ready(), reason="needs the kernels and AMX-BF16 tiles"
 )
 
 
@@ -392,9 +397,14 @@ def _bf16_row(
 
 
 @needs_bf16
-@pytest.mark.parametrize("bf16", [BF16_VALUES, BF16_VALUES | BF16_SCORES, BF16_SCORES])
+@pytest.mark.parametrize(
+    "bf16",
+    [BF16_VALUES, BF16_VALUES | BF16_SCORES, BF16_SCORES, pytest.param(TILES, marks=needs_tiles)],
+)
 @pytest.mark.parametrize("cache_dtype", [torch.float32, torch.float16])
-@pytest.mark.parametrize("h, kvh, d", [(9, 3, 64), (14, 2, 64), (12, 2, 128), (4, 1, 32)])
+@pytest.mark.parametrize(
+    "h, kvh, d", [(9, 3, 64), (14, 2, 64), (12, 2, 128), (4, 1, 32), (12, 4, 96), (20, 1, 64)]
+)
 def test_bf16_products_give_each_token_its_bits_alone_and_rounded_attention(
     bf16: int, cache_dtype: torch.dtype, h: int, kvh: int, d: int
 ) -> None:
@@ -448,6 +458,35 @@ def test_bf16_products_refuse_a_head_dim_they_do_not_pair() -> None:
     table, lens = torch.tensor([[0, 1]]), torch.tensor([5])
     with pytest.raises(RuntimeError, match="head_dim % 32 == 0"):
         ops.paged_decode_attention(q, cache, cache, table, lens, 1.0, BF16_VALUES)
+    q32, cache32 = q[..., :32].contiguous(), cache[..., :32].contiguous()
     with pytest.raises(RuntimeError, match="a mask of 1"):
-        q32, cache32 = q[..., :32].contiguous(), cache[..., :32].contiguous()
-        ops.paged_decode_attention(q32, cache32, cache32, table, lens, 1.0, 4)
+        ops.paged_decode_attention(q32, cache32, cache32, table, lens, 1.0, 8)
+    with pytest.raises(RuntimeError, match=r"scores and values in bf16 \(mask 7\)"):
+        ops.paged_decode_attention(q32, cache32, cache32, table, lens, 1.0, BF16_TILES)
+
+
+@needs_bf16
+def test_attention_on_tiles_refuses_a_head_dim_over_a_tile_row_of_queries() -> None:
+    q, cache = torch.randn(1, 2, 160), torch.randn(2, 4, 1, 160)
+    with pytest.raises(RuntimeError, match="head_dim <= 128"):
+        ops.paged_decode_attention(
+            q, cache, cache, torch.tensor([[0, 1]]), torch.tensor([5]), 1.0, TILES
+        )
+
+
+@needs_tiles
+def test_attention_on_tiles_over_long_contexts_gives_a_decode_its_prompts_bits() -> None:
+    """Rows across many key tiles (1,100 keys: DECODE_KEYS chunks for the decode, a run's
+    shared tiles for the prompt) and a prompt tile's rows of different lengths: each row
+    the bits it gets alone, near fp32 attention."""
+    torch.manual_seed(9)
+    k_cache, v_cache, tables, lens = _prompt_beside_others(2, 64, torch.float16, 1100, 40, 700)
+    q = torch.randn(len(lens), 14, 64)
+    out = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, 0.125, TILES)
+    exact = ops.paged_decode_attention(q, k_cache, v_cache, tables, lens, 0.125)
+    for i in range(len(lens)):
+        alone = ops.paged_decode_attention(
+            q[i : i + 1], k_cache, v_cache, tables[i : i + 1], lens[i : i + 1], 0.125, TILES
+        )
+        assert torch.equal(alone[0], out[i]), i
+    torch.testing.assert_close(out, exact, rtol=0.02, atol=0.02)

@@ -154,7 +154,8 @@ def test_bf16_attention_keeps_qwen2s_perplexity(qwen_dir: Path) -> None:
     ppl = {"none": perplexity(exact, ids)}
     exact.close()
     auto = LLM(str(qwen_dir), quantization="int8")
-    assert auto.model_runner.attention_bf16 == BF16_SCORES | BF16_VALUES
+    both = BF16_SCORES | BF16_VALUES
+    assert auto.model_runner.attention_bf16 & both == both  # "all", or "amx" (the tiles)
     ppl["auto"] = perplexity(auto, ids)
     auto.close()
     assert ppl["auto"] != ppl["none"], ppl  # the rounding is real
