@@ -255,7 +255,9 @@ def test_a_turn_over_30_s_is_heard_as_faster_whisper_hears_the_whole_clip(
     this 57 s turn (a pause near 30 s) a window could fall back to sampling and invent
     words ("testify by you as well", "The solution is hereby granted"): 17 word errors in
     139 in one run of five (3-6 in the others), where faster-whisper alone makes 5. The
-    final pass now decodes as faster-whisper does, so it stays within its errors."""
+    final pass now decodes as faster-whisper does, so it stays near its errors: runs of
+    both move by a few words ("an associated", "So be included": 6 against its 3 in one
+    CI run, within 2 in the others), an invented phrase costs more than 10."""
     from bench.asr_long import gap, jfk_twice_and_a_half_then_licence
     from bench.voice.stats import word_errors
 
@@ -263,7 +265,7 @@ def test_a_turn_over_30_s_is_heard_as_faster_whisper_hears_the_whole_clip(
     audio = np.concatenate([samples, gap(0.2)])
     heard = asr.transcribe(audio).text
     errors = word_errors(said, heard)[0]
-    assert errors <= _alone_errors(asr, said, audio, "en") + 2, heard
+    assert errors <= _alone_errors(asr, said, audio, "en") + 5, heard
     assert "permission is hereby granted" in heard.lower().replace(",", ""), heard
 
 
