@@ -23,6 +23,7 @@
 #include <torch/library.h>
 #include <unistd.h>
 
+#include "amx_tiles.h"
 #include "quantize_row.h"
 
 #include <algorithm>
@@ -30,12 +31,6 @@
 #include <cstring>
 #include <optional>
 #include <vector>
-
-// A compiler without AMX intrinsics (g++ < 11, clang < 12) builds the stubs at the end,
-// so the rest of the kernels still build and amx_ready() says no.
-#if (defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11)
-#define R1VOICE_AMX 1
-#endif
 
 namespace {
 
@@ -48,34 +43,15 @@ constexpr int64_t kDepth = 64;  // bytes of k per tile row
 
 bool request_tiles() {
   static const bool granted = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
-    const bool amx_int8 = (edx >> 25) & 1, amx_tile = (edx >> 24) & 1;
-    if (!amx_int8 || !amx_tile) return false;
+    if (!cpu_has(kAmxInt8Bit) || !cpu_has(kAmxTileBit)) return false;
     return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
   }();
   return granted;
 }
 
-struct alignas(64) TileConfig {
-  uint8_t palette;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-
 // tmm0-3: int32 sums (hi x block 0, hi x block 1, lo x block 0, lo x block 1);
-// tmm4, tmm5: hi and lo activations; tmm6, tmm7: the two weight blocks. All 16 x 64 bytes.
-// A constant in memory: built on the stack, g++ 12 dropped its stores as dead (it does
-// not see ldtilecfg read them), and the tiles stayed unconfigured (SIGILL).
-constexpr TileConfig kConfig = {
-    1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
-static_assert(sizeof(TileConfig) == 64, "ldtilecfg reads 64 bytes");
-
-__attribute__((target("amx-tile,amx-int8"))) void configure_tiles() { _tile_loadconfig(&kConfig); }
-
-__attribute__((target("amx-tile"))) void release_tiles() { _tile_release(); }
+// tmm4, tmm5: hi and lo activations; tmm6, tmm7: the two weight blocks (amx_tiles.h's
+// configuration: all 16 x 64 bytes).
 
 // Sixteen rows (some may be padding) x NB blocks of 16 outputs: the sums into acc
 // ([2][NB][16][16] int32: hi then lo).
@@ -130,14 +106,7 @@ void epilogue(const int32_t* acc, int64_t rows, const float* scales, const float
 
 bool amx_ready() { return request_tiles(); }
 
-bool amx_bf16_ready() {
-  static const bool has_bf16 = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
-    return ((edx >> 22) & 1) != 0;
-  }();
-  return has_bf16 && request_tiles();
-}
+bool amx_bf16_ready() { return cpu_has(kAmxBf16Bit) && request_tiles(); }
 
 // As int8_linear: x fp32 [m, k]; packed int8 [np/16, k/4, 16, 4]; rowsum int32 [np] (not
 // read: see the top); scales, bias fp32 [np]; returns y fp32 [m, n].
@@ -228,8 +197,9 @@ at::Tensor int8_linear_amx(const at::Tensor&, const at::Tensor&, const at::Tenso
 bool r1voice_amx_bf16_ready() { return amx_bf16_ready(); }
 
 TORCH_LIBRARY_FRAGMENT(r1voice, m) {
+  // no tensor to dispatch on: one kernel each
   m.def("amx_ready() -> bool", &amx_ready);
-  m.def("amx_bf16_ready() -> bool", &amx_bf16_ready);  // no tensor to dispatch on: one kernel
+  m.def("amx_bf16_ready() -> bool", &amx_bf16_ready);
   m.def("int8_linear_amx(Tensor x, Tensor packed, Tensor rowsum, Tensor scales, Tensor? bias, int n) -> Tensor");
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <immintrin.h>
 
+#include "amx_tiles.h"
 #include "simd_math.h"
 
 #include <algorithm>
@@ -20,19 +21,8 @@ namespace {
 // each row's bits are those of that row alone (a decode's rows pad a tile), and a row
 // shorter than its tile's longest adds only products with probability 0 past its end.
 constexpr int64_t TILE_ROWS = 16;
-#if (defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11)
+#ifdef R1VOICE_AMX  // amx_tiles.h: the compiler has the intrinsics
 #define R1VOICE_TILES __attribute__((target("amx-tile,amx-bf16,avx512bf16")))
-
-struct alignas(64) TileConfig {
-  uint8_t palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-// Every tile 16 rows of 64 bytes; a constant, as amx_kernels.cpp explains.
-constexpr TileConfig kTiles = {1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
-
-R1VOICE_TILES void configure_tiles() { _tile_loadconfig(&kTiles); }
-R1VOICE_TILES void release_tiles() { _tile_release(); }
 
 // Scores of a tile of rows (q: TILE_ROWS rows of their d / 2 pairs; rows past rn are
 // computed and dropped) over `blocks` tiles of 16 transposed keys; S = d / 32. tmm0: the
@@ -145,8 +135,6 @@ void value_tiles_any(int64_t d, int rn, const uint32_t* pp, int64_t pstride, con
   }
 }
 #else  // a compiler without AMX intrinsics: the tiles are refused (paged_decode_attention)
-void configure_tiles() {}
-void release_tiles() {}
 void score_tiles_any(int64_t, int, const uint32_t*, const uint32_t*, int64_t, float, float* const*,
                      const int64_t*, int64_t, float*) {}
 void value_tiles_any(int64_t, int, const uint32_t*, int64_t, const uint32_t*, int64_t, const float*,

@@ -42,7 +42,7 @@ SOURCES = [
         "paged_kv_kernels.cpp",
     )
 ]
-HEADERS = [_DIR / "attention_tiles.h", _DIR / "quantize_row.h", _DIR / "simd_math.h"]
+HEADERS = [_DIR / n for n in ("amx_tiles.h", "attention_tiles.h", "quantize_row.h", "simd_math.h")]
 OPS = (
     "int8_linear",
     "int8_linear_amx",
