@@ -55,6 +55,10 @@ class Settings:
     # How a session's turns end unless it says otherwise: "server_vad" (silence) or
     # "semantic_vad" (the Smart Turn model hears the utterance complete).
     turn_detection: str = "semantic_vad"
+    # semantic_vad's eagerness for sessions that do not choose one: "auto" (= "medium":
+    # a doubtful pause ends the turn after 1.5 s), "high" (0.8 s: snappier, and a pause
+    # longer than that inside a sentence may end the turn), "low" (2.5 s).
+    turn_eagerness: str = "auto"
     # Speech resuming this soon after a VAD turn ended continues that turn (see Session).
     turn_merge_window_ms: int = 1500
     # Speech during an answer must last this long to interrupt it (coughs, echo).
@@ -116,6 +120,11 @@ class Settings:
         if self.turn_detection not in ("server_vad", "semantic_vad"):
             raise ValueError(
                 f"turn_detection must be 'server_vad' or 'semantic_vad', got {self.turn_detection!r}"
+            )
+        if self.turn_eagerness not in ("low", "medium", "high", "auto"):
+            raise ValueError(
+                "turn_eagerness must be 'low', 'medium', 'high' or 'auto', "
+                f"got {self.turn_eagerness!r} (R1VOICE_TURN_EAGERNESS)"
             )
         if not 1 <= self.asr_min_window_s <= 30:
             raise ValueError(

@@ -54,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the sessions' turn detection (default: the server's default)",
     )  # fmt: skip
     parser.add_argument(
+        "--eagerness", choices=["low", "medium", "high", "auto"], default=None,
+        help="semantic_vad's eagerness (default: the server's default, auto)",
+    )  # fmt: skip
+    parser.add_argument(
         "--sessions", default=None,
         help=f"the levels N to sweep, comma separated (default {DEFAULT_LEVELS}; quick 1,2)",
     )  # fmt: skip
@@ -114,6 +118,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "seed": args.seed,
             "llm_model": server.llm_model,
             "turn_detection": args.turn_detection,
+            "eagerness": args.eagerness,
         },
     }
     peer = _peer(args, server.llm_model) if args.peer else None

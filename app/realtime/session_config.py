@@ -91,7 +91,12 @@ class SessionConfig:
             temperature=settings.temperature,
             transcription_model=settings.asr_model,
             transcription_language=normalize(settings.asr_language),
-            turn_detection=TurnDetection(type=settings.turn_detection),  # type: ignore[arg-type]
+            turn_detection=TurnDetection(
+                type=settings.turn_detection,  # type: ignore[arg-type]
+                eagerness=(  # type: ignore[arg-type]
+                    settings.turn_eagerness if settings.turn_detection == "semantic_vad" else None
+                ),
+            ),
         )
 
     def snapshot(self) -> SessionConfig:

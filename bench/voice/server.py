@@ -28,6 +28,9 @@ class Server:
         self.llm_model = llm_model
         turn_detection = getattr(args, "turn_detection", None)
         self.env = {"R1VOICE_TURN_DETECTION": turn_detection} if turn_detection else {}
+        eagerness = getattr(args, "eagerness", None)
+        if eagerness:
+            self.env["R1VOICE_TURN_EAGERNESS"] = eagerness
         if getattr(args, "language", None) == "zh":  # a server set up for Mandarin speakers
             self.env.update(
                 R1VOICE_ASR_MODEL="whisper-base", R1VOICE_ASR_LANGUAGE="zh", R1VOICE_VOICE="auto"

@@ -47,3 +47,9 @@ def test_connect_timeout_must_be_positive() -> None:
 def test_a_final_beam_out_of_range_is_refused_naming_the_variable(beam: int) -> None:
     with pytest.raises(ValueError, match="R1VOICE_ASR_FINAL_BEAM"):
         Settings(asr_final_beam=beam)
+
+
+def test_an_unknown_eagerness_is_refused_naming_the_variable() -> None:
+    with pytest.raises(ValueError, match="R1VOICE_TURN_EAGERNESS") as refused:
+        Settings(turn_eagerness="eager")
+    assert "'eager'" in str(refused.value)

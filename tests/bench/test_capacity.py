@@ -224,3 +224,11 @@ def test_turns_ending_within_the_window_of_another_sessions_are_told_apart() -> 
     }
     # one session's own turns never end "together" with each other
     assert capacity.ending_together([[turn(1.0, 500.0), turn(1.1, 700.0)]])["together"]["n"] == 0
+
+
+def test_the_eagerness_asked_for_reaches_the_servers_environment() -> None:
+    from bench.voice.server import Server
+
+    args = build_parser().parse_args(["bench", "capacity", "--eagerness", "high"])
+    assert Server(args).env == {"R1VOICE_TURN_EAGERNESS": "high"}
+    assert Server(build_parser().parse_args(["bench", "capacity"])).env == {}
