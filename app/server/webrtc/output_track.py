@@ -1,9 +1,10 @@
 """The call's outgoing audio: answers' PCM in, 20 ms frames out at real time, Opus on RTP.
 
-aiortc's RTP sender calls `recv()` for each frame and encodes it to Opus on the default
-thread pool; SRTP and the pacing sleep run on the event loop, as aiortc does for every
-track. This track slices the queued 24 kHz bytes (960 a frame) and hands them out at
-Opus's 48 kHz, so the encoder takes each frame as it comes. The pacing follows aiortc's
+aiortc's RTP sender calls `recv()` for each frame; the track slices the queued 24 kHz
+bytes (960 a frame) and hands out each as an Opus packet, encoded on the default thread
+pool by its own encoder (opus_packets.py: 4 ms less lookahead than aiortc's, no
+resampling); SRTP and the pacing sleep run on the event loop, as aiortc does for every
+track. The pacing follows aiortc's
 own AudioStreamTrack: frame n is due at start + n * 20 ms; with nothing queued it sends
 silence, so the stream's timing never jumps.
 
@@ -28,19 +29,19 @@ a cough or our own echo, so nothing is lost.
 from __future__ import annotations
 
 import asyncio
-import fractions
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 from aiortc import MediaStreamTrack
 from aiortc.mediastreams import MediaStreamError
-from av import AudioFrame
+from av import Packet
 
-from app.audio import FrameResampler, decode_audio, float_to_pcm16, pcm16_to_float, resample
+from app.audio import decode_audio, float_to_pcm16, resample
 from app.protocol import events
 from app.protocol.schemas import AudioFormat
 from app.realtime.handoff import EventSink
+from app.server.webrtc.opus_packets import RTP_RATE, OpusPackets
 
 RATE = 24_000  # what is queued: the protocol's PCM16
 FRAME_MS = 20
@@ -49,11 +50,7 @@ FRAME_BYTES = FRAME_SAMPLES * 2
 BYTES_PER_MS = RATE * 2 / 1000
 FRAME_S = FRAME_MS / 1000
 LEAD_RETURN_S = 0.002  # how much of its lead each silent frame gives back (see above)
-# What goes out: Opus's own rate, so that aiortc's encoder holds no frame back (see
-# app.audio.FrameResampler): 24 kHz frames reached the listener 20 ms later.
-OUT_RATE = 48_000
-OUT_SAMPLES = OUT_RATE * FRAME_MS // 1000
-OUT_TIME_BASE = fractions.Fraction(1, OUT_RATE)
+RTP_FRAME = RTP_RATE * FRAME_MS // 1000  # a frame on Opus's RTP clock
 KEPT_ANSWERS = 8  # answers whose played position is remembered (truncation asks soon after)
 
 
@@ -102,7 +99,7 @@ class OutputTrack(MediaStreamTrack):
         self._held = False
         self._lead = 0.0  # seconds the frames went out ahead of their timestamps
         self._silence_wait: asyncio.Future[None] | None = None  # a silent wait, ended by audio
-        self._upsample = FrameResampler(RATE, OUT_RATE, OUT_SAMPLES)
+        self._opus = OpusPackets()
 
     # -- Playback (the session's side) ------------------------------------------------
 
@@ -158,16 +155,13 @@ class OutputTrack(MediaStreamTrack):
 
     # -- the media track (aiortc's side) ----------------------------------------------
 
-    async def recv(self) -> AudioFrame:
-        """The next 20 ms at 48 kHz, when it is due."""
+    async def recv(self) -> Packet:
+        """The next 20 ms as an Opus packet, when it is due."""
         data = await self.next_pcm()
-        frame = AudioFrame(format="s16", layout="mono", samples=OUT_SAMPLES)
-        frame.planes[0].update(float_to_pcm16(self._upsample.process(pcm16_to_float(data))))
-        frame.pts = self._sent * OUT_SAMPLES
-        frame.sample_rate = OUT_RATE
-        frame.time_base = OUT_TIME_BASE
+        timestamp = self._sent * RTP_FRAME
         self._sent += 1
-        return frame
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self._opus.encode, data, timestamp)
 
     async def next_pcm(self) -> bytes:
         """The next 20 ms of the queue as 24 kHz PCM16 (silence where none), when it is

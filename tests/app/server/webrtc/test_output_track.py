@@ -4,13 +4,14 @@ output_audio_buffer events, frame by frame (no network: frames are taken directl
 from __future__ import annotations
 
 import asyncio
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from app.audio import float_to_pcm16, pcm16_to_float
+from app.audio import float_to_pcm16
 from app.protocol.schemas import AudioFormat
-from app.server.webrtc.output_track import FRAME_BYTES, FRAME_MS, OUT_RATE, OutputTrack
+from app.server.webrtc.output_track import FRAME_BYTES, FRAME_MS, OutputTrack
 
 PCM = AudioFormat(type="audio/pcm", rate=24_000)
 
@@ -124,30 +125,37 @@ def test_other_formats_are_converted_to_the_track_rate() -> None:
     assert played is not None and abs(played - FRAME_MS) < 1
 
 
-def test_frames_go_out_at_48_khz_each_as_it_is_taken() -> None:
-    """Opus's own rate and frame size (aiortc's encoder held back a 24 kHz frame whole):
-    a 440 Hz tone comes out in the frame it was taken in, at its level, and the frames'
-    timestamps run on by 960 samples each."""
+def test_frames_go_out_as_opus_packets_each_as_it_is_taken() -> None:
+    """One Opus packet a 20 ms frame, stamped on the 48 kHz RTP clock: a 440 Hz tone,
+    decoded as a browser decodes it, comes out in the frames it was taken in, at its
+    level, 2.5 ms late (restricted low delay's lookahead; aiortc's `voip` encoder's was
+    6.5 ms), and silence after it."""
+    from av import CodecContext, Packet
+
     track, _seen = _track()
     playout = track.playout("resp_1")
     t = np.arange(FRAME_BYTES // 2 * 5) / 24_000
     playout.play(float_to_pcm16(0.5 * np.sin(2 * np.pi * 440 * t)), PCM, 0.0)
 
     async def take() -> list[Any]:
-        return [await track.recv() for _ in range(6)]
+        return [await track.recv() for _ in range(7)]
 
-    frames = asyncio.run(take())
-    assert {(f.sample_rate, f.samples, f.format.name, f.layout.name) for f in frames} == {
-        (OUT_RATE, 960, "s16", "mono")
-    }
-    assert [f.pts for f in frames] == [960 * n for n in range(6)]
-    levels = [
-        float(np.sqrt(np.mean(pcm16_to_float(bytes(f.planes[0])[: 960 * 2]) ** 2))) for f in frames
-    ]
-    # the tone's RMS (0.354) in each of its five frames, then silence but for the tone's
-    # last 0.67 ms, which the filter's lag carries into the sixth (RMS 0.065)
-    assert all(0.3 < level < 0.4 for level in levels[:5]), levels
-    assert levels[5] < 0.1, levels
+    packets = asyncio.run(take())
+    assert [p.pts for p in packets] == [960 * n for n in range(7)]
+    assert {p.time_base for p in packets} == {Fraction(1, 48_000)}
+    decoder = CodecContext.create("libopus", "r")
+    decoder.format, decoder.layout, decoder.sample_rate = "s16", "stereo", 48_000
+    frames = [f for p in packets for f in decoder.decode(Packet(bytes(p)))]
+    assert [f.samples for f in frames] == [960] * 7
+    mono = np.concatenate([f.to_ndarray().reshape(-1, 2)[:, 0] for f in frames])
+    audio = mono.astype(np.float32) / 32768
+    onset = int(np.argmax(np.abs(audio) > 0.05))
+    assert 100 <= onset <= 130, onset  # 2.5 ms at 48 kHz is 120 samples
+    levels = [float(np.sqrt(np.mean(audio[n * 960 : (n + 1) * 960] ** 2))) for n in range(7)]
+    # the tone's RMS (0.354) in its frames after the first (2.5 ms of it silence), the
+    # tone's last 2.5 ms in the sixth, then silence
+    assert all(0.3 < level < 0.4 for level in levels[1:5]), levels
+    assert levels[6] < 0.01, levels
 
 
 def test_an_answer_that_comes_during_silence_goes_out_without_waiting_for_the_tick(
