@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench.voice.common import ANSWER_AUDIO, ANSWER_DONE, TRANSCRIPT_DONE, log
-from bench.voice.connection import Conn, heard_at
+from bench.voice.common import ANSWER_AUDIO, ANSWER_DONE, RTC_AUDIO_FRAME, TRANSCRIPT_DONE, log
+from bench.voice.connection import DELTA_AUDIBLE_MS, Conn, heard_at
 from bench.voice.pipecat_connection import PipecatConn
 from bench.voice.rtc_connection import RtcConn
 from bench.voice.workload import LONG_ANSWER_INSTRUCTIONS, LONG_ANSWER_PROMPT, Clip
@@ -75,8 +75,14 @@ async def voice_turn(conn: Conn | RtcConn, clip: Clip, turn_timeout: float) -> d
         )
     # the first sound a player would make (the first audible frame, over WebRTC): an answer
     # begins with ~40-60 ms of Piper's silence, which a first delta's arrival leaves out
-    if isinstance(conn, RtcConn):
-        turn["voice_to_voice_audible_ms"] = _ms(first_audio, last_sent)
+    if isinstance(conn, RtcConn):  # the first audible frame, where in it the sound starts
+        frames = [
+            (t, e)
+            for t, e in events
+            if e["type"] == RTC_AUDIO_FRAME and e.get("response_id") == rid
+        ]
+        heard = frames[0][0] + frames[0][1].get(DELTA_AUDIBLE_MS, 0.0) / 1000 if frames else None
+        turn["voice_to_voice_audible_ms"] = _ms(heard, last_sent)
     elif not isinstance(conn, PipecatConn):
         deltas = [
             (t, e) for t, e in events if e["type"] in ANSWER_AUDIO and e.get("response_id") == rid

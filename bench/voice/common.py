@@ -18,16 +18,19 @@ AUDIO_DELTAS = ("response.audio.delta", "response.output_audio.delta")
 # events, where a WebSocket has deltas
 RTC_AUDIO_FRAME = "bench.rtc.audio_frame"
 ANSWER_AUDIO = (*AUDIO_DELTAS, RTC_AUDIO_FRAME)
-# PCM16 RMS above which 20 ms of the answer is heard, not silence or Opus's noise floor
+# PCM16 RMS above which a window of the answer is heard, not silence or Opus's noise floor
 AUDIBLE_RMS = 100.0
+# The window: short beside a 20 ms frame, so that where a sound starts inside a frame
+# (a codec's lookahead moves it by a few ms) counts as that, not as a whole frame
+AUDIBLE_WINDOW_MS = 5
 
 
 def first_audible_ms(pcm: bytes, rate: int = WIRE_RATE) -> float | None:
-    """Where the first audible 20 ms of PCM16 `pcm` starts, in ms; None if none is."""
+    """Where the first audible 5 ms of PCM16 `pcm` starts, in ms; None if none is."""
     import numpy as np
 
     samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype=np.int16).astype(np.float32)
-    frame = rate * CHUNK_MS // 1000
+    frame = rate * AUDIBLE_WINDOW_MS // 1000
     for start in range(0, samples.size, frame):
         window = samples[start : start + frame]
         if float(np.sqrt(np.mean(window**2))) > AUDIBLE_RMS:

@@ -6,11 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from bench.voice.common import CHUNK_MS, RTC_AUDIO_FRAME, WIRE_RATE, first_audible_ms
-from bench.voice.connection import wait_in_log
+from bench.voice.connection import DELTA_AUDIBLE_MS, wait_in_log
 
 
-def frame_is_audible(pcm: bytes) -> bool:
-    return first_audible_ms(pcm) is not None
+def frame_audible_ms(frame: Any) -> float | None:
+    """Where a decoded frame (PCM16, any rate, mono or interleaved) is first audible, in
+    ms from its start (one channel heard); None: silence all through."""
+    import numpy as np
+
+    channels = len(frame.layout.channels)
+    samples = np.asarray(frame.to_ndarray(), dtype=np.int16).reshape(-1, channels)[:, 0]
+    return first_audible_ms(samples.tobytes(), frame.sample_rate)
 
 
 class RtcConn:
@@ -130,8 +136,15 @@ class RtcConn:
         try:
             while True:
                 frame = await track.recv()
-                if frame_is_audible(bytes(frame.planes[0])[: frame.samples * 2]):
-                    self._append({"type": RTC_AUDIO_FRAME, "response_id": self._playing})
+                audible = frame_audible_ms(frame)
+                if audible is not None:  # played on arrival: heard `audible` ms later
+                    self._append(
+                        {
+                            "type": RTC_AUDIO_FRAME,
+                            "response_id": self._playing,
+                            DELTA_AUDIBLE_MS: audible,
+                        }
+                    )
         except MediaStreamError:
             pass
 

@@ -237,10 +237,12 @@ def test_compare_one_transport_has_no_difference() -> None:
     assert out["barge_in"] == {}
 
 
-def test_the_first_audible_20_ms_of_pcm() -> None:
-    quiet, loud = bytes(960), (np.ones(480, np.int16) * 1000).tobytes()
+def test_the_first_audible_5_ms_of_pcm() -> None:
+    quiet, loud = bytes(960), (np.ones(480, np.int16) * 1000).tobytes()  # 20 ms each
     assert common.first_audible_ms(quiet * 3 + loud) == 60.0
     assert common.first_audible_ms(loud) == 0.0
+    assert common.first_audible_ms(bytes(480) + loud) == 10.0  # inside a 20 ms frame
+    assert common.first_audible_ms(bytes(480) + loud, rate=48_000) == 5.0
     assert common.first_audible_ms(quiet * 2) is None and common.first_audible_ms(b"") is None
 
 
@@ -260,11 +262,21 @@ def test_a_player_sounds_the_first_audible_sample_after_the_silence_before_it() 
     assert connection.heard_at([]) is None
 
 
-def test_a_frame_is_audible_above_the_noise_floor() -> None:
-    assert not rtc_connection.frame_is_audible(bytes(960))
-    assert not rtc_connection.frame_is_audible((np.ones(480, np.int16) * 20).tobytes())
-    assert rtc_connection.frame_is_audible((np.ones(480, np.int16) * 1000).tobytes())
-    assert not rtc_connection.frame_is_audible(b"")
+def test_a_decoded_frame_is_audible_above_the_noise_floor_from_where_its_sound_starts() -> None:
+    """A 48 kHz stereo frame as aiortc's decoder gives it (interleaved): silent, at the
+    noise floor, or loud from 15 ms on (the whole frame counts, not its first half)."""
+    from av import AudioFrame
+
+    def frame(left: np.ndarray) -> AudioFrame:
+        interleaved = np.repeat(left.astype(np.int16), 2).reshape(1, -1)
+        out = AudioFrame.from_ndarray(interleaved, format="s16", layout="stereo")
+        out.sample_rate = 48_000
+        return out
+
+    assert rtc_connection.frame_audible_ms(frame(np.zeros(960))) is None
+    assert rtc_connection.frame_audible_ms(frame(np.full(960, 20))) is None
+    late = np.concatenate([np.zeros(720), np.full(240, 1000)])
+    assert rtc_connection.frame_audible_ms(frame(late)) == 15.0
 
 
 def test_process_cpu_time_of_this_process_grows() -> None:
