@@ -23,7 +23,6 @@ IN_RATE = 24_000
 RTP_RATE = 48_000  # Opus's RTP clock (RFC 7587)
 FRAME_SAMPLES = IN_RATE // 50  # 20 ms
 BIT_RATE = 64_000
-LOOKAHEAD_MS = 2.5  # restricted low delay; `voip` and `audio` have 6.5
 
 
 class OpusPackets:
