@@ -6,6 +6,7 @@ Pipecat's WebSocket transport speaks protobuf `Frame`s (pipecat/frames/frames.pr
 audio both ways, and RTVI messages as JSON in a `MessageFrame`. They are encoded here
 by hand (a few varints and length-delimited fields) so that the client needs neither
 protobuf nor Pipecat in r1voice's environment. The events logged:
+- `bot-ready` (the pipeline is running; the microphone opens): `session.created`;
 - `bot-started-speaking` (or the first audio of an answer): `response.created`;
 - each audio frame: `response.output_audio.delta` (its size);
 - `bot-stopped-speaking`: `response.done` (`completed`), or `cancelled` after an
@@ -112,7 +113,7 @@ class PipecatConn(Conn):
         self._interrupted = False
 
     @classmethod
-    async def open(cls, url: str) -> PipecatConn:
+    async def open(cls, url: str, ready_timeout: float = 120.0) -> PipecatConn:
         import asyncio
 
         import websockets
@@ -120,10 +121,17 @@ class PipecatConn(Conn):
         ws = await websockets.connect(url.removeprefix("pipecat+"), max_size=None, open_timeout=30)
         conn = cls(ws)
         await ws.send(message_frame({"label": "rtvi-ai", "type": "client-ready", "id": "1"}))
-        conn._tasks = [
-            asyncio.create_task(conn._receive()),
-            asyncio.create_task(conn._microphone()),
-        ]
+        conn._tasks = [asyncio.create_task(conn._receive())]
+        # The microphone opens at `bot-ready`, as Pipecat's own clients wait for it. The
+        # bot builds each session's pipeline (loads Whisper, Piper, the VAD) before it
+        # reads the socket: speech sent meanwhile reached its VAD later as one burst, the
+        # turn ended before Whisper had it, and the turn went unanswered.
+        try:
+            await conn.wait_for(lambda t, e: e["type"] == "session.created", 0, ready_timeout)
+        except BaseException:
+            await conn.close()
+            raise
+        conn._tasks.append(asyncio.create_task(conn._microphone()))
         return conn
 
     def frame(self, pcm: bytes) -> str | bytes:
@@ -181,7 +189,9 @@ class PipecatConn(Conn):
 
     def _on_message(self, t: float, message: dict[str, Any]) -> None:
         kind, data = message.get("type"), message.get("data") or {}
-        if kind == "bot-started-speaking":
+        if kind == "bot-ready":
+            self._emit(t, {"type": "session.created", "session": {}})
+        elif kind == "bot-started-speaking":
             self._start_answer(t)
         elif kind == "bot-stopped-speaking":
             self._end_answer(t)

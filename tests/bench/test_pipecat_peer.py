@@ -44,6 +44,7 @@ def test_frames_we_write_are_what_pipecat_reads() -> None:
 
 def test_rtvi_messages_become_the_events_the_voice_client_reads() -> None:
     conn = PipecatConn(ws=None)
+    conn._on_message(0.5, {"type": "bot-ready", "data": {"version": "1.0.0"}})
     conn._on_message(1.0, {"type": "user-stopped-speaking"})
     conn._on_message(1.1, {"type": "user-transcription", "data": {"text": "hi", "final": False}})
     conn._on_message(
@@ -57,6 +58,7 @@ def test_rtvi_messages_become_the_events_the_voice_client_reads() -> None:
     conn._interrupted = True  # an InterruptionFrame came
     conn._on_message(3.2, {"type": "bot-stopped-speaking"})
     assert [(t, e["type"]) for t, e in conn.log] == [
+        (0.5, "session.created"),
         (1.0, "input_audio_buffer.speech_stopped"),
         (1.2, TRANSCRIPT_DONE),
         (1.5, "response.created"),
@@ -66,10 +68,62 @@ def test_rtvi_messages_become_the_events_the_voice_client_reads() -> None:
         (3.2, ANSWER_DONE[1]),
         (3.2, "response.done"),
     ]
-    events = [e for _, e in conn.log]
+    events = [e for _, e in conn.log][1:]
     assert events[1]["transcript"] == "hi there" and events[3]["transcript"] == "Hello again."
     assert events[4]["response"] == {"id": "pipecat_1", "status": "completed"}
     assert events[7]["response"] == {"id": "pipecat_2", "status": "cancelled"}
+
+
+def test_the_microphone_opens_when_the_bot_is_ready() -> None:
+    """Pipecat builds a session's pipeline before it reads the socket: speech sent
+    meanwhile reached its VAD as one burst and the turn went unanswered (CI, stop 45).
+    A real WebSocket server here says `bot-ready` a while after `client-ready`."""
+    import websockets
+
+    got: list[tuple[str, Any]] = []
+    heard = asyncio.Event()
+
+    async def bot(ws: Any) -> None:
+        got.append(read_frame(await ws.recv()))
+        await asyncio.sleep(0.5)  # loading the session's models
+        got.append(("ready sent", None))
+        await ws.send(message_frame({"label": "rtvi-ai", "type": "bot-ready", "data": {}}))
+        got.append(read_frame(await ws.recv()))
+        heard.set()
+        await ws.wait_closed()
+
+    async def run() -> list[str]:
+        async with websockets.serve(bot, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            conn = await PipecatConn.open(f"pipecat+ws://127.0.0.1:{port}/ws")
+            try:
+                await asyncio.wait_for(heard.wait(), 5)
+                return [e["type"] for _, e in conn.log]
+            finally:
+                await conn.close()
+
+    assert asyncio.run(run()) == ["session.created"]
+    assert [kind for kind, _ in got] == ["message", "ready sent", "audio"]
+    assert got[0][1]["type"] == "client-ready"
+
+
+def test_a_bot_that_never_says_ready_is_an_error_and_the_socket_is_closed() -> None:
+    import websockets
+
+    closed = asyncio.Event()
+
+    async def bot(ws: Any) -> None:
+        await ws.wait_closed()
+        closed.set()
+
+    async def run() -> None:
+        async with websockets.serve(bot, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            with pytest.raises(TimeoutError):
+                await PipecatConn.open(f"pipecat+ws://127.0.0.1:{port}/ws", ready_timeout=0.3)
+            await asyncio.wait_for(closed.wait(), 5)
+
+    asyncio.run(run())
 
 
 @pytest.mark.skipif(not PIPECAT_PYTHON.exists(), reason="no .venv-pipecat: `make bench-pipecat`")
@@ -91,7 +145,7 @@ def test_a_spoken_question_is_answered_by_the_pipecat_pipeline() -> None:
     async def talk() -> dict[str, Any]:
         conn = await PipecatConn.open(peer.url)
         try:
-            await asyncio.sleep(1.0)  # the microphone is on before anyone speaks
+            await asyncio.sleep(1.0)  # the microphone is on a while before anyone speaks
             return await voice_turn(conn, question, turn_timeout=120)
         finally:
             await conn.close()
