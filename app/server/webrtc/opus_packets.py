@@ -10,6 +10,12 @@ a listener hears: CELT at 64 kbit/s is near transparent for a voice.
 aiortc sends a track's `av.Packet` as it is (its sender "packs" pre-encoded media), so the
 track hands it packets; the encoding runs on the default thread pool, as aiortc's does,
 never on the event loop.
+
+The track sends silence whenever no answer plays, most of a call. Once the encoder has
+settled into the same packet for silence (CELT's silence flag, 3 bytes), that packet is
+sent again without encoding: libopus fed zeros for seconds runs its filters into
+denormal floats, and each silent frame then costs four times the CPU of a frame of
+speech, for nothing a listener hears.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ IN_RATE = 24_000
 RTP_RATE = 48_000  # Opus's RTP clock (RFC 7587)
 FRAME_SAMPLES = IN_RATE // 50  # 20 ms
 BIT_RATE = 64_000
+SILENCE = bytes(FRAME_SAMPLES * 2)
+SETTLED = 2  # silent frames in a row encoded to the same packet: it is the encoder's last word
 
 
 class OpusPackets:
@@ -39,6 +47,17 @@ class OpusPackets:
         codec.open()  # here, not in the first answer's frame
         self._codec = codec
         self._time_base = fractions.Fraction(1, RTP_RATE)
+        self._silent_packet = b""  # what the last silent frame encoded to
+        self._silent_repeats = 0  # how many silent frames in a row encoded to it
+        self.frames_encoded = 0
+
+    def settled_silence(self, pcm: bytes, rtp_timestamp: int) -> Packet | None:
+        """The packet of a silent frame without encoding it, once the encoder has said
+        the same for silence SETTLED times in a row; None where the frame must be encoded.
+        Cheap enough for the event loop."""
+        if self._silent_repeats < SETTLED or pcm != SILENCE:
+            return None
+        return self._stamped(Packet(self._silent_packet), rtp_timestamp)
 
     def encode(self, pcm: bytes, rtp_timestamp: int) -> Packet:
         """Encode one frame (FRAME_SAMPLES samples) at `rtp_timestamp` (48 kHz units)."""
@@ -50,6 +69,19 @@ class OpusPackets:
         frame.pts = rtp_timestamp // 2
         frame.time_base = self._codec.time_base
         (packet,) = self._codec.encode(frame)  # a whole frame in: one packet out, at once
+        self.frames_encoded += 1
+        if pcm == SILENCE:
+            data = bytes(packet)
+            same = data == self._silent_packet
+            self._silent_packet, self._silent_repeats = (
+                data,
+                self._silent_repeats + 1 if same else 1,
+            )
+        else:
+            self._silent_packet, self._silent_repeats = b"", 0
+        return self._stamped(packet, rtp_timestamp)
+
+    def _stamped(self, packet: Packet, rtp_timestamp: int) -> Packet:
         packet.pts = rtp_timestamp
         packet.time_base = self._time_base
         return packet

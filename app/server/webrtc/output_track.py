@@ -3,7 +3,7 @@
 aiortc's RTP sender calls `recv()` for each frame; the track slices the queued 24 kHz
 bytes (960 a frame) and hands out each as an Opus packet, encoded on the default thread
 pool by its own encoder (opus_packets.py: 4 ms less lookahead than aiortc's, no
-resampling); SRTP and the pacing sleep run on the event loop, as aiortc does for every
+resampling; a settled silence is its last packet again, not encoded); SRTP and the pacing sleep run on the event loop, as aiortc does for every
 track. The pacing follows aiortc's own AudioStreamTrack: frame n is due at start + n *
 20 ms; with nothing queued it sends silence, so the stream's timing never jumps.
 
@@ -159,8 +159,11 @@ class OutputTrack(MediaStreamTrack):
         data = await self.next_pcm()
         timestamp = self._sent * RTP_FRAME
         self._sent += 1
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, self._opus.encode, data, timestamp)
+        packet = self._opus.settled_silence(data, timestamp)
+        if packet is None:
+            loop = asyncio.get_running_loop()
+            packet = await loop.run_in_executor(None, self._opus.encode, data, timestamp)
+        return packet
 
     async def next_pcm(self) -> bytes:
         """The next 20 ms of the queue as 24 kHz PCM16 (silence where none), when it is
