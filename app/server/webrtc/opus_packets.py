@@ -70,15 +70,12 @@ class OpusPackets:
         frame.time_base = self._codec.time_base
         (packet,) = self._codec.encode(frame)  # a whole frame in: one packet out, at once
         self.frames_encoded += 1
-        if pcm == SILENCE:
-            data = bytes(packet)
-            same = data == self._silent_packet
-            self._silent_packet, self._silent_repeats = (
-                data,
-                self._silent_repeats + 1 if same else 1,
-            )
-        else:
+        if pcm != SILENCE:
             self._silent_packet, self._silent_repeats = b"", 0
+        else:
+            data = bytes(packet)
+            self._silent_repeats = self._silent_repeats + 1 if data == self._silent_packet else 1
+            self._silent_packet = data
         return self._stamped(packet, rtp_timestamp)
 
     def _stamped(self, packet: Packet, rtp_timestamp: int) -> Packet:

@@ -3,9 +3,10 @@
 aiortc's RTP sender calls `recv()` for each frame; the track slices the queued 24 kHz
 bytes (960 a frame) and hands out each as an Opus packet, encoded on the default thread
 pool by its own encoder (opus_packets.py: 4 ms less lookahead than aiortc's, no
-resampling; a settled silence is its last packet again, not encoded); SRTP and the pacing sleep run on the event loop, as aiortc does for every
-track. The pacing follows aiortc's own AudioStreamTrack: frame n is due at start + n *
-20 ms; with nothing queued it sends silence, so the stream's timing never jumps.
+resampling; a settled silence is its last packet again, not encoded); SRTP and the
+pacing sleep run on the event loop, as aiortc does for every track. The pacing follows
+aiortc's own AudioStreamTrack: frame n is due at start + n * 20 ms; with nothing queued
+it sends silence, so the stream's timing never jumps.
 
 An answer that arrives while the track sends silence does not wait for the next tick: the
 silence's wait ends on its arrival and the clock restarts there (an answer's first frame
