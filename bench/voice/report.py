@@ -140,7 +140,12 @@ def print_summary(result: dict[str, Any]) -> None:
                 log(
                     f"    {part:40s} WebSocket P50 {row['websocket']['p50']}, WebRTC P50 "
                     f"{row['webrtc']['p50']}, pairs' difference {fmt(row['webrtc_minus_websocket'])}"
+                    f", its P50's 90% interval {row['webrtc_minus_websocket'].get('p50_ci90')}"
                 )
+        log(
+            f"    target: the pairs' P50 difference <= {paired['target_ms']:.0f} ms: "
+            f"{paired.get('target_verdict')}"
+        )
     t = TARGETS_MS
     for name, level in result.get("concurrency", {}).items():
         log(

@@ -83,7 +83,10 @@ async def _paired(
             await conn.close()
     summary = paired_summary(pairs)
     gap = summary["voice_to_voice_audible_ms"]["webrtc_minus_websocket"]
-    log(f"  paired: WebRTC - WebSocket P50 {gap['p50']} ms (n={gap['n']})")
+    log(
+        f"  paired: WebRTC - WebSocket P50 {gap['p50']} ms (n={gap['n']}; 90% interval "
+        f"{gap['p50_ci90']}): {summary['target_verdict']}"
+    )
     return {**summary, "details": pairs}
 
 

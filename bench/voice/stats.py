@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,27 @@ def percentile(values: Iterable[float], q: float) -> float | None:
     lo = int(k)
     hi = min(lo + 1, len(data) - 1)
     return data[lo] + (data[hi] - data[lo]) * (k - lo)
+
+
+def median_interval(values: Iterable[float], confidence: float = 0.9) -> list[float] | None:
+    """A distribution-free interval for the median: [x(j), x(n+1-j)] of the sorted values,
+    with the largest j whose coverage, 1 - 2 P(Binomial(n, 1/2) < j), is at least
+    `confidence` (the sign test's interval; no assumption about the values' shape). None
+    where even [min, max] covers less (fewer than 5 values at 0.9)."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be within (0, 1), got {confidence}")
+    data = sorted(values)
+    n = len(data)
+    below = 0.0  # P(B < j), B ~ Binomial(n, 1/2)
+    j = 0
+    while j < n // 2:
+        step = below + math.comb(n, j) / 2**n
+        if 1 - 2 * step < confidence:
+            break
+        below, j = step, j + 1
+    if j == 0:
+        return None
+    return [round(data[j - 1], 1), round(data[n - j], 1)]
 
 
 def summarize(values: Iterable[float | None]) -> dict[str, Any]:

@@ -337,3 +337,36 @@ def test_paired_turns_are_split_into_parts_and_differenced_pair_by_pair() -> Non
     back = out["first_audio_to_heard_ms"]
     assert back["websocket"]["min"] == 50.0 and back["webrtc"]["min"] == 65.0
     assert out["target_met"] is True  # the pairs' P50 difference, 30 ms, is at the margin
+    assert heard["webrtc_minus_websocket"]["p50_ci90"] is None  # two pairs say nothing
+    assert out["target_verdict"] is None
+
+
+def test_paired_turns_judge_the_target_by_the_p50s_interval() -> None:
+    def pair(gap: float) -> Any:
+        turn = {"status": "completed", "speech_end_to_speech_stopped_event_ms": 400.0}
+        return {
+            "websocket": turn | {"voice_to_voice_audible_ms": 700.0},
+            "webrtc": turn | {"voice_to_voice_audible_ms": 700.0 + gap},
+        }
+
+    # 16 pairs: the interval is the 5th to the 12th smallest difference
+    gaps = [-40.0, -20.0, -10.0, 0.0, 5.0, 8.0, 10.0, 12.0, 14.0, 16.0, 18.0, 25.0, 60, 70, 80, 90]
+    out = transports.paired_summary([pair(g) for g in gaps])
+    assert out["voice_to_voice_audible_ms"]["webrtc_minus_websocket"]["p50_ci90"] == [5.0, 25.0]
+    assert out["target_verdict"] == "met"
+    out = transports.paired_summary([pair(g + 10) for g in gaps])  # 15 .. 35: holds 30
+    assert out["target_met"] is True and out["target_verdict"] == "within noise"
+    out = transports.paired_summary([pair(g + 30) for g in gaps])  # 35 .. 55
+    assert out["target_verdict"] == "missed"
+
+
+def test_the_medians_interval_is_the_sign_tests() -> None:
+    # n = 16: P(B < 5) = 0.038, so [x(5), x(12)] covers 92%; j = 6 would cover only 79%
+    assert stats.median_interval(range(1, 17)) == [5, 12]
+    assert stats.median_interval(range(48, 0, -1)) == [18, 31]  # order does not matter
+    assert stats.median_interval([1.0, 2.0, 3.0, 4.0, 5.0]) == [1.0, 5.0]  # covers 94%
+    assert stats.median_interval([1.0, 2.0, 3.0, 4.0]) is None  # [min, max] covers 88%
+    assert stats.median_interval([]) is None
+    assert stats.median_interval(range(1, 17), confidence=0.5) == [7, 10]
+    with pytest.raises(ValueError, match="confidence"):
+        stats.median_interval([1.0], confidence=1.0)
