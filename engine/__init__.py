@@ -38,7 +38,7 @@ from engine.errors import (
     ModelNotFoundError,
 )
 from engine.llm import LLM
-from engine.outputs import EngineStats, RequestOutput, StreamDelta
+from engine.outputs import EngineStats, RequestOutput, RequestTimes, StreamDelta
 from engine.sampling_params import SamplingParams
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "ModelLoadError",
     "ModelNotFoundError",
     "RequestOutput",
+    "RequestTimes",
     "SamplingParams",
     "StreamDelta",
 ]

@@ -8,6 +8,7 @@ import contextlib
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
@@ -79,13 +80,14 @@ class AsyncLLM:
         loop early or being cancelled aborts the request and frees its KV blocks.
         """
         loop = asyncio.get_running_loop()
+        arrival = time.monotonic()  # the queue time counts a wait for the engine thread too
         rid = request_id if request_id is not None else uuid.uuid4().hex
         stream = RequestStream(loop, asyncio.Queue())
         if not isinstance(prompt, str):  # refuse at once when the queue is already full
             self._check_capacity(len(prompt))
 
         def add() -> None:
-            self.engine.add_request(prompt, params, rid, priority, cache_salt)
+            self.engine.add_request(prompt, params, rid, priority, cache_salt, arrival_time=arrival)
             self._streams[rid] = stream
 
         added = self._call(add)
@@ -127,6 +129,7 @@ class AsyncLLM:
             finished=True,
             finish_reason=last.finish_reason,
             num_cached_tokens=last.num_cached_tokens,
+            times=last.times,
         )
 
     async def abort(self, request_id: str) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engine.request_times import RequestTimes
 from engine.sequence import Sequence
 from engine.stats.engine_stats import EngineStats
 
-__all__ = ["EngineStats", "RequestOutput", "StreamDelta"]
+__all__ = ["EngineStats", "RequestOutput", "RequestTimes", "StreamDelta"]
 
 
 @dataclass
@@ -22,6 +23,7 @@ class RequestOutput:
     finish_reason: str | None = None  # "stop", "length", "abort" or "error"
     num_cached_tokens: int = 0  # prompt tokens served from the prefix cache
     reasoning_cut: bool = False  # thinking was ended by the engine at its budget
+    times: RequestTimes | None = None  # its phases (None: no token was made)
 
     @classmethod
     def of(cls, seq: Sequence) -> RequestOutput:
@@ -35,6 +37,7 @@ class RequestOutput:
             finish_reason=seq.finish_reason,
             num_cached_tokens=seq.num_cached_tokens,
             reasoning_cut=seq.reasoning_cut,
+            times=seq.times(),
         )
 
 
@@ -54,6 +57,7 @@ class StreamDelta:
     num_prompt_tokens: int = 0
     num_cached_tokens: int = 0
     reasoning_cut: bool = False  # thinking was ended by the engine at its budget
+    times: RequestTimes | None = None  # the last delta: its phases (None: no token made)
 
     def __str__(self) -> str:
         return self.text

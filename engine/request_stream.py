@@ -34,6 +34,7 @@ class RequestStream:
             num_prompt_tokens=seq.num_prompt_tokens,
             num_cached_tokens=seq.num_cached_tokens,
             reasoning_cut=seq.reasoning_cut,
+            times=seq.times() if seq.is_finished else None,
         )
         self.text_sent, self.tokens_sent = len(text), num_tokens
         return delta if delta.text or delta.token_ids or delta.finished else None

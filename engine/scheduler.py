@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+from time import monotonic
 
 from engine.block_manager import BlockManager
 from engine.config import EngineConfig
@@ -162,6 +163,7 @@ class Scheduler:
                 continue
             self._pop_waiting(seq)
             seq.status = SequenceStatus.RUNNING
+            seq.scheduled(monotonic())
             bisect.insort(self.running, seq, key=self.policy.order_key)
             n = min(seq.num_tokens - seq.num_computed_tokens, budget if high else low_budget)
             n = timer.cap(n, seq.num_computed_tokens, high)
@@ -230,6 +232,7 @@ class Scheduler:
     def postprocess(self, batch: SchedulerOutput, sampled: list[int | None]) -> list[Sequence]:
         """Advance the batch after the model ran; returns sequences that got a token."""
         updated = []
+        now = monotonic()
         for seq, n, token in zip(batch.seqs, batch.num_new_tokens, sampled, strict=True):
             if seq.status != SequenceStatus.RUNNING:
                 continue  # aborted while the step ran
@@ -240,7 +243,7 @@ class Scheduler:
             if token is None:  # a prefill chunk that is not the last one
                 continue
             token = seq.steer(token)
-            seq.append_token(token)
+            seq.append_token(token, now)
             self.generation_tokens += 1
             updated.append(seq)
             reason = self._token_stop(seq, token)

@@ -9,6 +9,7 @@ from enum import Enum, auto
 import torch
 
 from engine.reasoning_budget import ReasoningBudget
+from engine.request_times import RequestTimes
 from engine.sampling_params import SamplingParams
 
 
@@ -58,6 +59,9 @@ class Sequence:
         self.cache_salt = cache_salt  # prefix-cache namespace: different salts never share
         self.cluster_id: int | None = None  # semantic cluster (engine.scheduling.clustering)
         self.arrival_time = time.monotonic() if arrival_time is None else arrival_time
+        self.first_scheduled_time: float | None = None  # its first step (vLLM's queue end)
+        self.first_token_time: float | None = None
+        self.last_token_time: float | None = None
         self.status = SequenceStatus.WAITING
         self.block_table: list[int] = []
         self.block_hashes: list[int] = []  # chained hashes of the full, computed blocks
@@ -102,5 +106,31 @@ class Sequence:
         """Whether the engine ended this sequence's thinking at its budget."""
         return self.reasoning is not None and self.reasoning.cut
 
-    def append_token(self, token_id: int) -> None:
+    def scheduled(self, now: float) -> None:
+        """The scheduler put it in a step (the first time ends its time in the queue;
+        a preempted sequence's return does not)."""
+        if self.first_scheduled_time is None:
+            self.first_scheduled_time = now
+
+    def times(self) -> RequestTimes | None:
+        """Its phases so far; None before its first token."""
+        scheduled, first, last = (
+            self.first_scheduled_time,
+            self.first_token_time,
+            self.last_token_time,
+        )
+        if scheduled is None or first is None or last is None:
+            return None
+        return RequestTimes(
+            queue_s=max(scheduled - self.arrival_time, 0.0),
+            prefill_s=max(first - scheduled, 0.0),
+            decode_s=max(last - first, 0.0),
+        )
+
+    def append_token(self, token_id: int, at: float | None = None) -> None:
+        """A new token (`at`: when it was made, `time.monotonic()`; None: not timed)."""
+        if at is not None:
+            self.last_token_time = at
+            if self.first_token_time is None:
+                self.first_token_time = at
         self.token_ids.append(token_id)

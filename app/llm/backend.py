@@ -39,6 +39,17 @@ class GenerationParams:
 
 
 @dataclass(frozen=True)
+class LLMTimes:
+    """Where a request's time went inside the backend, in seconds (vLLM's phases):
+    `queue_s` arrival -> its first step, `prefill_s` -> its first token, `decode_s` -> its
+    last token."""
+
+    queue_s: float
+    prefill_s: float
+    decode_s: float
+
+
+@dataclass(frozen=True)
 class LLMDelta:
     """One piece of a `stream_chat` stream.
 
@@ -49,6 +60,8 @@ class LLMDelta:
     the end-of-text token included; `cached_tokens` is the part of the prompt served
     from a prefix cache, None when the backend does not know. `reasoning_cut` is set on
     every delta once the backend ended the model's thinking at `max_reasoning_tokens`.
+    `times` (the last delta): where the request's time went, None when the backend does
+    not say.
     """
 
     text: str = ""
@@ -57,6 +70,7 @@ class LLMDelta:
     completion_tokens: int = 0
     cached_tokens: int | None = None
     reasoning_cut: bool = False
+    times: LLMTimes | None = None
 
     @property
     def finished(self) -> bool:

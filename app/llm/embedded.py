@@ -20,9 +20,10 @@ from app.llm.backend import (
     LLMBackendError,
     LLMBusyError,
     LLMDelta,
+    LLMTimes,
 )
 from app.llm.chat_template import ChatTemplate
-from engine import AsyncLLM, EngineBusyError, EngineError, SamplingParams
+from engine import AsyncLLM, EngineBusyError, EngineError, RequestTimes, SamplingParams
 
 _FINISH_REASONS = ("stop", "length", "abort")
 
@@ -95,6 +96,7 @@ class EmbeddedBackend(LLMBackend):
                             completion_tokens=completion_tokens,
                             cached_tokens=delta.num_cached_tokens,
                             reasoning_cut=delta.reasoning_cut,
+                            times=_times(delta.times),
                         )
         except EngineBusyError as exc:
             raise LLMBusyError(str(exc), exc.retry_after_s) from exc
@@ -130,3 +132,9 @@ def _finish_reason(reason: str | None) -> FinishReason:
     if reason not in _FINISH_REASONS:
         raise LLMBackendError(f"the engine ended the request with finish reason {reason!r}")
     return cast(FinishReason, reason)
+
+
+def _times(times: RequestTimes | None) -> LLMTimes | None:
+    if times is None:
+        return None
+    return LLMTimes(times.queue_s, times.prefill_s, times.decode_s)

@@ -122,8 +122,17 @@ class LLMMetrics:
         self.e2e = hist("e2e_request_latency_seconds", "Request start to end", REQUEST_BUCKETS)
         self.queue = hist(
             "request_queue_time_seconds",
-            "Time waiting before first scheduled (when the backend reports it)",
+            "Arrival to the first engine step (backends that report it: the embedded engine)",
             REQUEST_BUCKETS,
+        )
+        self.prefill = hist(
+            "request_prefill_time_seconds", "First engine step to first token", REQUEST_BUCKETS
+        )
+        self.decode = hist(
+            "request_decode_time_seconds", "First token to last token", REQUEST_BUCKETS
+        )
+        self.inference = hist(
+            "request_inference_time_seconds", "First engine step to last token", REQUEST_BUCKETS
         )
         self.prompt_hist = hist("request_prompt_tokens", "Prompt tokens per request", TOKEN_BUCKETS)
         self.gen_hist = hist(
@@ -152,6 +161,11 @@ class LLMMetrics:
         self.gen_hist.observe(final.completion_tokens, **model)
         if first is not None and final.completion_tokens > 1:
             self.tpot.observe((now - first) / (final.completion_tokens - 1), **model)
+        if (times := final.times) is not None:
+            self.queue.observe(times.queue_s, **model)
+            self.prefill.observe(times.prefill_s, **model)
+            self.decode.observe(times.decode_s, **model)
+            self.inference.observe(times.prefill_s + times.decode_s, **model)
         self.success.inc(finished_reason=final.finish_reason or "stop", **model)
 
     async def meter(

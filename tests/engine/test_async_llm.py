@@ -43,10 +43,18 @@ def test_stream_matches_generate(allm: AsyncLLM) -> None:
 
     async def main() -> list[int]:
         tokens: list[int] = []
+        called, first = time.monotonic(), None
         async for delta in allm.stream([5, 6, 7, 8], params, request_id="s1"):
+            first = first or time.monotonic()
             tokens.extend(delta.token_ids)
             last = delta
         assert last.finished and last.finish_reason == "length"
+        # the last delta says where the time went: from the call to the first step, to
+        # the first token (both before it was handed back), to the last
+        times, ended = last.times, time.monotonic()
+        assert times is not None and first is not None
+        assert 0 <= times.queue_s <= times.queue_s + times.prefill_s <= first - called
+        assert times.decode_s > 0 and times.queue_s + times.inference_s <= ended - called
         return tokens
 
     assert asyncio.run(main()) == expected

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from typing import Any
 
+from engine import scheduler as scheduler_module
 from engine.block_manager import BlockManager
 from engine.config import EngineConfig
+from engine.request_times import RequestTimes
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler
 from engine.sequence import Sequence, SequenceStatus
@@ -89,6 +92,59 @@ def test_preemption_by_recompute_under_kv_pressure() -> None:
         run_step(s)
     assert a.num_completion_tokens == 10 and b.num_completion_tokens == 10
     assert s.block_manager.num_free_blocks == 4
+
+
+def test_a_requests_times_split_at_its_first_step_and_its_first_and_last_token(
+    monkeypatch: Any,
+) -> None:
+    now = [100.0]
+    monkeypatch.setattr(scheduler_module, "monotonic", lambda: now[0])
+    s = make(num_blocks=4, block_size=4, max_num_batched_tokens=64, max_num_seqs=4)
+    a, b = request(12, max_tokens=2, t=99.0), request(12, max_tokens=2, t=99.5)
+    s.add(a)
+    s.add(b)
+    assert run_step(s) == [a]  # prefilled at 100; b needs 3 more blocks: only 1 free
+    assert a.times() == RequestTimes(queue_s=1.0, prefill_s=0.0, decode_s=0.0)
+    assert b.times() is None  # not scheduled yet
+    now[0] = 100.25
+    run_step(s)  # a's second and last token
+    assert a.is_finished
+    assert a.times() == RequestTimes(queue_s=1.0, prefill_s=0.0, decode_s=0.25)
+    now[0] = 103.0
+    assert run_step(s) == [b]
+    assert b.times() == RequestTimes(queue_s=3.5, prefill_s=0.0, decode_s=0.0)
+
+
+def test_a_long_prompts_prefill_spans_its_chunks(monkeypatch: Any) -> None:
+    now = [10.0]
+    monkeypatch.setattr(scheduler_module, "monotonic", lambda: now[0])
+    s = make(max_num_batched_tokens=8, max_num_seqs=2)
+    a = request(20, max_tokens=1, t=10.0)
+    s.add(a)
+    for t in (10.0, 10.5, 11.25):  # chunks of 8, 8 and 4, the last sampling the token
+        now[0] = t
+        run_step(s)
+    assert a.times() == RequestTimes(queue_s=0.0, prefill_s=1.25, decode_s=0.0)
+    assert a.times().inference_s == 1.25  # type: ignore[union-attr]
+
+
+def test_a_preempted_request_keeps_its_queue_time_and_first_token(monkeypatch: Any) -> None:
+    now = [10.0]
+    monkeypatch.setattr(scheduler_module, "monotonic", lambda: now[0])
+    s = make(num_blocks=4, block_size=4, max_num_batched_tokens=64, max_num_seqs=4)
+    a, b = request(7, max_tokens=10, t=8.0), request(7, max_tokens=10, t=9.0)
+    s.add(a)
+    s.add(b)
+    run_step(s)  # both prefilled: their first tokens at 10
+    while s.has_unfinished():
+        now[0] += 1.0  # b is preempted and comes back later
+        run_step(s)
+    assert b.num_preemptions >= 1
+    times_a, times_b = a.times(), b.times()
+    assert times_a is not None and times_b is not None
+    assert (times_a.queue_s, times_a.prefill_s) == (2.0, 0.0)
+    assert (times_b.queue_s, times_b.prefill_s) == (1.0, 0.0)
+    assert times_b.decode_s > times_a.decode_s  # b's recompute delayed its last token
 
 
 def test_waiting_order_priority_then_arrival() -> None:

@@ -19,6 +19,9 @@ HISTOGRAMS = (
     "time_per_output_token_seconds",
     "e2e_request_latency_seconds",
     "request_queue_time_seconds",
+    "request_prefill_time_seconds",
+    "request_decode_time_seconds",
+    "request_inference_time_seconds",
     "request_prompt_tokens",
     "request_generation_tokens",
 )
@@ -77,6 +80,8 @@ def test_llm_series_exist_under_both_names_and_move(shared_components: Any) -> N
             assert moved(name + "_count") == 2
             assert moved(name + "_sum") > 0
         assert moved("time_per_output_token_seconds_count") == 2
+        for phase in ("queue", "prefill", "decode", "inference"):  # the engine reports them
+            assert moved(f"request_{phase}_time_seconds_count") == 2
         assert moved("inter_token_latency_seconds_count") >= 2
         assert moved("request_generation_tokens_sum") == generated
         assert moved("prefix_cache_queries_total") > 0  # the engine's own counters
