@@ -8,7 +8,6 @@ import contextlib
 import logging
 import queue
 import threading
-import time
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
@@ -80,14 +79,13 @@ class AsyncLLM:
         loop early or being cancelled aborts the request and frees its KV blocks.
         """
         loop = asyncio.get_running_loop()
-        arrival = time.monotonic()  # the queue time counts a wait for the engine thread too
         rid = request_id if request_id is not None else uuid.uuid4().hex
         stream = RequestStream(loop, asyncio.Queue())
         if not isinstance(prompt, str):  # refuse at once when the queue is already full
             self._check_capacity(len(prompt))
 
         def add() -> None:
-            self.engine.add_request(prompt, params, rid, priority, cache_salt, arrival_time=arrival)
+            self.engine.add_request(prompt, params, rid, priority, cache_salt)
             self._streams[rid] = stream
 
         added = self._call(add)

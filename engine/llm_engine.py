@@ -84,7 +84,6 @@ class LLMEngine:
         priority: int | None = None,
         cache_salt: str | None = None,
         backpressure: bool = True,
-        arrival_time: float | None = None,
     ) -> Sequence:
         """Validate and queue a request; raises InvalidRequestError for bad input.
 
@@ -93,7 +92,6 @@ class LLMEngine:
         requests of the same salt (None: the common namespace). Raises EngineBusyError,
         queueing nothing, when the request would overfill the waiting queue (unless
         ``backpressure`` is False: the batch API ``generate`` queues all its prompts).
-        ``arrival_time`` (``time.monotonic()``; None: now) starts its queue time.
         """
         params = params or SamplingParams()
         vocab = int(self.model_config.vocab_size)
@@ -103,7 +101,7 @@ class LLMEngine:
         check_priority(priority)
         if backpressure:
             self.check_capacity(len(token_ids))
-        seq = Sequence(token_ids, params, request_id, priority, arrival_time, cache_salt)
+        seq = Sequence(token_ids, params, request_id, priority, cache_salt=cache_salt)
         budget = params.max_reasoning_tokens
         seq.reasoning = ReasoningBudget.of(self.think_tokens, budget, token_ids)
         if params.seed is not None:

@@ -122,9 +122,9 @@ class Sequence:
         if scheduled is None or first is None or last is None:
             return None
         return RequestTimes(
-            queue_s=max(scheduled - self.arrival_time, 0.0),
-            prefill_s=max(first - scheduled, 0.0),
-            decode_s=max(last - first, 0.0),
+            queue_s=scheduled - self.arrival_time,
+            prefill_s=first - scheduled,
+            decode_s=last - first,
         )
 
     def append_token(self, token_id: int, at: float | None = None) -> None:

@@ -48,6 +48,11 @@ class LLMTimes:
     prefill_s: float
     decode_s: float
 
+    @property
+    def inference_s(self) -> float:
+        """Its first step to its last token."""
+        return self.prefill_s + self.decode_s
+
 
 @dataclass(frozen=True)
 class LLMDelta:

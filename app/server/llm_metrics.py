@@ -4,7 +4,9 @@ dashboards work unmodified) and the same series as `r1voice_...` (`vllm:X` is al
 
 Latencies and token counts are measured where requests enter (HTTP routes and Realtime
 sessions), from the typed deltas, by wrapping the backend in `MeteredLLM`: so they are
-the same for every backend, the remote one included. Load (running / waiting requests,
+the same for every backend, the remote one included. A request's phases inside the
+engine (queue, prefill, decode) are the backend's own word, on its last delta: only the
+embedded engine gives it. Load (running / waiting requests,
 KV cache, prefix cache, preemptions) is read from the backend's `stats()` at scrape time.
 """
 
@@ -165,7 +167,7 @@ class LLMMetrics:
             self.queue.observe(times.queue_s, **model)
             self.prefill.observe(times.prefill_s, **model)
             self.decode.observe(times.decode_s, **model)
-            self.inference.observe(times.prefill_s + times.decode_s, **model)
+            self.inference.observe(times.inference_s, **model)
         self.success.inc(finished_reason=final.finish_reason or "stop", **model)
 
     async def meter(

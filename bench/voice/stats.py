@@ -82,7 +82,7 @@ def median_interval(values: Iterable[float], confidence: float = 0.9) -> list[fl
         below, j = step, j + 1
     if j == 0:
         return None
-    return [round(data[j - 1], 1), round(data[n - j], 1)]
+    return [data[j - 1], data[n - j]]
 
 
 def summarize(values: Iterable[float | None]) -> dict[str, Any]:

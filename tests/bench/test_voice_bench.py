@@ -358,6 +358,10 @@ def test_paired_turns_judge_the_target_by_the_p50s_interval() -> None:
     assert out["target_met"] is True and out["target_verdict"] == "within noise"
     out = transports.paired_summary([pair(g + 30) for g in gaps])  # 35 .. 55
     assert out["target_verdict"] == "missed"
+    out = transports.paired_summary([pair(g + 5.04) for g in gaps])  # 10.04 .. 30.04
+    heard = out["voice_to_voice_audible_ms"]["webrtc_minus_websocket"]
+    assert heard["p50_ci90"] == [10.0, 30.0]  # shown rounded,
+    assert out["target_verdict"] == "within noise"  # judged as measured
 
 
 def test_the_medians_interval_is_the_sign_tests() -> None:

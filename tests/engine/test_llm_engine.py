@@ -35,6 +35,17 @@ def test_requests_joining_mid_decode_match_solo_runs(llm: LLM) -> None:
     assert llm.stats().kv_blocks_free == llm.stats().kv_blocks_total
 
 
+def test_a_finished_requests_times_follow_its_steps(llm: LLM) -> None:
+    # 16 tokens a step: the 30-token prompt's first token comes a step after its first
+    # chunk; both then decode 9 more tokens
+    long, short = llm.generate([prompt(30, 1), prompt(5, 2)], GREEDY)
+    assert long.times is not None and short.times is not None
+    for t in (long.times, short.times):
+        assert t.queue_s >= 0 and t.prefill_s >= 0 and t.decode_s > 0
+        assert t.inference_s == t.prefill_s + t.decode_s
+    assert long.times.prefill_s > 0
+
+
 def test_preemption_keeps_tokens_exact(tiny_llama: Path) -> None:
     prompts = [prompt(9, 10 + i) for i in range(4)]
     roomy = LLM(str(tiny_llama), block_size=4)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -82,6 +83,11 @@ def test_llm_series_exist_under_both_names_and_move(shared_components: Any) -> N
         assert moved("time_per_output_token_seconds_count") == 2
         for phase in ("queue", "prefill", "decode", "inference"):  # the engine reports them
             assert moved(f"request_{phase}_time_seconds_count") == 2
+        sums = {p: moved(f"request_{p}_time_seconds_sum") for p in ("queue", "prefill", "decode")}
+        inference = moved("request_inference_time_seconds_sum")
+        assert inference == pytest.approx(sums["prefill"] + sums["decode"])
+        assert sums["decode"] > 0  # 6 and 4 tokens
+        assert sums["queue"] + inference <= moved("e2e_request_latency_seconds_sum")
         assert moved("inter_token_latency_seconds_count") >= 2
         assert moved("request_generation_tokens_sum") == generated
         assert moved("prefix_cache_queries_total") > 0  # the engine's own counters
