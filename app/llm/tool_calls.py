@@ -106,17 +106,31 @@ def parse_call(raw: str, tools: list[ToolSpec]) -> ToolCall:
     return ToolCall(spec.name, json.dumps(arguments))
 
 
+BARE_START = '{"name":'  # an answer that opens so is a call written without its tags
+
+
+def tagged(kind: str) -> bool:
+    """Whether a splitter's call piece was written inside `<tool_call>` tags."""
+    return kind == "call"
+
+
 class ToolCallSplitter:
-    """push(text) -> [(kind, text)]: kind "content" (the answer) or "call" (the JSON of
-    one complete `<tool_call>`). A tag split across deltas is held until it is whole."""
+    """push(text) -> [(kind, text)]: kind "content" (the answer), "call" (the JSON of one
+    complete `<tool_call>`) or "bare_call" (an answer that is a call's JSON object without
+    the tags, as Qwen2.5 writes at times: its opening object, held until it closes). A tag
+    split across deltas is held until it is whole."""
 
     def __init__(self) -> None:
         self._held = ""
         self._in_call = False
+        self._opening = True  # nothing but white space has been said yet
+        self._bare = BareObject()
 
     def push(self, text: str) -> list[tuple[str, str]]:
         buf, self._held = self._held + text, ""
         out: list[tuple[str, str]] = []
+        if self._opening:
+            buf = self._open(buf, out)
         while buf:
             if self._in_call:
                 end = buf.find(CLOSE)
@@ -141,9 +155,62 @@ class ToolCallSplitter:
             break
         return out
 
+    def _open(self, buf: str, out: list[tuple[str, str]]) -> str:
+        """The answer's opening: a bare call's object (held until it closes), else what
+        the normal split takes."""
+        squeezed = "".join(buf.split())
+        if not squeezed or (BARE_START.startswith(squeezed) and not self._bare.text):
+            self._held = buf  # white space, or a start that may still be a call
+            return ""
+        if not squeezed.startswith(BARE_START) and not self._bare.text:
+            self._opening = False
+            return buf
+        whole = self._bare.take(buf)
+        if whole is None:
+            return ""  # the object is not closed yet
+        self._opening = False
+        out.append(("bare_call", whole.strip()))
+        return self._bare.rest
+
     def flush(self) -> list[tuple[str, str]]:
         """An unfinished call at the end is text, not a call."""
         held, self._held = self._held, ""
+        if self._bare.text:
+            held, self._bare = self._bare.text + held, BareObject()
         if not held:
             return []
         return [("content", (OPEN if self._in_call else "") + held)]
+
+
+class BareObject:
+    """A JSON object's text, taken piece by piece until its braces close (strings and
+    their escapes read as JSON reads them)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.rest = ""  # what followed the closing brace
+        self._depth = 0
+        self._in_string = self._escaped = False
+
+    def take(self, piece: str) -> str | None:
+        """The whole object once `piece` closes it (its rest in `rest`), else None."""
+        for i, ch in enumerate(piece):
+            if self._in_string:
+                if self._escaped:
+                    self._escaped = False
+                elif ch == "\\":
+                    self._escaped = True
+                elif ch == '"':
+                    self._in_string = False
+            elif ch == '"':
+                self._in_string = True
+            elif ch == "{":
+                self._depth += 1
+            elif ch == "}":
+                self._depth -= 1
+                if self._depth == 0:
+                    whole, self.rest = self.text + piece[: i + 1], piece[i + 1 :]
+                    self.text = ""
+                    return whole
+        self.text += piece
+        return None

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 
 from app.protocol.errors import ProtocolError
-from app.protocol.schemas import BETA_FORMATS
+from app.protocol.schemas import BETA_FORMATS, G711_TYPES
 
 BETA, GA = "beta", "ga"
 
@@ -101,7 +102,8 @@ def ga_session_patch(session: dict[str, Any]) -> dict[str, Any]:
 
 
 def looks_ga(session: dict[str, Any]) -> bool:
-    return session.get("type") == "realtime" or "audio" in session or "output_modalities" in session
+    """GA's session object has a `type` (the beta one has none)."""
+    return "type" in session or "audio" in session or "output_modalities" in session
 
 
 def ga_session_update(raw: str | bytes) -> dict[str, Any] | None:
@@ -141,11 +143,38 @@ def flat_session_update(update: dict[str, Any]) -> str:
         raise
 
 
+# Where a GA client wrote each field that ga_session_patch flattens.
+GA_FIELD_NAMES = {
+    "input_audio_format": "audio.input.format",
+    "input_audio_transcription": "audio.input.transcription",
+    "turn_detection": "audio.input.turn_detection",
+    "output_audio_format": "audio.output.format",
+    "voice": "audio.output.voice",
+    "speed": "audio.output.speed",
+    "max_response_output_tokens": "max_output_tokens",
+}
+_FLAT_FIELD = re.compile(r"\bsession\.(" + "|".join(GA_FIELD_NAMES) + r")\b")
+
+
+def ga_named(exc: ProtocolError) -> ProtocolError:
+    """A refusal of a GA `session.update`, its fields named as the client wrote them
+    (`session.audio.input.format`, not the flat `session.input_audio_format`)."""
+
+    def ga(text: str) -> str:
+        return _FLAT_FIELD.sub(lambda m: "session." + GA_FIELD_NAMES[m.group(1)], text)
+
+    param = None if exc.param is None else ga(exc.param)
+    return ProtocolError(exc.code, ga(exc.message), param=param, event_id=exc.event_id)
+
+
 def session_to_ga(beta: dict[str, Any]) -> dict[str, Any]:
     """Our beta-shaped session object -> the GA shape."""
 
     def fmt(value: Any) -> Any:
-        return BETA_FORMATS[value].model_dump() if isinstance(value, str) else value
+        shown = BETA_FORMATS[value].model_dump() if isinstance(value, str) else dict(value)
+        if shown.get("type") in G711_TYPES:
+            shown.pop("rate", None)  # GA's G.711 formats have none: 8 kHz
+        return shown
 
     return {
         "type": "realtime",

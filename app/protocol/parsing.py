@@ -139,8 +139,11 @@ def validation_error(
     event_type: str, exc: ValidationError, event_id: str | None, tagged: bool = True
 ) -> ProtocolError:
     """The first problem pydantic found, as `invalid_value` naming the field (`tagged`:
-    the location starts with the union's tag, the event type)."""
-    first = exc.errors()[0]
+    the location starts with the union's tag, the event type). Where a field takes one of
+    several shapes (a format's string or object), the error of the shape the client sent
+    is the one told."""
+    errors = exc.errors()
+    first = next((e for e in errors if not _other_shape(e)), errors[0])
     # Drop pydantic's union-branch labels ("literal[...]", "AudioFormat",
     # "constrained-int", "int") from the path: field names are none of those.
     path = [
@@ -155,6 +158,15 @@ def validation_error(
         param=where,
         event_id=event_id,
     )
+
+
+def _other_shape(error: Any) -> bool:
+    """An error of a union's branch for another shape than the value's (an object
+    checked against the string choices, a string against the object)."""
+    if error["type"] in ("model_type", "dict_type", "model_attributes_type"):
+        return True
+    scalar_only = ("literal_error", "string_type", "enum", "int_type", "float_type")
+    return error["type"] in scalar_only and isinstance(error.get("input"), dict | list)
 
 
 def decode_base64(data: str, param: str = "audio") -> bytes:

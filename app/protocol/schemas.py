@@ -34,11 +34,30 @@ class _ClientEvent(_Lenient):
     event_id: str | None = None
 
 
+G711_TYPES = ("audio/pcmu", "audio/pcma")
+
+
 class AudioFormat(_Lenient):
-    """GA-style audio format object; the beta strings are mapped onto it."""
+    """GA-style audio format object; the beta strings are mapped onto it.
+
+    G.711 is 8 kHz: GA's `audio/pcmu` and `audio/pcma` carry no `rate` (the SDK's types
+    have none), so one left out is 8000, not PCM's 24000; another rate is refused."""
 
     type: Literal["audio/pcm", "audio/pcmu", "audio/pcma"] = "audio/pcm"
     rate: Literal[8000, 16000, 24000] = 24000
+
+    @model_validator(mode="before")
+    @classmethod
+    def _g711_is_8khz(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("type") in G711_TYPES:
+            rate = data.get("rate", 8000)
+            if rate != 8000:
+                raise ValueError(
+                    f"{data['type']} is G.711 at 8 kHz: leave out 'rate' or give 8000, "
+                    f"not {rate!r} (for another rate send audio/pcm)"
+                )
+            return {**data, "rate": 8000}
+        return data
 
 
 BETA_FORMATS = {

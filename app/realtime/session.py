@@ -26,6 +26,7 @@ from app.protocol import events
 from app.protocol.dialect import (
     GA,
     flat_session_update,
+    ga_named,
     ga_session_update,
     session_to_ga,
 )
@@ -186,11 +187,15 @@ class Session:
         exception."""
         event_id = None
         self.last_event_at = time.monotonic() if arrived_at is None else arrived_at
+        flat = raw
         try:
-            event = parse_client_event(self._normalize(raw))
+            flat = self._normalize(raw)
+            event = parse_client_event(flat)
             event_id = event.event_id
             await self._dispatch(event, self.last_event_at)
         except ProtocolError as exc:
+            if flat is not raw:  # a GA session.update: its fields as the client named them
+                exc = ga_named(exc)
             event_id = event_id or exc.event_id  # refused before it parsed: still echoed
             self.outbox.emit(
                 events.error(exc.code, exc.message, param=exc.param, event_id=event_id)
@@ -252,7 +257,7 @@ class Session:
             item = self.conversation.get(event.item_id).to_wire()
             self.outbox.emit(events.event("conversation.item.retrieved", item=item))
         elif isinstance(event, ResponseCreate):
-            self.responses.start(event.response, event_id=event.event_id)
+            await self.responses.create(event.response, event.event_id)
         elif isinstance(event, ResponseCancel):
             await self.responses.cancel()
 

@@ -31,13 +31,14 @@ class FunctionCalls:
         self.emit = emit
         self.items: list[Item] = []
 
-    def add(self, raw: str) -> str | None:
-        """One complete call's JSON. Returns the text to keep as words if it is invalid."""
+    def add(self, raw: str, in_tags: bool = True) -> str | None:
+        """One complete call's JSON (`in_tags`: written inside `<tool_call>` tags). Returns
+        the text to keep as words, as the model wrote it, if it is invalid."""
         try:
             call = parse_call(raw, self.tools)
         except InvalidToolCall as exc:
             self.emit(events.error("invalid_tool_call", str(exc), kind="server_error"))
-            return f"{OPEN}{raw}{CLOSE}"
+            return f"{OPEN}{raw}{CLOSE}" if in_tags else raw
         index = 1 + len(self.items)  # output 0 is the message
         item = Item(
             id=events.new_id("item"),

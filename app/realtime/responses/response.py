@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from app.llm import LLMBackendError, LLMDelta
-from app.llm.tool_calls import ToolCallSplitter, tools_prompt
+from app.llm.tool_calls import ToolCallSplitter, tagged, tools_prompt
 from app.models.voices import AUTO, text_language
 from app.protocol import events
 from app.realtime.conversation import Item
@@ -101,6 +101,11 @@ class Response:
     @property
     def audio_ms(self) -> float:
         return self.speaker.audio_ms if self.speaker else 0.0
+
+    @property
+    def held(self) -> bool:
+        """An early answer whose turn has not ended: the client has seen nothing of it."""
+        return self.gate.holding
 
     @property
     def shown(self) -> bool:
@@ -330,7 +335,7 @@ class Response:
         """Tool calls become items, the rest is the spoken answer."""
         if calls is not None and self.spec.tools:
             for part, piece in calls.push(text):
-                kept = self.calls.add(piece) if part == "call" else piece
+                kept = self.calls.add(piece, tagged(part)) if part != "content" else piece
                 if kept:
                     self._speak_text(kept, chunker, clauses)
             return

@@ -71,9 +71,17 @@ class Responses:
         response.start()
         return response
 
+    async def create(self, options: ResponseOptions | None, event_id: str | None) -> None:
+        """`response.create`: an early answer still held (the client never saw it) gives way
+        to it, as if the client's came first; a response the client sees refuses it."""
+        if self.active is not None and self.active.held:
+            await self.active.discard()
+        self.start(options, event_id=event_id)
+
     async def cancel(self) -> None:
-        """`response.cancel`: refused when nothing runs (the spec's error code)."""
-        if self.active is None:
+        """`response.cancel`: refused when nothing runs that the client sees (the spec's
+        error code); a held early answer is the server's own business."""
+        if self.active is None or self.active.held:
             raise ProtocolError("response_cancel_not_active", "there is no response to cancel")
         await self.active.cancel("client_cancelled")
 

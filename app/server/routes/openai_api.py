@@ -34,6 +34,7 @@ from app.llm.tool_calls import (
     ToolCallSplitter,
     ToolSpec,
     parse_call,
+    tagged,
     tools_prompt,
 )
 from app.models.components import Components
@@ -169,7 +170,8 @@ async def _pieces(
                 out.append((kind, text))
                 continue
             for part, piece in calls.push(text):
-                out.append(_tool_piece(piece, tools) if part == "call" else (part, piece))
+                is_call = part != "content"
+                out.append(_tool_piece(piece, tools, tagged(part)) if is_call else (part, piece))
         if last and calls is not None:
             out += calls.flush()
         return out
@@ -187,11 +189,11 @@ async def _pieces(
     raise LLMBackendError(f"the {llm.name} backend ended the stream without a finish reason")
 
 
-def _tool_piece(raw: str, tools: list[ToolSpec]) -> tuple[str, str]:
+def _tool_piece(raw: str, tools: list[ToolSpec], in_tags: bool) -> tuple[str, str]:
     try:
         call = parse_call(raw, tools)
-    except InvalidToolCall:
-        return ("content", f"{OPEN}{raw}{CLOSE}")
+    except InvalidToolCall:  # left as the model wrote it
+        return ("content", f"{OPEN}{raw}{CLOSE}" if in_tags else raw)
     entry = {
         "id": f"call_{uuid.uuid4().hex[:24]}",
         "type": "function",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.llm.backend import MAX_REASONING_TOKENS
 from app.llm.tool_calls import ToolSpec, call_text
@@ -114,6 +114,17 @@ class ChatRequest(SamplingRequest):
     tool_choice: Literal["auto", "none", "required"] | NamedChoice | None = None
     max_reasoning_tokens: ReasoningTokens = None  # r1voice extension
     reasoning_effort: ReasoningEffort | None = None
+
+    @model_validator(mode="after")
+    def _choice_among_tools(self) -> ChatRequest:
+        """A call asked for must be one the request offers (OpenAI refuses the same)."""
+        c = self.tool_choice
+        names = [t.function.name for t in self.tools or []]
+        if (c == "required" or isinstance(c, NamedChoice)) and not names:
+            raise ValueError("tool_choice asks for a function call, but 'tools' offers none")
+        if isinstance(c, NamedChoice) and c.name not in names:
+            raise ValueError(f"tool_choice names '{c.name}', which is not in 'tools' ({names})")
+        return self
 
     def reasoning_budget(self) -> int | None:
         """The thinking budget: `max_reasoning_tokens` if given, else the effort's."""

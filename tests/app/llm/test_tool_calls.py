@@ -58,6 +58,34 @@ def test_calls_come_out_whole_however_the_text_is_chunked(step: int) -> None:
     ]
 
 
+BARE = ' {"name": "get_weather", "arguments": {"city": "Pa}\\"ris"}}\n<tool_call>{"name": "x"}</tool_call> ok'
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 7, 1000])
+def test_an_answer_that_opens_with_a_calls_object_is_a_bare_call(step: int) -> None:
+    # a brace or an escaped quote inside a string does not close the object
+    assert split(BARE, step) == [
+        ("bare_call", '{"name": "get_weather", "arguments": {"city": "Pa}\\"ris"}}'),
+        ("content", "\n"),
+        ("call", '{"name": "x"}'),
+        ("content", " ok"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"city": "Paris"} is what I know',  # an object, but not a call's
+        'Paris. {"name": "get_weather"}',  # a call's object, but not the answer's opening
+        '{"name": "get_weather", "argu',  # unfinished: the text as written
+        "{",
+    ],
+)
+def test_what_is_not_an_opening_call_object_is_content(text: str) -> None:
+    for step in (1, 4, 1000):
+        assert split(text, step) == [("content", text)]
+
+
 def test_a_lone_angle_bracket_is_content() -> None:
     assert split("a < b and <tool", 1) == [("content", "a < b and <tool")]
 

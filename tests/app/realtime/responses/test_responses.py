@@ -4,7 +4,9 @@ the one running finishes on the LLM it started with."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+from app.protocol.errors import ProtocolError
 from app.protocol.schemas import ResponseOptions
 from app.realtime.conversation import Conversation, Item
 from app.realtime.responses.responses import Responses
@@ -49,3 +51,50 @@ def test_a_switched_llm_answers_from_the_next_response_on() -> None:
     first, second, outcomes = asyncio.run(main())
     assert [o.status for o in outcomes] == ["completed", "completed"]
     assert (len(first.prompts), len(second.prompts)) == (1, 1)
+
+
+def test_a_held_early_answer_gives_way_to_the_clients_response() -> None:
+    """An early answer waits, unseen, for its turn to end (a client that cut its
+    microphone before the pause leaves it waiting): the client's `response.create` is not
+    refused naming a response it never saw, and `response.cancel` finds nothing to cancel."""
+
+    async def main() -> tuple[list[dict[str, Any]], list[ResponseOutcome], list[str]]:
+        llm = ScriptedLLM([["Early."], ["Asked."]])
+        conversation = Conversation()
+        conversation.add(Item(id="user1", role="user", text="What is it?"))
+        seen: list[dict[str, Any]] = []
+        deps = ResponseDeps(
+            sink=seen.append,
+            conversation=conversation,
+            llm=llm,
+            voices=ScriptedVoices(),
+            audio_lead_ms=10_000,
+        )
+        outcomes: list[ResponseOutcome] = []
+        two = asyncio.Event()
+
+        def done(outcome: ResponseOutcome) -> None:
+            outcomes.append(outcome)
+            if len(outcomes) == 2:
+                two.set()
+
+        responses = Responses(SessionConfig.default(Settings(), llm.model), deps, done)
+        early = responses.start(early_user_text="What is it?")
+        assert early is not None
+        await llm.opened.wait()
+        refusals = []
+        try:
+            await responses.cancel()
+        except ProtocolError as exc:
+            refusals.append(exc.code)
+        assert early.held and not early.done  # the refused cancel left it alone
+        await responses.create(ResponseOptions(modalities=["text"]), "evt_1")
+        await two.wait()
+        return seen, outcomes, refusals
+
+    seen, outcomes, refusals = asyncio.run(main())
+    assert refusals == ["response_cancel_not_active"]
+    assert [o.status for o in outcomes] == ["discarded", "completed"]
+    assert [e["type"] for e in seen if e["type"] in ("response.created", "error")] == [
+        "response.created"  # the client's own, and nothing of the early answer
+    ]

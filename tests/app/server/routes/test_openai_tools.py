@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import openai
+import pytest
 
 from tests.conftest import client_with
 from tests.fakes import ScriptedLLM
@@ -84,3 +85,44 @@ def test_without_tools_the_tags_are_plain_text(shared_components: Any) -> None:
     )
     assert reply.choices[0].message.content == "".join(CALL)
     assert not reply.choices[0].message.tool_calls
+
+
+def test_a_call_written_without_its_tags_is_a_call(shared_components: Any) -> None:
+    # Qwen2.5 answers a tool question with the call's bare JSON at times: it was the
+    # answer's text (and spoken, in a voice session)
+    bare = ['{"name": "get_weather", "argu', 'ments": {"city": "Paris"}}']
+    client = sdk(shared_components, ScriptedLLM([bare, ['{"name": "no_such_tool"}']]))
+    question = [{"role": "user", "content": "Weather in Paris?"}]
+    first = client.chat.completions.create(model="r1voice", messages=question, tools=TOOLS)  # type: ignore[arg-type]
+    assert first.choices[0].finish_reason == "tool_calls"
+    (call,) = first.choices[0].message.tool_calls or []
+    assert call.function.name == "get_weather"  # type: ignore[union-attr]
+    assert json.loads(call.function.arguments) == {"city": "Paris"}  # type: ignore[union-attr]
+    assert first.choices[0].message.content is None
+    # a bare object that is no call of ours stays the text the model wrote, untagged
+    second = client.chat.completions.create(model="r1voice", messages=question, tools=TOOLS)  # type: ignore[arg-type]
+    assert second.choices[0].message.content == '{"name": "no_such_tool"}'
+    assert not second.choices[0].message.tool_calls
+
+
+@pytest.mark.parametrize(
+    ("choice", "tools", "says"),
+    [
+        ("required", None, "offers none"),
+        ({"type": "function", "function": {"name": "get_weather"}}, None, "offers none"),
+        ({"type": "function", "function": {"name": "nope"}}, TOOLS, "'nope'"),
+    ],
+    ids=["required without tools", "named without tools", "named, not offered"],
+)
+def test_a_call_asked_of_tools_not_offered_is_refused(
+    shared_components: Any, choice: Any, tools: Any, says: str
+) -> None:
+    client = sdk(shared_components, ScriptedLLM(["Hi."]))
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(
+            model="r1voice",
+            messages=[{"role": "user", "content": "x"}],
+            tools=tools or openai.NOT_GIVEN,
+            tool_choice=choice,
+        )
+    assert refused.value.status_code == 400 and says in str(refused.value)

@@ -151,6 +151,73 @@ def test_malformed_event_gets_error_and_session_goes_on(
         assert answer_text(events).strip()
 
 
+GA_REFUSALS: list[tuple[str, dict[str, Any], str, str, str | None]] = [
+    (
+        "a PCM rate it does not take",
+        {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 44100}}}},
+        "invalid_value",
+        "session.audio.input.format.rate",
+        "8000, 16000 or 24000",  # the object's own error, not the beta strings'
+    ),
+    (
+        "G.711 at another rate",
+        {"audio": {"input": {"format": {"type": "audio/pcmu", "rate": 24000}}}},
+        "invalid_value",
+        "session.audio.input.format",
+        "8 kHz",
+    ),
+    (
+        "a speed out of range",
+        {"audio": {"output": {"speed": 10}}},
+        "invalid_value",
+        "session.audio.output.speed",
+        None,
+    ),
+    (
+        "no output tokens",
+        {"max_output_tokens": 0},
+        "invalid_value",
+        "session.max_output_tokens",
+        None,
+    ),
+    (
+        "a transcription session",
+        {"type": "transcription"},
+        "unsupported_session_type",
+        "session.type",
+        "realtime",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "session", "code", "param", "says"), GA_REFUSALS, ids=[c[0] for c in GA_REFUSALS]
+)
+def test_a_ga_update_is_refused_naming_the_field_as_the_client_wrote_it(
+    app_client: TestClient,
+    case: str,
+    session: dict[str, Any],
+    code: str,
+    param: str,
+    says: str | None,
+) -> None:
+    with app_client.websocket_connect("/v1/realtime") as ws:  # GA
+        ws.receive_json()
+        update = {"type": "session.update", "event_id": "evt_7", "session": {"type": "realtime"}}
+        update["session"] |= session  # type: ignore[operator]
+        ws.send_text(json.dumps(update))
+        error = ws.receive_json()
+        assert error["type"] == "error", error
+        assert (error["error"]["code"], error["error"]["param"]) == (code, param)
+        assert error["error"]["event_id"] == "evt_7"
+        assert param in error["error"]["message"] or code == "unsupported_session_type"
+        assert says is None or says in error["error"]["message"]
+        assert "input_audio_format" not in error["error"]["message"]  # no beta names
+        again = {"type": "session.update", "session": {"type": "realtime", "instructions": "Hi."}}
+        ws.send_text(json.dumps(again))
+        assert ws.receive_json()["type"] == "session.updated"  # the session goes on
+
+
 def test_error_echoes_client_event_id(app_client: TestClient) -> None:
     with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()

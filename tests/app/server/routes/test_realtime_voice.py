@@ -245,21 +245,31 @@ def test_truncate_and_delete_items(app_client: TestClient) -> None:
         assert error["error"]["code"] == "item_not_found"
 
 
-def test_g711_ulaw_in_and_out(app_client: TestClient, shared_components: Any) -> None:
-    with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
+G711_SESSIONS = {  # dialect -> the session.update that asks for G.711 u-law both ways
+    "beta": {"input_audio_format": "g711_ulaw", "output_audio_format": "g711_ulaw"},
+    # GA's audio/pcmu has no rate (8 kHz): it was taken as 24 kHz and never heard
+    "ga": {
+        "type": "realtime",
+        "audio": {
+            "input": {"format": {"type": "audio/pcmu"}},
+            "output": {"format": {"type": "audio/pcmu"}},
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("dialect", ["beta", "ga"])
+def test_g711_ulaw_in_and_out(app_client: TestClient, shared_components: Any, dialect: str) -> None:
+    with app_client.websocket_connect(f"/v1/realtime?dialect={dialect}") as ws:
         ws.receive_json()
-        ws.send_text(
-            json.dumps(
-                {
-                    "type": "session.update",
-                    "session": {
-                        "input_audio_format": "g711_ulaw",
-                        "output_audio_format": "g711_ulaw",
-                    },
-                }
-            )
-        )
-        assert ws.receive_json()["session"]["input_audio_format"] == "g711_ulaw"
+        session = G711_SESSIONS[dialect]
+        ws.send_text(json.dumps({"type": "session.update", "session": session}))
+        updated = ws.receive_json()["session"]
+        if dialect == "beta":
+            assert updated["input_audio_format"] == "g711_ulaw"
+        else:  # echoed as OpenAI's GA server does: no rate
+            assert updated["audio"]["input"]["format"] == {"type": "audio/pcmu"}
+            assert updated["audio"]["output"]["format"] == {"type": "audio/pcmu"}
         question = resample(_question(shared_components), REALTIME_RATE, 8000)
         data = encode_audio(question, "audio/pcmu")
         for i in range(0, len(data), 160):  # 20 ms at 8 kHz, one byte per sample
@@ -282,9 +292,8 @@ def test_g711_ulaw_in_and_out(app_client: TestClient, shared_components: Any) ->
             )
         ]["transcript"].lower()
     )
-    audio = b"".join(
-        base64.b64decode(e["delta"]) for e in events if e["type"] == "response.audio.delta"
-    )
+    deltas = ("response.audio.delta", "response.output_audio.delta")
+    audio = b"".join(base64.b64decode(e["delta"]) for e in events if e["type"] in deltas)
     assert len(audio) / 8000 >= 0.5  # one byte per sample at 8 kHz
 
 
