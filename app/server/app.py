@@ -18,6 +18,7 @@ from app.server import client_noise
 from app.server.access import AccessGuard, AccessPolicy, DeniedHandshakeLog
 from app.server.body_limit import BodyLimit
 from app.server.client_rates import ClientRates
+from app.server.json_body import JsonByDefault
 from app.server.routes import (
     calls,
     client_secrets,
@@ -85,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     policy = AccessPolicy.from_settings(state.settings)
     DeniedHandshakeLog.install()
     settings = state.settings
+    app.add_middleware(JsonByDefault)  # innermost: the routes read the body it names
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     # added after the body limit, so it runs before it: nobody unauthorized sends a body
     app.add_middleware(AccessGuard, policy=policy, client_secrets=state.client_secrets)
@@ -105,6 +107,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
         where = ".".join(str(p) for p in first["loc"] if p != "body")
         message = f"{where}: {first['msg']}" if where else str(first["msg"])
+        if first.get("type") == "json_invalid":  # its location is a character offset
+            why = (first.get("ctx") or {}).get("error", "JSON decode error")
+            where, message = "", f"the request body is not valid JSON ({why}); send a JSON object"
         return JSONResponse(
             {
                 "error": {

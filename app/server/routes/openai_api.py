@@ -51,18 +51,41 @@ from app.server.state import HttpState
 router = APIRouter(prefix="/v1", tags=["openai"])
 
 
-@router.get("/models")
-async def models(state: HttpState) -> dict[str, Any]:
-    card: dict[str, Any] = {"id": state.settings.llm_model, "object": "model", "created": 0}
-    card["owned_by"] = "r1voice"
+STARTED = int(time.time())  # a model card's `created`: when this server process started
+
+
+def _card(state: HttpState) -> dict[str, Any]:
+    card: dict[str, Any] = {"id": state.settings.llm_model, "object": "model"}
+    card |= {"created": STARTED, "owned_by": "r1voice"}
     if state.ready and state.components is not None:  # as vLLM's card says it
         card["max_model_len"] = state.components.llm.context_length
-    return {"object": "list", "data": [card]}
+    return card
+
+
+@router.get("/models")
+async def models(state: HttpState) -> dict[str, Any]:
+    return {"object": "list", "data": [_card(state)]}
+
+
+@router.get("/models/{model_id:path}")
+async def model(model_id: str, state: HttpState) -> dict[str, Any]:
+    """OpenAI's `models.retrieve`: the served model's card (also by the name "r1voice")."""
+    served = state.settings.llm_model
+    if model_id not in (served, "r1voice"):
+        raise OpenAIError(
+            404,
+            f"model '{model_id}' is not served here; GET /v1/models lists '{served}'",
+            code="model_not_found",
+            param="model",
+        )
+    return _card(state)
 
 
 def _params(request: ChatRequest, components: Components) -> GenerationParams:
     if request.n != 1:
         raise OpenAIError(400, "only n=1 is supported", code="invalid_value", param="n")
+    if (refused := request.unsupported()) is not None:
+        raise OpenAIError(400, refused[1], code="invalid_value", param=refused[0])
     check_model(request.model, components)
     stop = (request.stop,) if isinstance(request.stop, str) else tuple(request.stop or ())
     return GenerationParams(

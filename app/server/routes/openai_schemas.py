@@ -114,6 +114,23 @@ class ChatRequest(SamplingRequest):
     tool_choice: Literal["auto", "none", "required"] | NamedChoice | None = None
     max_reasoning_tokens: ReasoningTokens = None  # r1voice extension
     reasoning_effort: ReasoningEffort | None = None
+    # Asked for, not given: refused by name (`unsupported`) rather than ignored.
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
+    response_format: dict[str, Any] | None = None
+
+    def unsupported(self) -> tuple[str, str] | None:
+        """(field, why) of the first option asked for that r1voice cannot honour."""
+        if self.logprobs or self.top_logprobs:
+            field = "logprobs" if self.logprobs else "top_logprobs"
+            return field, "log probabilities are not returned by r1voice; leave it out"
+        kind = (self.response_format or {}).get("type", "text")
+        if kind != "text":
+            return "response_format", (
+                f"response_format '{kind}' is not supported: r1voice does not constrain "
+                "decoding to JSON; leave it out (or ask for JSON in the prompt)"
+            )
+        return None
 
     @model_validator(mode="after")
     def _choice_among_tools(self) -> ChatRequest:

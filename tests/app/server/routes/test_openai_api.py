@@ -34,6 +34,38 @@ def test_models_lists_the_llm(app_client: TestClient) -> None:
     assert [m["id"] for m in app_client.get("/v1/models").json()["data"]] == [MODEL]
 
 
+def test_a_model_is_retrieved_by_its_name_as_the_sdk_asks(app_client: TestClient) -> None:
+    client = openai.OpenAI(base_url="http://testserver/v1", api_key="x", http_client=app_client)
+    for name in (MODEL, "r1voice"):
+        card = client.models.retrieve(name)
+        assert (card.id, card.object, card.owned_by) == (MODEL, "model", "r1voice")
+        assert card.created > 0
+    with pytest.raises(openai.NotFoundError) as missing:
+        client.models.retrieve("gpt-4o")
+    assert missing.value.code == "model_not_found" and MODEL in missing.value.message
+
+
+@pytest.mark.parametrize(
+    ("extra", "param"),
+    [
+        ({"logprobs": True}, "logprobs"),
+        ({"top_logprobs": 3}, "top_logprobs"),
+        ({"response_format": {"type": "json_object"}}, "response_format"),
+    ],
+)
+def test_options_it_cannot_honour_are_refused_by_name(
+    app_client: TestClient, extra: dict[str, Any], param: str
+) -> None:
+    body = {"model": MODEL, "messages": QUESTION, "max_tokens": 4, **extra}
+    reply = post_json(app_client, "/v1/chat/completions", body)
+    assert reply.status_code == 400
+    assert reply.json()["error"]["param"] == param
+    # what asks for nothing of the kind still answers
+    plain = {**body, "logprobs": False, "response_format": {"type": "text"}}
+    plain.pop("top_logprobs", None)
+    assert post_json(app_client, "/v1/chat/completions", plain).status_code == 200
+
+
 def test_chat_completion(app_client: TestClient) -> None:
     body = {"model": MODEL, "messages": QUESTION, "max_tokens": 24, "temperature": 0}
     reply = post_json(app_client, "/v1/chat/completions", body)
