@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -104,7 +105,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        first: dict[str, Any] = (
+            exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        )
         where = ".".join(str(p) for p in first["loc"] if p != "body")
         message = f"{where}: {first['msg']}" if where else str(first["msg"])
         if first.get("type") == "json_invalid":  # its location is a character offset
