@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=_serve)
 
     models = sub.add_parser("models", help="list or prepare the bundled models")
-    models.add_argument("action", choices=["list", "prepare"])
+    models.add_argument("action", nargs="?", default="list", choices=["list", "prepare"])
     models.add_argument("names", nargs="*", help="models to prepare (default: all)")
     models.add_argument("--force", action="store_true", help="prepare again even if cached")
     models.set_defaults(func=_models)

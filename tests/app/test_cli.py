@@ -1,4 +1,4 @@
-"""`r1voice serve`'s refusals of bad settings, before anything loads."""
+"""`r1voice serve`'s refusals of bad settings, before anything loads; `r1voice models`."""
 
 from __future__ import annotations
 
@@ -39,3 +39,12 @@ def test_the_cli_keeps_numpys_blas_on_one_thread_unless_told_otherwise() -> None
     env.pop("OMP_NUM_THREADS", None)
     assert _numpy_threads(env) == 1
     assert _numpy_threads({**env, "OPENBLAS_NUM_THREADS": "2"}) == 2
+
+
+def test_models_alone_lists_them() -> None:
+    # it said "the following arguments are required: action, names" (names are optional)
+    from app.cli import build_parser
+
+    args = build_parser().parse_args(["models"])
+    assert (args.action, args.names) == ("list", [])
+    assert build_parser().parse_args(["models", "prepare", "x"]).names == ["x"]
