@@ -183,8 +183,9 @@ def test_an_update_with_an_unsupported_value_gets_one_error_and_changes_nothing(
         events = receive_until(ws, lambda e: e["type"] == "session.updated")
     errors = [e["error"] for e in events if e["type"] == "error"]
     assert [(e["code"], e["param"], e["event_id"]) for e in errors] == [
-        ("invalid_value", "session.turn_detection.type", "evt_u"),  # one reply each
-        ("unsupported_voice", "session.voice", "evt_v"),
+        # one reply each, naming the fields as the GA client wrote them
+        ("invalid_value", "session.audio.input.turn_detection.type", "evt_u"),
+        ("unsupported_voice", "session.audio.output.voice", "evt_v"),
     ]
     assert [e["type"] for e in events] == ["error", "error", "session.updated"]
     session = events[-1]["session"]  # the reply to evt_w: nothing of the others applied

@@ -148,10 +148,10 @@ def test_speech_before_the_timeout_cancels_it_and_without_create_response_none_a
 @pytest.mark.parametrize(
     ("session", "param"),
     [
-        ({"idle_timeout_ms": 4999}, "session.turn_detection.idle_timeout_ms"),
-        ({"idle_timeout_ms": 30001}, "session.turn_detection.idle_timeout_ms"),
-        ({"idle_timeout_ms": "6000"}, "session.turn_detection.idle_timeout_ms"),
-        ({"idle_timeout_ms": 6000.5}, "session.turn_detection.idle_timeout_ms"),
+        ({"idle_timeout_ms": 4999}, "session.audio.input.turn_detection.idle_timeout_ms"),
+        ({"idle_timeout_ms": 30001}, "session.audio.input.turn_detection.idle_timeout_ms"),
+        ({"idle_timeout_ms": "6000"}, "session.audio.input.turn_detection.idle_timeout_ms"),
+        ({"idle_timeout_ms": 6000.5}, "session.audio.input.turn_detection.idle_timeout_ms"),
         ({"r1voice": {"max_idle_nudges": 0}}, "session.r1voice.max_idle_nudges"),
         ({"r1voice": {"max_idle_nudges": 11}}, "session.r1voice.max_idle_nudges"),
         ({"r1voice": {"max_idle_nudges": "2"}}, "session.r1voice.max_idle_nudges"),
