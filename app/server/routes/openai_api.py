@@ -43,6 +43,7 @@ from app.server.routes.openai_common import (
     ReadyComponents,
     check_http_priority,
     check_model,
+    check_model_name,
     refusal,
 )
 from app.server.routes.openai_schemas import ChatRequest
@@ -70,14 +71,7 @@ async def models(state: HttpState) -> dict[str, Any]:
 @router.get("/models/{model_id:path}")
 async def model(model_id: str, state: HttpState) -> dict[str, Any]:
     """OpenAI's `models.retrieve`: the served model's card (also by the name "r1voice")."""
-    served = state.settings.llm_model
-    if model_id not in (served, "r1voice"):
-        raise OpenAIError(
-            404,
-            f"model '{model_id}' is not served here; GET /v1/models lists '{served}'",
-            code="model_not_found",
-            param="model",
-        )
+    check_model_name(model_id, state.settings.llm_model)
     return _card(state)
 
 

@@ -80,7 +80,11 @@ def refusal(exc: LLMBackendError, param: str | None = None) -> OpenAIError:
 
 
 def check_model(requested: str, components: Components) -> None:
-    served = components.settings.llm_model
+    check_model_name(requested, components.settings.llm_model)
+
+
+def check_model_name(requested: str, served: str) -> None:
+    """404 `model_not_found` unless `requested` is the served model or "r1voice"."""
     if requested not in (served, "r1voice"):
         raise OpenAIError(
             404,
