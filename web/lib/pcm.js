@@ -2,6 +2,9 @@
 // (`input_audio_buffer.append.audio`, `response.output_audio.delta.delta`): 16-bit signed
 // little-endian mono. Pure functions, used by the page and by the node tests.
 
+/** The protocol's sample rate: audio on the wire (both ways) is PCM16 at 24 kHz. */
+export const PROTOCOL_RATE = 24000;
+
 /** Float32 samples in [-1, 1] -> PCM16 (clipped, rounded). */
 export function floatToPcm16(samples) {
   const out = new Int16Array(samples.length);

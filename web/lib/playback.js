@@ -4,8 +4,10 @@
 // Positions are counted in samples at the protocol rate (24 kHz) from the session start;
 // the player reports how many samples it has played.
 
+import { PROTOCOL_RATE } from "./pcm.js";
+
 export class PlaybackSchedule {
-  constructor(rate = 24000) {
+  constructor(rate = PROTOCOL_RATE) {
     this.rate = rate;
     this.segments = []; // {itemId, start, end}, in order, contiguous
     this.scheduled = 0; // samples handed to the player since the start

@@ -3,10 +3,9 @@
 // answer's bubble from its first word to how it ended, and the busy notice with a retry.
 import { errorMessage } from "../lib/events.js";
 import { t } from "../lib/i18n.js";
-import { decodeAudio } from "../lib/pcm.js";
+import { decodeAudio, PROTOCOL_RATE } from "../lib/pcm.js";
 import { PlaybackSchedule } from "../lib/playback.js";
 import { answerFailure, answerItems, answerOutcome, responseVoice, Responses } from "../lib/responses.js";
-import { RATE } from "./audio.js";
 
 export class Answers {
   /** deps: audio (AudioEngine), client (RealtimeClient), conversation, notices, stages
@@ -14,7 +13,7 @@ export class Answers {
    *  sessionVoice() (the voice a response without its own uses). */
   constructor({ audio, client, conversation, notices, stages, debug, sessionVoice }) {
     Object.assign(this, { audio, client, conversation, notices, stages, debug, sessionVoice });
-    this.schedule = new PlaybackSchedule(RATE);
+    this.schedule = new PlaybackSchedule(PROTOCOL_RATE);
     this.responses = new Responses();
     // A WebRTC call: the server plays the audio and says when (output_audio_buffer.*);
     // how long each answer played, from those events: response id -> ms.

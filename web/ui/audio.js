@@ -3,9 +3,7 @@
 // the protocol's 24 kHz; answer audio resampled to the context rate and played gaplessly
 // by another worklet; audio files decoded by the browser.
 import { downmix, Resampler } from "../lib/resample.js";
-import { level } from "../lib/pcm.js";
-
-export const RATE = 24000;
+import { level, PROTOCOL_RATE } from "../lib/pcm.js";
 
 export class AudioEngine {
   /** hooks: onFrame(float24k), onLevel({rms, peak}), onPlayed(samples24k, idle) */
@@ -25,12 +23,12 @@ export class AudioEngine {
       const player = new AudioWorkletNode(ctx, "player-processor", { outputChannelCount: [1] });
       player.connect(ctx.destination);
       player.port.onmessage = (e) => {
-        const played24 = Math.round((e.data.played * RATE) / ctx.sampleRate);
+        const played24 = Math.round((e.data.played * PROTOCOL_RATE) / ctx.sampleRate);
         this.hooks.onPlayed(played24, Boolean(e.data.idle), e.data.dropped || 0);
       };
       this.ctx = ctx;
       this.player = player;
-      this.playResampler = new Resampler(RATE, ctx.sampleRate);
+      this.playResampler = new Resampler(PROTOCOL_RATE, ctx.sampleRate);
     }
     if (this.ctx.state !== "running") await this.ctx.resume().catch(() => {});
     return this.ctx;
@@ -57,7 +55,7 @@ export class AudioEngine {
     const stream = await navigator.mediaDevices.getUserMedia({ audio });
     const source = this.ctx.createMediaStreamSource(stream);
     const node = new AudioWorkletNode(this.ctx, "capture-processor");
-    const resampler = new Resampler(this.ctx.sampleRate, RATE);
+    const resampler = new Resampler(this.ctx.sampleRate, PROTOCOL_RATE);
     node.port.onmessage = (e) => {
       this.hooks.onLevel(level(e.data));
       const out = resampler.push(e.data);
@@ -99,14 +97,14 @@ export class AudioEngine {
     if (!this.player) return;
     const tail = this.playResampler.flush();
     if (tail.length) this.player.port.postMessage(tail, [tail.buffer]);
-    this.playResampler = new Resampler(RATE, this.ctx.sampleRate);
+    this.playResampler = new Resampler(PROTOCOL_RATE, this.ctx.sampleRate);
   }
 
   /** Stop playback now (barge-in). */
   flush() {
     if (!this.player) return;
     this.player.port.postMessage("flush");
-    this.playResampler = new Resampler(RATE, this.ctx.sampleRate);
+    this.playResampler = new Resampler(PROTOCOL_RATE, this.ctx.sampleRate);
   }
 
   /** A file -> mono Float32 at 24 kHz (rejects when the browser cannot decode it). */
@@ -116,7 +114,7 @@ export class AudioEngine {
     const channels = [];
     for (let c = 0; c < decoded.numberOfChannels; c++) channels.push(decoded.getChannelData(c));
     const mono = downmix(channels);
-    const r = new Resampler(decoded.sampleRate, RATE);
+    const r = new Resampler(decoded.sampleRate, PROTOCOL_RATE);
     const head = r.push(mono);
     const tail = r.flush();
     const out = new Float32Array(head.length + tail.length);

@@ -5,8 +5,7 @@
 import { looksLikeAudio } from "../lib/events.js";
 import { t } from "../lib/i18n.js";
 import { Pacer } from "../lib/pacing.js";
-import { concat, encodeAudio } from "../lib/pcm.js";
-import { RATE } from "./audio.js";
+import { concat, encodeAudio, PROTOCOL_RATE } from "../lib/pcm.js";
 import { $ } from "./dom.js";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -47,13 +46,13 @@ export class FileSender {
     const job = (this.job = { cancelled: false });
     const ptt = this.session.isPtt();
     if (ptt) this.answers.bargeIn("push_to_talk");
-    const total = ptt ? samples : concat(samples, new Float32Array(RATE * 1.2));
+    const total = ptt ? samples : concat(samples, new Float32Array(PROTOCOL_RATE * 1.2));
     const box = $("file-progress");
     box.hidden = false;
-    box.querySelector(".name").textContent = t("file.sending", { name: file.name, seconds: (samples.length / RATE).toFixed(1) });
+    box.querySelector(".name").textContent = t("file.sending", { name: file.name, seconds: (samples.length / PROTOCOL_RATE).toFixed(1) });
     const bar = box.querySelector("progress");
     box.querySelector(".stop").onclick = () => (job.cancelled = true);
-    const pacer = new Pacer(total.length, RATE);
+    const pacer = new Pacer(total.length, PROTOCOL_RATE);
     const start = performance.now();
     try {
       while (!pacer.done && !job.cancelled) {

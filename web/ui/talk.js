@@ -5,8 +5,7 @@
 import { micOptions } from "../lib/devices.js";
 import { errorMessage, micErrorMessage } from "../lib/events.js";
 import { t } from "../lib/i18n.js";
-import { encodeAudio, meterValue } from "../lib/pcm.js";
-import { RATE } from "./audio.js";
+import { encodeAudio, meterValue, PROTOCOL_RATE } from "../lib/pcm.js";
 import { $, announce, h } from "./dom.js";
 
 const MIC_ERRORS = ["denied", "missing", "busy", "insecure", "other"];
@@ -84,13 +83,13 @@ export class Talk {
     if (this.streaming && !commit && this.stages.state.asr === "hearing" && turn) {
       // stopped mid-sentence, hands-free: a silence lets server VAD end (and answer) the turn
       const ms = (turn.silence_duration_ms || 500) + 300;
-      this.client.send({ type: "input_audio_buffer.append", audio: encodeAudio(new Float32Array(Math.round((RATE * ms) / 1000))) });
+      this.client.send({ type: "input_audio_buffer.append", audio: encodeAudio(new Float32Array(Math.round((PROTOCOL_RATE * ms) / 1000))) });
     }
     const wasStreaming = this.streaming;
     this._stream(false);
     this.stages.update({ type: "mic", on: false });
     if (wasStreaming && commit) {
-      if (this.sentSamples < RATE / 10) {
+      if (this.sentSamples < PROTOCOL_RATE / 10) {
         this.client.send({ type: "input_audio_buffer.clear" });
         this.notices.show("too-short", () => errorMessage({ code: "input_audio_buffer_commit_empty" }));
       } else {
