@@ -152,6 +152,6 @@ class ModelExecutor:
 def _name_thread(name: str) -> None:
     # imported here, not at the top: `engine` brings torch, which a light process that
     # only needs an executor (a transcribing worker) should not load
-    from engine.thread_name import set_os_thread_name
+    from engine import set_os_thread_name
 
     set_os_thread_name(name)

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any
 
-from engine.loading.model_store import DEFAULT_LLM
+from engine import DEFAULT_LLM
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a friendly voice assistant. Answer in one or two short spoken sentences, "

@@ -24,7 +24,9 @@ ties them together (AsyncLLM runs it on its own thread). Around the core:
     kernels/     our C++ CPU kernels and the code that builds and loads them
 
 The core imports these folders, and none of them imports the core's engine,
-scheduler or runner.
+scheduler or runner. This module is the engine's one front door: app/ and bench/ import
+from `engine` only (tests/test_layers.py holds them to it), so what they use is listed
+here: the engine itself, the bundled LLMs' store, the cache paths and thread naming.
 """
 
 from engine.async_llm import AsyncLLM
@@ -38,10 +40,22 @@ from engine.errors import (
     ModelNotFoundError,
 )
 from engine.llm import LLM
+from engine.loading.model_store import (
+    BUNDLED_LLMS,
+    COMPLETE_MARKER,
+    DEFAULT_LLM,
+    prepare_bundled_llm,
+    resolve_model,
+)
 from engine.outputs import EngineStats, RequestOutput, RequestTimes, StreamDelta
+from engine.paths import cache_root, package_dir
 from engine.sampling_params import SamplingParams
+from engine.thread_name import os_thread_named, set_os_thread_name
 
 __all__ = [
+    "BUNDLED_LLMS",
+    "COMPLETE_MARKER",
+    "DEFAULT_LLM",
     "LLM",
     "AsyncLLM",
     "ConfigError",
@@ -56,4 +70,10 @@ __all__ = [
     "RequestTimes",
     "SamplingParams",
     "StreamDelta",
+    "cache_root",
+    "os_thread_named",
+    "package_dir",
+    "prepare_bundled_llm",
+    "resolve_model",
+    "set_os_thread_name",
 ]

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from app.catalog.model_catalog import ModelCatalog
 from app.llm import LLMBackend, create_backend
-from app.models.model_catalog import ModelCatalog
 from app.settings import Settings
 
 Loader = Callable[[str], LLMBackend]

@@ -26,8 +26,7 @@ from app.llm.backend import (
     LLMDelta,
 )
 from app.llm.chat_template import ChatTemplate, encode_prompt
-from engine import EngineError
-from engine.loading.model_store import resolve_model
+from engine import EngineError, resolve_model
 
 _DONE = object()
 

@@ -20,7 +20,7 @@ from app.models.turn_model import SmartTurnModel
 from app.models.vad import SileroModel
 from app.models.voices import AUTO, VoiceCatalog
 from app.settings import Settings
-from engine.thread_name import os_thread_named
+from engine import os_thread_named
 
 log = logging.getLogger("r1voice")
 

