@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import soxr
 
-PIPELINE_RATE = 16_000
+PIPELINE_RATE = 16_000  # what VAD and ASR take
+PROTOCOL_RATE = 24_000  # the Realtime protocol's PCM16, both ways (and WebRTC's tracks)
 
 
 def pcm16_to_float(data: bytes) -> np.ndarray:

@@ -11,7 +11,6 @@ import dataclasses
 import socket
 import threading
 import time
-import uuid
 from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 
@@ -22,7 +21,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.llm import ChatMessage, GenerationParams, LLMBackendError, LLMBusyError, LLMDelta
-from app.llm.remote import RemoteBackend, remote_request_id
+from app.llm.remote import RemoteBackend
 from tests.app.llm.scripted import ScriptedLLM
 from tests.conftest import REALTIME_RATE, app_with, ask, is_done, receive_until, stream_audio
 
@@ -220,62 +219,6 @@ def test_an_unserved_model_and_a_missing_url_are_named(second_server: str) -> No
         RemoteBackend(MODEL, "")
 
 
-def parse(lines: list[str], **options: Any) -> list[LLMDelta]:
-    """`RemoteBackend._deltas` over SSE lines as a vLLM server writes them."""
-    remote = RemoteBackend("r1", "http://unused/v1", **options)
-
-    async def source() -> AsyncGenerator[str, None]:
-        for line in lines:
-            yield line
-
-    async def collect() -> list[LLMDelta]:
-        return [d async for d in remote._deltas(source())]
-
-    return asyncio.run(collect())
-
-
-def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> str:
-    import json
-
-    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-    return "data: " + json.dumps({"choices": choices, **extra})
-
-
-def test_vllm_shaped_streams_are_read_as_typed_deltas() -> None:
-    usage = {
-        "prompt_tokens": 5,
-        "completion_tokens": 4,
-        "prompt_tokens_details": {"cached_tokens": 2},
-    }
-    lines = [
-        chunk({"role": "assistant", "content": ""}),
-        "",
-        chunk({"reasoning": "Think."}),  # newer vLLM names it `reasoning`
-        chunk({"content": "Paris."}),
-        chunk({}, "tool_calls"),
-        chunk(None, usage=usage),
-        "data: [DONE]",
-    ]
-    deltas = parse(lines)
-    assert [d.text for d in deltas] == ["<think>Think.", "</think>Paris.", ""]
-    final = deltas[-1]
-    assert (final.finish_reason, final.prompt_tokens, final.completion_tokens) == ("stop", 5, 4)
-    assert final.cached_tokens == 2
-    opened = parse(
-        [chunk({"reasoning_content": "Hm."}), chunk({"content": "Yes."}, "length")],
-        opens_reasoning=True,
-    )
-    assert [d.text for d in opened] == ["Hm.", "</think>Yes.", ""]
-    # no `usage` (llama.cpp's server sends none): the chunks with text are counted
-    assert opened[-1].finish_reason == "length" and opened[-1].completion_tokens == 2
-    raw = parse(['data: {"choices": [{"index": 0, "text": "lo", "finish_reason": "stop"}]}'])
-    assert [d.text for d in raw] == ["lo", ""]
-    with pytest.raises(LLMBackendError, match="unfinished"):
-        parse([chunk({"content": "cut"})])
-    with pytest.raises(LLMBackendError, match="out of memory"):
-        parse([chunk({"content": "a"}), 'data: {"error": {"message": "out of memory"}}'])
-
-
 class SlowLLM(ScriptedLLM):
     async def stream_chat(
         self, messages: list[ChatMessage], params: GenerationParams, request_id: str
@@ -297,20 +240,3 @@ def test_a_silent_remote_hits_the_read_timeout(shared_components: Any) -> None:
         with pytest.raises(LLMBackendError, match=r"sent nothing for 0\.2 s") as failed:
             asyncio.run(first())
         assert failed.value.code == "llm_unavailable"
-
-
-@pytest.mark.parametrize("budget", [None, 0, 64])
-def test_the_thinking_budget_is_forwarded_only_when_set(budget: int | None) -> None:
-    body = RemoteBackend("r1", "http://unused/v1")._body(
-        GenerationParams(max_reasoning_tokens=budget)
-    )
-    assert body.get("max_reasoning_tokens", "absent") == ("absent" if budget is None else budget)
-
-
-def test_the_request_id_travels_as_a_uuid_and_a_bare_refusal_is_named() -> None:
-    """llama.cpp's server refuses a non-UUID `X-Request-Id` with a bare 400 (no body)."""
-    sent = remote_request_id("resp_abc")
-    assert str(uuid.UUID(sent)) == sent and remote_request_id("resp_abc") == sent
-    assert remote_request_id("resp_abd") != sent
-    error = RemoteBackend("r1", "http://unused/v1")._refusal(httpx.Response(400))
-    assert str(error).endswith("answered 400: Bad Request (no body)")
