@@ -1,73 +1,33 @@
-"""Speech recognition: faster-whisper (CTranslate2) on a local model directory, int8 on CPU."""
+"""Speech recognition: faster-whisper (CTranslate2) on a local model directory, int8 on CPU.
+
+How each pass decodes (window, token bound, beam, loops) is whisper_decoding.py's.
+"""
 
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from app.executor import CancelToken, ModelExecutor
 from app.models.languages import ENGLISH_ONLY, model_languages, simplified
 from app.models.partial_passes import PartialPasses
+from app.models.whisper_decoding import (
+    MIN_WINDOW_OTHER_S,
+    MIN_WINDOW_S,
+    NO_SPEECH_PROB_MAX,
+    decode_options,
+    repeats,
+    window_frames,
+)
 from app.models.whisper_loader import FRAMES_PER_S, WINDOW_S, load_whisper
-from app.text_units import is_cjk_letter, join, units
+from app.text_units import join
 
 log = logging.getLogger("r1voice.asr")
-
-# A clip shorter than Whisper's window is encoded over a window fitted to it (its length
-# plus WINDOW_MARGIN_S, at least MIN_WINDOW_S) instead of 30 s of mostly padding: the
-# encoder's cost follows the window.
-# Below ~10 s tiny.en starts to loop ("What is the capital of France? What is the..."),
-# which `_repeats` catches and the full window then redoes. Measured in the README.
-MIN_WINDOW_S = 12.0
-# Other languages lose more to a short window and to greedy decoding. On the human
-# Mandarin recordings of ../shared, each heard after 0.1, 0.3 and 0.5 s of silence (189
-# characters; whisper-base, quiet 2 cores, interleaved), the final pass misread:
-#   window        12 s   15 s   20 s   30 s
-#   greedy        9.0%   8.5%   7.9%   5.8%
-#   beam 5        7.4%   4.8%   6.3%   4.2%   (faster-whisper alone, beam 5, 30 s: 4.2%)
-# so a final pass over a turn not known to be English decodes with beam 5 (`final_beam`,
-# R1VOICE_ASR_FINAL_BEAM) over 15 s at least: 0.47 s a pass, as long as greedy over 20 s
-# took before the decoder moved to one thread (app/models/whisper_loader.py). English and partial
-# passes stay greedy: tiny.en's English gained nothing from a beam.
-MIN_WINDOW_OTHER_S = 15.0
-WINDOW_MARGIN_S = 2.0
-# A window's text is bounded by what can be said in it: fast speech is ~6 tokens a second
-# (English words, Chinese characters). Without a bound a hallucinating pass (robotic
-# Mandarin heard as Thai) decoded to the 448-token limit at each of Whisper's fallback
-# temperatures: 10 s for a 2 s question.
-MAX_TOKENS_PER_S = 12
-MAX_TOKENS_MARGIN = 24
-# Segments Whisper is likely to have hallucinated from noise or silence.
-NO_SPEECH_PROB_MAX = 0.6
-# A turn over Whisper's window is decoded as faster-whisper decodes a long clip by
-# itself: window after window, beam search, each window conditioned on the text before
-# it. Greedy windows decoded each on its own were rejected (too repetitive, too unsure)
-# more often and fell back to sampling, whose text invents words ("ask not what your
-# country can do for you testify by you as well"); and the no-speech check above, made
-# for a clip that starts with its speech, is not applied there: every segment of a window
-# shares the window's no-speech probability, so it dropped or kept a whole window of
-# words at once. faster-whisper's own check (a likely silence decoded poorly) remains.
-LONG_FORM_BEAM = 5
-# Every pass decodes at temperature 0 only. Whisper's fallback (sampling at rising
-# temperatures when a pass looks repetitive or unsure) made a transcript random: the same
-# short question came out as a different text on most passes (once a loop), and a long
-# turn of one sentence said four times lost a sentence in some passes and not others.
-# Loops are caught instead by `_repeats` and decoded again over the full window.
-TEMPERATURE = 0.0
-# Languages (None: not given, mostly English) whose windows past the first are decoded
-# without the text before them. Conditioned, a window of English could repeat the
-# sentence it was shown: on an Intel Xeon with AMX, JFK's "ask what you can do for your
-# country" came out once more in a 57 s turn (17 word errors in 139 against
-# faster-whisper's 4). Mandarin needs the text before it: unconditioned, its windows
-# lost their words (156 character errors in 185 against 36).
-UNCONDITIONED = (None, "en")
 
 
 @dataclass
@@ -77,43 +37,11 @@ class Transcript:
     duration_s: float
 
 
-def window_frames(samples: int, min_window_s: float) -> int:
-    """Encoder frames for a clip of `samples` (16 kHz): fitted to it, at most Whisper's 30 s."""
-    seconds = max(min_window_s, math.ceil(samples / 16_000 + WINDOW_MARGIN_S))
-    return int(min(seconds, WINDOW_S) * FRAMES_PER_S)
-
-
-def max_new_tokens(samples: int, prompted: bool = False) -> int:
-    """What to ask faster-whisper for so that a window of this clip (16 kHz) decodes at
-    most its bound (see MAX_TOKENS_PER_S). CTranslate2 4.8's Whisper returns at most half
-    the length faster-whisper asks it for, its start tokens and the new ones (asking 6, 10,
-    20 and 40 new tokens gave 5, 7, 12 and 22): the bound is asked for twice over, or a
-    fast Mandarin turn near 30 s would lose its end. A prompt or prefix takes up to 224 of
-    Whisper's 448 tokens and faster-whisper refuses a pass whose prompt and new tokens
-    would not fit: a prompted pass asks for 200 at most."""
-    seconds = min(samples / 16_000, WINDOW_S)
-    bound = int(seconds * MAX_TOKENS_PER_S) + MAX_TOKENS_MARGIN
-    return min(2 * bound, 200 if prompted else 440)
-
-
-def _repeats(text: str, min_words: int = 3, min_cjk: int = 4) -> bool:
-    """The same run of `min_words` or more words twice in a row: Whisper looping. Words
-    are text units: Chinese loops ("我们去吧我们去吧") repeat runs of `min_cjk` characters
-    or more (谢谢你，谢谢你 and 哈哈哈哈哈哈 are speech)."""
-    words = [w.strip(".,!?;:。，！？；：、").lower() for w in units(text)]
-    cjk = sum(bool(w) and is_cjk_letter(w[0]) for w in words) * 2 > len(words)
-    for n in range(min_cjk if cjk else min_words, len(words) // 2 + 1):
-        for i in range(len(words) - 2 * n + 1):
-            if words[i : i + n] == words[i + n : i + 2 * n]:
-                return True
-    return False
-
-
 class WhisperASR:
     """A loaded Whisper model. `transcribe` is blocking: call it off the event loop.
 
     `min_window_s` is the shortest encoder window for a clip under 30 s (see
-    MIN_WINDOW_S); 30 encodes every clip over Whisper's full window, as faster-whisper does.
+    whisper_decoding.MIN_WINDOW_S); 30 encodes every clip over Whisper's full window, as faster-whisper does.
     `decode_apart` decodes on one thread of a second copy of the model (~130 MB more with
     whisper-base; see app/models/whisper_loader.py).
     """
@@ -225,7 +153,7 @@ class WhisperASR:
         window is decoded with timestamps, so each window starts where the last word
         ended; without them a word across a window's edge came out twice (25% WER on a
         47 s monologue against 4.5% with), and as faster-whisper decodes a long clip
-        (see LONG_FORM_BEAM). Segments are decoded lazily, so a set
+        (see whisper_decoding.LONG_FORM_BEAM). Segments are decoded lazily, so a set
         `cancel` token stops the work at the next segment. A clip under 30 s is encoded
         over a fitted window; if Whisper loops there, the full window decodes it again,
         unless the pass is a `partial` one (words shown while the user speaks): a partial
@@ -247,16 +175,16 @@ class WhisperASR:
                 self._partials.final_started()  # a partial waits for this, not the reverse
             try:
                 result = self._decode(audio_16k, frames, prompt, prefix, cancel, language, beam)
-                if partial and _repeats(result.text):
+                if partial and repeats(result.text):
                     result = Transcript(text="", language=result.language, duration_s=0.0)
-                elif frames < WINDOW_S * FRAMES_PER_S and _repeats(result.text):
+                elif frames < WINDOW_S * FRAMES_PER_S and repeats(result.text):
                     # A loop a prompt led into (the listening prompt's "嗯。对。" over an
                     # interruption) is decoded again without it first, over the same
                     # window: 0.5 s, not the full window's 1.7 s while the answer waits.
                     full = WINDOW_S * FRAMES_PER_S
                     redo = [(frames, None), (full, None)] if prompt else [(full, None)]
                     for window, hint in redo:
-                        if not _repeats(result.text):
+                        if not repeats(result.text):
                             break
                         result = self._decode(
                             audio_16k, window, hint, prefix, cancel, language, beam
@@ -286,21 +214,7 @@ class WhisperASR:
     ) -> Transcript:
         self.model.window_frames = frames
         long_form = audio_16k.size > WINDOW_S * 16_000
-        options: dict[str, Any] = (
-            {
-                "beam_size": LONG_FORM_BEAM,
-                "temperature": TEMPERATURE,
-                "condition_on_previous_text": language not in UNCONDITIONED,
-            }
-            if long_form
-            else {
-                "beam_size": beam,
-                "temperature": TEMPERATURE,
-                "condition_on_previous_text": False,
-                "without_timestamps": True,
-                "max_new_tokens": max_new_tokens(audio_16k.size, bool(prompt or prefix)),
-            }
-        )
+        options = decode_options(audio_16k.size, language, beam, bool(prompt or prefix))
         segments, info = self.model.transcribe(
             audio_16k.astype(np.float32),
             language=language,

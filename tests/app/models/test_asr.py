@@ -12,7 +12,8 @@ import pytest
 from app.audio import resample
 from app.executor import CancelToken
 from app.models import registry as model_registry
-from app.models.asr import Transcript, WhisperASR, _repeats, window_frames
+from app.models.asr import Transcript, WhisperASR
+from app.models.whisper_decoding import repeats
 from tests.conftest import load_clip
 
 
@@ -51,15 +52,6 @@ def test_runs_on_its_own_executor(asr: WhisperASR) -> None:
     text = asyncio.run(asr.run(speech)).text.lower()
     assert "fellow" in text or "americans" in text
     assert asr.executor.name == "asr" and not asr.busy
-
-
-def test_short_clips_are_encoded_over_a_fitted_window() -> None:
-    second = 16_000
-    assert window_frames(3 * second, 12.0) == 1200  # the 12 s floor
-    assert window_frames(25 * second, 12.0) == 2700  # its length + 2 s
-    assert window_frames(int(28.5 * second), 12.0) == 3000  # never past Whisper's 30 s
-    assert window_frames(60 * second, 12.0) == 3000  # longer audio: full windows
-    assert window_frames(3 * second, 30.0) == 3000  # 30: always the full window
 
 
 def test_the_encoder_reads_only_the_fitted_window(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,40 +127,14 @@ def test_a_looping_partial_pass_comes_back_empty_not_decoded_again(
     assert windows == [1200, 1200, 3000]  # a final pass is still decoded again
 
 
-def test_repeats_finds_a_loop_not_a_repeated_word() -> None:
-    assert _repeats("what colour is the sky what colour is the sky on a")
-    assert not _repeats("ask not what your country can do for you, ask what you can do")
-    assert not _repeats("very very very good")
-
-
-@pytest.mark.parametrize(
-    ("text", "loops"),
-    [
-        ("我们去吧我们去吧我们去吧", True),  # a run of four characters, three times
-        ("我们去吧。我们去吧。", True),  # punctuation does not hide it
-        ("今天天气很好，今天天气很好。", True),
-        ("what colour is the sky 天空是什么颜色天空是什么颜色", True),  # mixed
-        ("今天天气很好，我们去公园吧。", False),
-        ("谢谢谢谢", False),  # a repeated word of two characters is speech
-        ("谢谢你，谢谢你。", False),  # so is a repeated phrase of three
-        ("哈哈哈哈哈哈", False),  # and laughter
-        ("我们去吧", False),
-        ("我想去 Paris 我想去 London", False),
-    ],
-)
-def test_repeats_in_chinese_counts_characters(text: str, loops: bool) -> None:
-    assert _repeats(text) is loops
-
-
 def test_the_fitted_window_loses_no_words_against_the_full_window() -> None:
     """espeak-ng sentences and jfk (deterministic audio: Piper's varies per synthesis): the
     fitted window makes no more word errors than the full 30 s window, give or take two
     (they differ on a few clips either way: 43 vs 48 errors over three pause lengths),
     and none of its passes loops (the failure of too short a window: 8 s loops)."""
     from app.models.espeak_tts import EspeakTTS
-    from bench.turns import PAUSED_SENTENCES
     from bench.voice.stats import word_errors
-    from bench.voice.workload import QUESTIONS, trim_silence
+    from bench.voice.workload import PAUSED_SENTENCES, QUESTIONS, trim_silence
 
     tts = EspeakTTS("en-us")
     texts = [" ".join(parts) for parts in PAUSED_SENTENCES] + QUESTIONS
@@ -187,7 +153,7 @@ def test_the_fitted_window_loses_no_words_against_the_full_window() -> None:
                 for (ref, _), heard in zip(clips, texts_heard, strict=True)
             )
         )
-        loops = [heard for heard in texts_heard if _repeats(heard)]
+        loops = [heard for heard in texts_heard if repeats(heard)]
         assert not loops, (min_window_s, loops)
     assert errors[0] <= errors[1] + 2, errors
 
@@ -222,7 +188,7 @@ def test_a_short_pass_decodes_no_more_tokens_than_the_clip_can_hold(
     448-token limit at each fallback temperature: 10 s for a 2 s question."""
     from types import SimpleNamespace
 
-    from app.models.asr import max_new_tokens
+    from app.models.whisper_decoding import max_new_tokens
 
     asked: list[int] = []
 
@@ -242,7 +208,7 @@ def test_a_short_pass_decodes_no_more_tokens_than_the_clip_can_hold(
 
 
 def _alone_errors(asr: WhisperASR, said: str, audio: np.ndarray, language: str) -> int:
-    from bench.asr import _alone
+    from bench.asr.passes import alone as _alone
     from bench.voice.stats import word_errors
 
     return word_errors(said, _alone(asr.model, audio, language).text)[0]
@@ -258,7 +224,7 @@ def test_a_turn_over_30_s_is_heard_as_faster_whisper_hears_the_whole_clip(
     final pass now decodes as faster-whisper does, so it stays near its errors: runs of
     both move by a few words ("an associated", "So be included": 6 against its 3 in one
     CI run, within 2 in the others), an invented phrase costs more than 10."""
-    from bench.asr_long import gap, jfk_twice_and_a_half_then_licence
+    from bench.asr.long import gap, jfk_twice_and_a_half_then_licence
     from bench.voice.stats import word_errors
 
     said, samples = jfk_twice_and_a_half_then_licence()
@@ -273,7 +239,7 @@ def test_a_turn_over_30_s_is_heard_as_faster_whisper_hears_the_whole_clip(
 def test_a_mandarin_turn_over_30_s_keeps_its_words() -> None:
     """Bug: on these 32 s of Mandarin questions the greedy windows decoded "千万一千万,舍得为国"
     and little else (90 character errors in 92); faster-whisper alone makes 44."""
-    from bench.asr_long import gap, mandarin_questions
+    from bench.asr.long import gap, mandarin_questions
     from bench.voice.stats import word_errors
 
     base = WhisperASR(model_registry.locate("whisper-base", "asr"), name="whisper-base")
@@ -307,7 +273,7 @@ def test_no_pass_falls_back_to_sampling(asr: WhisperASR, monkeypatch: pytest.Mon
     """Short and long turns alike decode at temperature 0 alone: faster-whisper's default
     falls back to sampling at rising temperatures, which made transcripts random. A long
     English turn's windows are not conditioned on the text before them; Mandarin's are."""
-    import app.models.asr as asr_module
+    import app.models.whisper_decoding as decoding
 
     seen: list[Any] = []
 
@@ -322,11 +288,11 @@ def test_no_pass_falls_back_to_sampling(asr: WhisperASR, monkeypatch: pytest.Mon
     for seconds in (3, 45):
         asr.transcribe(np.zeros(seconds * 16_000, np.float32))
     assert seen == [(0.0, False), (0.0, False)]  # tiny.en: English
-    assert asr_module.UNCONDITIONED == (None, "en")  # Mandarin: the test after the next
+    assert decoding.UNCONDITIONED == (None, "en")  # Mandarin: the test after the next
 
 
 def test_a_long_turn_transcribes_the_same_every_time(asr: WhisperASR) -> None:
-    from bench.asr_long import gap, jfk_twice_and_a_half_then_licence
+    from bench.asr.long import gap, jfk_twice_and_a_half_then_licence
 
     _, samples = jfk_twice_and_a_half_then_licence()
     audio = np.concatenate([samples, gap(0.2)])
@@ -338,15 +304,15 @@ def test_a_pass_keeps_every_token_its_bound_allows(monkeypatch: pytest.MonkeyPat
     """Bug: CTranslate2 returns at most half the tokens faster-whisper asks for, so the
     bound per second of audio was half the intended one: with the bound set to just the
     tokens this clip needs (30 in 8 s), its transcript lost its second half."""
-    import app.models.asr as asr_module
+    import app.models.whisper_decoding as decoding
 
     base = WhisperASR(model_registry.locate("whisper-base", "asr"), name="whisper-base")
     speech = load_clip("zh/triton_mini_zh_long.wav", 16_000)
     whole = base.transcribe(speech, language="zh").text
     tokens = len(base.model.hf_tokenizer.encode(whole).ids)
-    monkeypatch.setattr(asr_module, "MAX_TOKENS_PER_S", 0)
-    monkeypatch.setattr(asr_module, "MAX_TOKENS_MARGIN", tokens + 2)  # room for the end
+    monkeypatch.setattr(decoding, "MAX_TOKENS_PER_S", 0)
+    monkeypatch.setattr(decoding, "MAX_TOKENS_MARGIN", tokens + 2)  # room for the end
     assert base.transcribe(speech, language="zh").text == whole
-    monkeypatch.setattr(asr_module, "MAX_TOKENS_MARGIN", tokens // 2)
+    monkeypatch.setattr(decoding, "MAX_TOKENS_MARGIN", tokens // 2)
     assert len(base.transcribe(speech, language="zh").text) < len(whole)  # the bound holds
     base.executor.shutdown()
