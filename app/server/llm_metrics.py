@@ -3,10 +3,10 @@ dashboards work unmodified) and the same series as `r1voice_...` (`vllm:X` is al
 `r1voice_X`).
 
 Latencies and token counts are measured where requests enter (HTTP routes and Realtime
-sessions), from the typed deltas, by wrapping the backend in `MeteredLLM`: so they are
-the same for every backend, the remote one included. A request's phases inside the
-engine (queue, prefill, decode) are the backend's own word, on its last delta: only the
-embedded engine gives it. Load (running / waiting requests,
+sessions), from the typed deltas, by wrapping the backend in `MeteredLLM`
+(metered_llm.py): so they are the same for every backend, the remote one included. A
+request's phases inside the engine (queue, prefill, decode) are the backend's own word,
+on its last delta: only the embedded engine gives it. Load (running / waiting requests,
 KV cache, prefix cache, preemptions) is read from the backend's `stats()` at scrape time.
 """
 
@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from app.llm import ChatMessage, GenerationParams, LLMBackend, LLMBackendError, LLMDelta
+from app.llm import LLMBackendError, LLMDelta
 
 PREFIXES = ("vllm:", "r1voice_")
 # vLLM's buckets, so dashboards' quantiles read the same.
@@ -201,71 +201,6 @@ class LLMMetrics:
         finally:
             if not ended:  # closed early: the caller went away or barged in
                 self.success.inc(finished_reason="abort", **model)
-
-
-class MeteredLLM(LLMBackend):
-    """A backend seen through `LLMMetrics`; everything else is the wrapped backend's.
-    Its series are labelled `model_name` (None: the server's model, as settings name it)."""
-
-    def __init__(
-        self, inner: LLMBackend, metrics: LLMMetrics, model_name: str | None = None
-    ) -> None:
-        self.inner = inner
-        self.metrics = metrics
-        self.model_name = model_name
-        self.name = inner.name
-        self.model = inner.model
-
-    @property  # type: ignore[override]
-    def context_length(self) -> int:  # the remote backend learns it after start
-        return self.inner.context_length
-
-    @context_length.setter
-    def context_length(self, value: int) -> None:
-        self.inner.context_length = value
-
-    def stream_chat(
-        self, messages: list[ChatMessage], params: GenerationParams, request_id: str
-    ) -> AsyncGenerator[LLMDelta, None]:
-        stream = self.inner.stream_chat(messages, params, request_id)
-        return self.metrics.meter(stream, self.model_name)
-
-    def stream_text(
-        self, prompt: str, params: GenerationParams, request_id: str
-    ) -> AsyncGenerator[LLMDelta, None]:
-        stream = _lazy(lambda: self.inner.stream_text(prompt, params, request_id))
-        return self.metrics.meter(stream, self.model_name)
-
-    async def count_tokens(self, texts: list[str]) -> list[int]:
-        return await self.inner.count_tokens(texts)
-
-    def warmup(self) -> None:
-        self.inner.warmup()
-
-    def prompt_opens_reasoning(self, messages: list[ChatMessage]) -> bool:
-        return self.inner.prompt_opens_reasoning(messages)
-
-    async def health(self) -> str | None:
-        return await self.inner.health()
-
-    def stats(self) -> dict[str, Any]:
-        return self.inner.stats()
-
-    async def close(self) -> None:
-        """Nothing: the wrapped backend belongs to the components, which close it."""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-async def _lazy(
-    make: Callable[[], AsyncGenerator[LLMDelta, None]],
-) -> AsyncGenerator[LLMDelta, None]:
-    """A stream whose creation errors (a backend without raw prompts) surface on the
-    first `anext`, as the other refusals do."""
-    async with contextlib.aclosing(make()) as stream:
-        async for delta in stream:
-            yield delta
 
 
 class StatsCollector(Collector):

@@ -12,7 +12,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from app.llm import LLMBackend
 from app.models.components import Components
 from app.realtime.responses.spec import ResponseOutcome
-from app.server.llm_metrics import LLMMetrics, MeteredLLM, StatsCollector
+from app.server.llm_metrics import LLMMetrics, StatsCollector
+from app.server.metered_llm import MeteredLLM
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
 TURN_STAGES = ("transcript", "first_token", "first_audio")
