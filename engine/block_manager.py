@@ -213,6 +213,18 @@ class BlockManager:
         seq.block_table.extend(self._take_new(missing))
         return True
 
+    def trim(self, seq: Sequence) -> None:
+        """Free the blocks past the sequence's tokens (slots of rejected draft tokens).
+        They hold no registered KV, so they go first in line to be reused."""
+        keep = self.blocks_needed(seq.num_tokens)
+        for block_id in reversed(seq.block_table[keep:]):
+            block = self.blocks[block_id]
+            block.ref_count -= 1
+            assert block.ref_count == 0 and block.hash is None, f"block {block_id} shared"
+            self.free_blocks[block_id] = None
+            self.free_blocks.move_to_end(block_id, last=False)
+        del seq.block_table[keep:]
+
     def cache_computed_blocks(self, seq: Sequence) -> None:
         """Register the sequence's newly full and computed blocks in the prefix cache."""
         if not self.enable_prefix_caching:

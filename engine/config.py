@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine.errors import ConfigError
@@ -14,6 +15,9 @@ KV_CACHE_DTYPES = ("auto", "float32", "float16", "bfloat16")
 ATTENTION_BF16 = ("auto", "none", "values", "all", "amx")
 _POLICIES = ("static", "fcfs", "priority")
 _STEP_BUDGET_MODES = ("always", "latency")
+SPECULATIVE = ("off", "ngram", "draft", "auto")
+MAX_SPECULATIVE_TOKENS = 16
+MAX_PROMPT_LOOKUP = 16
 # The fields LLMEngine.set_scheduling may change between runs (benchmarks compare them).
 SCHEDULING_FIELDS = {
     "scheduling_policy",
@@ -32,6 +36,11 @@ SCHEDULING_FIELDS = {
     "cluster_min_queue",
     "cluster_signature",
     "enable_prefix_caching",
+    "speculative",
+    "num_speculative_tokens",
+    "prompt_lookup_min",
+    "prompt_lookup_max",
+    "speculative_max_batch_tokens",
 }
 
 
@@ -113,6 +122,19 @@ class EngineConfig:
     # the C++ kernels every query token goes through the one paged attention kernel.
     # False: prompts take torch's SDPA, shape-dependent (no faster: docs/engine.md).
     batch_invariant: bool = True
+    # Speculative decoding (engine.speculator), exact: greedy tokens are those of decoding
+    # without it. "ngram": drafts by prompt lookup (the sequence's last n-gram, n from
+    # prompt_lookup_max down to prompt_lookup_min, found earlier in its prompt or
+    # answer); "draft": a small model of the same vocabulary (draft_model) drafts;
+    # "auto": per sequence, whichever was accepted more. Up to num_speculative_tokens
+    # drafts a step (adapting per sequence); none while a step would compute more than
+    # speculative_max_batch_tokens tokens without them.
+    speculative: str = "off"
+    num_speculative_tokens: int = 8
+    prompt_lookup_min: int = 2
+    prompt_lookup_max: int = 4
+    speculative_max_batch_tokens: int = 32
+    draft_model: str | None = None
 
     def __post_init__(self) -> None:
         def check(ok: bool, message: str) -> None:
@@ -169,3 +191,35 @@ class EngineConfig:
             f"int8_kernel must be one of {INT8_KERNELS}, got {self.int8_kernel!r}",
         )
         check(self.num_threads is None or self.num_threads > 0, "num_threads must be > 0")
+        self._check_speculative(check)
+
+    def _check_speculative(self, check: Callable[[bool, str], None]) -> None:
+        check(
+            self.speculative in SPECULATIVE,
+            f"speculative must be one of {SPECULATIVE}, got {self.speculative!r}",
+        )
+        k = self.num_speculative_tokens
+        check(
+            isinstance(k, int) and 1 <= k <= MAX_SPECULATIVE_TOKENS,
+            f"num_speculative_tokens must be in [1, {MAX_SPECULATIVE_TOKENS}], got {k!r}",
+        )
+        lo, hi = self.prompt_lookup_min, self.prompt_lookup_max
+        check(
+            isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi <= MAX_PROMPT_LOOKUP,
+            f"prompt_lookup_min and prompt_lookup_max must satisfy 1 <= min <= max <= "
+            f"{MAX_PROMPT_LOOKUP}, got {lo!r} and {hi!r}",
+        )
+        check(
+            self.speculative_max_batch_tokens >= 1,
+            f"speculative_max_batch_tokens must be >= 1, got {self.speculative_max_batch_tokens!r}",
+        )
+        check(
+            self.speculative != "draft" or bool(self.draft_model),
+            "speculative='draft' needs draft_model (a model name or path of the same "
+            "vocabulary as the target's); or use speculative='ngram'",
+        )
+        check(
+            self.draft_model is None or self.speculative in ("draft", "auto"),
+            f"draft_model is set but speculative is {self.speculative!r}: use 'draft' or "
+            "'auto', or leave draft_model unset",
+        )

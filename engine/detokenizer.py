@@ -22,6 +22,7 @@ class IncrementalDetokenizer:
         self.ids = list(prompt_ids[-self.CONTEXT :])
         self.prefix_offset = 0
         self.read_offset = len(self.ids)
+        self.num_added = 0  # tokens fed by add()
 
     def _decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=self.skip_special_tokens))
@@ -29,6 +30,7 @@ class IncrementalDetokenizer:
     def add(self, token_id: int) -> str:
         """Feed one token; returns the text it completes (possibly "")."""
         self.ids.append(token_id)
+        self.num_added += 1
         prefix = self._decode(self.ids[self.prefix_offset : self.read_offset])
         full = self._decode(self.ids[self.prefix_offset :])
         if len(full) <= len(prefix) or full.endswith("\ufffd"):

@@ -20,7 +20,7 @@ from engine.outputs import RequestOutput
 from engine.prompt_check import Prompt, check_priority, check_prompt, tokenize
 from engine.reasoning_budget import ReasoningBudget, ThinkTokens
 from engine.sampling_params import SamplingParams
-from engine.scheduler import Scheduler, SchedulerOutput
+from engine.scheduler import Sampled, Scheduler, SchedulerOutput
 from engine.scheduling.backpressure import capacity_error, queue_delay_error
 from engine.sequence import Sequence
 from engine.stats.engine_stats import EngineStats, collect_stats
@@ -177,7 +177,7 @@ class LLMEngine:
             self.clock.record_step(batch, seconds, self.config.max_step_ms)
             self.scheduler.cost_model.observe(batch.work, 1000 * seconds)
 
-    def _postprocess(self, batch: SchedulerOutput, tokens: list[int | None]) -> list[Sequence]:
+    def _postprocess(self, batch: SchedulerOutput, tokens: list[Sampled]) -> list[Sequence]:
         updated = self.scheduler.postprocess(batch, tokens)  # ends on a token
         for seq, reason in self.output_processor.process(updated):  # ends in the text
             self.scheduler.finish(seq, reason)
@@ -189,7 +189,7 @@ class LLMEngine:
             self.clock.mark("idle")
         return updated
 
-    def _run(self, batch: SchedulerOutput) -> tuple[list[int | None], list[Sequence]]:
+    def _run(self, batch: SchedulerOutput) -> tuple[list[Sampled], list[Sequence]]:
         if not batch:
             return [], []
         try:

@@ -14,6 +14,7 @@ from engine.models import LlamaForCausalLM
 from engine.models.llama import LlamaAttention
 from engine.sampler import Sampler
 from engine.scheduler import SchedulerOutput
+from engine.scheduling.scheduler_output import Sampled
 
 log = logging.getLogger(__name__)
 
@@ -143,11 +144,9 @@ class ModelRunner:
         Returns also the token index of each row to sample and that row's batch index.
         """
         bs = self.block_size
+        drafts = batch.drafts
         order = sorted(range(len(batch.seqs)), key=lambda i: batch.num_new_tokens[i] != 1)
-        # On the C++ kernels every query token, a prompt's as a decode's, is a row of the
-        # one paged kernel, whose sums for a row depend on nothing else in the step: so a
-        # prompt's tokens are the same whatever chunks, batches or cache hits it meets
-        # (torch's SDPA rounds differently by query count and key length).
+        order = sorted(order, key=lambda i: i not in drafts)  # verifications: decode rows
         per_token = self.fused_decode and self.config.batch_invariant
         ids: list[int] = []
         positions: list[int] = []
@@ -157,19 +156,24 @@ class ModelRunner:
         row_lens: list[int] = []  # per kernel row: the keys it sees
         prefill_lens, prefill_tables, prefill_masks = [], [], []
         prefill_runs: list[int | None] = []
-        sample_index, sample_rows = [], []
+        sample_index: list[int] = []
+        sample_rows: list[int] = []
         for i in order:
             seq, n = batch.seqs[i], batch.num_new_tokens[i]
             start, end = seq.num_computed_tokens, seq.num_computed_tokens + n
             ids.extend(seq.token_ids[start:end])
+            ids.extend(drafts.get(i, ()))  # a verification: its last token, then its drafts
             positions.extend(range(start, end))
             table = seq.block_table
             slots.extend(table[p // bs] * bs + p % bs for p in range(start, end))
-            if end == seq.num_tokens:  # caught up: this step samples its next token
+            if i in drafts:  # the target's token after each of its rows
+                sample_index.extend(range(len(ids) - n, len(ids)))
+                sample_rows.extend([i] * n)
+            elif end == seq.num_tokens:  # caught up: this step samples its next token
                 sample_index.append(len(ids) - 1)
                 sample_rows.append(i)
             num_blocks = -(-end // bs)
-            if n == 1 or per_token:
+            if n == 1 or per_token or i in drafts:
                 row_of.extend([len(row_tables)] * n)
                 row_tables.append(table[:num_blocks])
                 row_lens.extend(range(start + 1, end + 1))
@@ -209,15 +213,20 @@ class ModelRunner:
         return self._tensor(ids), self._tensor(positions), meta, sample_index, sample_rows
 
     @torch.inference_mode()
-    def run(self, batch: SchedulerOutput) -> list[int | None]:
-        """One forward pass; the sampled token of each sequence, None mid-prefill."""
+    def run(self, batch: SchedulerOutput) -> list[Sampled]:
+        """One forward pass; the sampled token of each sequence, None mid-prefill, and
+        for a sequence verifying drafts the list of the target's tokens after its rows."""
         input_ids, positions, meta, sample_index, sample_rows = self.prepare(batch)
         hidden = self.model(input_ids, positions, meta)
-        result: list[int | None] = [None] * len(batch.seqs)
+        result: list[Sampled] = [[] if i in batch.drafts else None for i in range(len(batch.seqs))]
         if sample_rows:
             logits = self.model.compute_logits(hidden[self._tensor(sample_index)])
             seqs = [batch.seqs[i] for i in sample_rows]
             tokens = self.sampler(logits, [s.params for s in seqs], [s.generator for s in seqs])
             for row, token in zip(sample_rows, tokens, strict=True):
-                result[row] = token
+                got = result[row]
+                if isinstance(got, list):
+                    got.append(token)
+                else:
+                    result[row] = token
         return result

@@ -42,7 +42,7 @@ class OutputProcessor:
             if detok is None:
                 continue
             try:
-                new = detok.add(seq.token_ids[-1])
+                new = "".join(map(detok.add, seq.completion_token_ids[detok.num_added :]))
                 if new:
                     start = max(0, len(seq.output_text) - self.max_stop_len(seq) + 1)
                     seq.output_text += new

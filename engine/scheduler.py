@@ -10,12 +10,13 @@ from engine.config import EngineConfig
 from engine.scheduling.cache_aware_pick import PICK_WINDOW, cache_aware_pick, pending_blocks
 from engine.scheduling.cluster_demand import ClusterDemand
 from engine.scheduling.policy import SchedulingPolicy
-from engine.scheduling.scheduler_output import SchedulerOutput
-from engine.scheduling.step_budget import MIN_LOW_SHARE, StepBudget
-from engine.scheduling.step_cost_model import StepCostModel, StepWork
+from engine.scheduling.scheduler_output import Sampled, SchedulerOutput
+from engine.scheduling.step_budget import StepBudget, step_budget
+from engine.scheduling.step_cost_model import StepCostModel
 from engine.sequence import Sequence, SequenceStatus
+from engine.speculator import Speculator
 
-__all__ = ["Scheduler", "SchedulerOutput"]
+__all__ = ["Sampled", "Scheduler", "SchedulerOutput"]
 
 
 class Scheduler:
@@ -58,6 +59,7 @@ class Scheduler:
         self.cost_model = StepCostModel()  # fitted by the engine after each step
         self.latency_sensitive = False  # "latency" mode: bound every step while set
         self.reserve_blocks, self.reserve_tokens = self.policy.reserve(block_manager.num_blocks)
+        self.speculator = Speculator.of(config)  # None: speculation off
 
     def reconfigured(self, config: EngineConfig) -> Scheduler:
         """A scheduler for new scheduling fields (nothing may be live). What outlives a
@@ -75,6 +77,8 @@ class Scheduler:
 
     def reset_stats(self) -> None:
         self.generation_tokens = self.num_preemptions = self.prefill_tokens = 0
+        if self.speculator is not None:
+            self.speculator.reset_stats()
 
     def add(self, seq: Sequence) -> None:
         seq.status = SequenceStatus.WAITING
@@ -92,8 +96,12 @@ class Scheduler:
         out = SchedulerOutput()
         clustered = self.config.semantic_clustering
         self.block_manager.set_cluster_demand(self.demand.of(self.waiting) if clustered else {})
-        if self.policy.name == "priority":
-            self._preempt_for_high_priority(out)
+        if self.policy.name == "priority":  # room now for high-priority requests
+            for victim in self.policy.high_priority_victims(
+                self.waiting, self.running, self.block_manager
+            ):
+                self._preempt(victim)
+                out.num_preempted += 1
         budget = self.config.max_num_batched_tokens
         low_budget = budget - self.reserve_tokens  # what work outside the reserve may use
         high_pending = self.policy.high_prefill_pending(self.waiting, self.running)
@@ -103,6 +111,8 @@ class Scheduler:
             # behind a long prompt's big chunk.
             low_budget = self.reserve_tokens
         timer = self._step_budget(high_pending)
+        planned = sum(s.num_tokens - s.num_computed_tokens for s in self.running)
+        spec_room = self.speculator.room(planned + self.waiting_tokens) if self.speculator else 0
         kv_pressure = False
         i = 0
         while i < len(self.running) and budget > 0:
@@ -115,6 +125,14 @@ class Scheduler:
             if n <= 0:
                 i += 1
                 continue
+            if n == 1 and seq.num_computed_tokens + 1 == seq.num_tokens and self.speculator:
+                # Drafts to verify; their slots never take blocks others need this step.
+                spare = self.block_manager.num_free_blocks - len(self.running) - self.reserve_blocks
+                room = min(spec_room, budget - 1)
+                drafts = self.speculator.propose(seq, room, self.max_model_len, spare)
+                if drafts:
+                    out.drafts[len(out.seqs)] = drafts
+                n, spec_room = n + len(drafts), spec_room - len(drafts)
             while not self.block_manager.ensure_slots(seq, seq.num_computed_tokens + n):
                 self._preempt(self.running[-1])  # not yet scheduled: it sorts after seq
                 out.num_preempted += 1
@@ -178,49 +196,17 @@ class Scheduler:
         return self._close(out, timer)
 
     def _step_budget(self, high_pending: bool) -> StepBudget:
-        """This step's time budget: bounded always, or while latency-sensitive work
-        waits ("latency" mode); the high-priority prefills queued get their share first."""
-        limit = self.config.max_step_ms
+        """This step's time budget (engine.scheduling.step_budget.step_budget)."""
         mode_on = self.config.step_budget_mode == "always" or self.latency_sensitive
-        if limit is None or self.policy.name == "static" or not (mode_on or high_pending):
-            return StepBudget(self.cost_model, None)
-        queued = StepWork()
-        for seq in self.waiting[:PICK_WINDOW] if high_pending else []:
-            if self.policy.is_high(seq):
-                queued = queued.plus_chunk(seq.num_tokens - seq.num_computed_tokens, 0)
-        reserved = self.cost_model.predict(queued) - self.cost_model.predict(StepWork())
-        reserved *= self.cost_model.safety  # as max_chunk scales what it predicts
-        return StepBudget(self.cost_model, limit, max(limit - reserved, MIN_LOW_SHARE * limit))
+        limit = None if self.policy.name == "static" else self.config.max_step_ms
+        head = self.waiting[:PICK_WINDOW] if high_pending else []
+        queued = [s.num_tokens - s.num_computed_tokens for s in head if self.policy.is_high(s)]
+        return step_budget(self.cost_model, limit, mode_on or high_pending, queued)
 
     @staticmethod
     def _close(out: SchedulerOutput, timer: StepBudget) -> SchedulerOutput:
         out.work, out.predicted_ms, out.bounded = timer.work, timer.predicted_ms, timer.bounded
         return out
-
-    def _preempt_for_high_priority(self, out: SchedulerOutput) -> None:
-        """Make room now for the high-priority requests at the head of the queue.
-
-        Walks the waiting queue while it holds high-priority requests that this step's
-        token budget could start; while their KV blocks or sequence slots are missing,
-        preempts the last running sequence, if it is queued after the one in need.
-        """
-        bm, key = self.block_manager, self.policy.order_key
-        tokens = self.config.max_num_batched_tokens
-        need_blocks = 0
-        for need_slots, seq in enumerate(self.waiting, start=1):
-            if tokens <= 0 or not self.policy.is_high(seq):
-                return
-            cached = bm.num_cached_tokens(seq)
-            need_blocks += bm.blocks_needed(seq.num_tokens) - cached // bm.block_size
-            tokens -= seq.num_tokens - cached
-            while (
-                bm.num_free_blocks < need_blocks
-                or self.config.max_num_seqs - len(self.running) < need_slots
-            ):
-                if not self.running or key(self.running[-1]) < key(seq):
-                    return
-                self._preempt(self.running[-1])
-                out.num_preempted += 1
 
     def _preempt(self, seq: Sequence) -> None:
         self.running.remove(seq)
@@ -229,27 +215,47 @@ class Scheduler:
         self.num_preemptions += 1
         self.add(seq)
 
-    def postprocess(self, batch: SchedulerOutput, sampled: list[int | None]) -> list[Sequence]:
+    def postprocess(self, batch: SchedulerOutput, sampled: list[Sampled]) -> list[Sequence]:
         """Advance the batch after the model ran; returns sequences that got a token."""
         updated = []
         now = monotonic()
-        for seq, n, token in zip(batch.seqs, batch.num_new_tokens, sampled, strict=True):
+        for i, (seq, n, got) in enumerate(
+            zip(batch.seqs, batch.num_new_tokens, sampled, strict=True)
+        ):
             if seq.status != SequenceStatus.RUNNING:
                 continue  # aborted while the step ran
+            drafts = batch.drafts.get(i)
+            if drafts and self.speculator is not None and isinstance(got, list):
+                tokens, n = self.speculator.accept(seq, drafts, got), 1
+            else:
+                tokens = [] if got is None else [got] if isinstance(got, int) else got
             if n > 1 or seq.num_completion_tokens == 0:
                 self.prefill_tokens += n
             seq.num_computed_tokens += n
             self.block_manager.cache_computed_blocks(seq)
-            if token is None:  # a prefill chunk that is not the last one
-                continue
-            token = seq.steer(token)
-            seq.append_token(token, now)
+            if tokens:
+                self._append(seq, tokens, now)
+                updated.append(seq)
+        return updated
+
+    def _append(self, seq: Sequence, tokens: list[int], now: float) -> None:
+        """Append a step's tokens (more than one: accepted drafts and the target's next),
+        each judged for a stop as decoding one at a time would, then free the blocks
+        that only rejected drafts used."""
+        for i, token in enumerate(tokens):
+            if i:  # the draft at this position was right: its KV stands
+                seq.num_computed_tokens += 1
+                self.block_manager.cache_computed_blocks(seq)
+            steered = seq.steer(token)
+            seq.append_token(steered, now)
             self.generation_tokens += 1
-            updated.append(seq)
-            reason = self._token_stop(seq, token)
+            reason = self._token_stop(seq, steered)
             if reason is not None:
                 self.finish(seq, reason)
-        return updated
+                return
+            if steered != token:
+                break  # the thinking budget replaced it: the drafts after it are moot
+        self.block_manager.trim(seq)
 
     def _token_stop(self, seq: Sequence, token: int) -> str | None:
         """Does the sequence's newest token end it? ("stop": an EOS or stop token id;

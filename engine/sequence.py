@@ -11,6 +11,7 @@ import torch
 from engine.reasoning_budget import ReasoningBudget
 from engine.request_times import RequestTimes
 from engine.sampling_params import SamplingParams
+from engine.spec_state import SpecState
 
 
 class SequenceStatus(Enum):
@@ -73,6 +74,7 @@ class Sequence:
         self.output_text = ""
         self.generator: torch.Generator | None = None  # set by the engine for seeded sampling
         self.reasoning: ReasoningBudget | None = None  # set by the engine for a thinking budget
+        self.spec: SpecState | None = None  # set by the Speculator once it drafts for it
 
     def __len__(self) -> int:
         return len(self.token_ids)

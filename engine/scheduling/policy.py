@@ -25,7 +25,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
+from engine.block_manager import BlockManager
 from engine.config import EngineConfig
 from engine.scheduling.cache_aware_pick import PICK_WINDOW
 from engine.sequence import Sequence
@@ -71,3 +73,29 @@ class SchedulingPolicy:
         oldest = min(seq.arrival_time for seq in waiting)
         full = len(waiting) >= self.config.max_num_seqs
         return full or time.monotonic() - oldest >= self.config.static_batch_timeout_s
+
+    def high_priority_victims(
+        self, waiting: list[Sequence], running: list[Sequence], bm: BlockManager
+    ) -> Iterator[Sequence]:
+        """The running sequences to preempt now for the high-priority requests at the
+        head of the queue, one at a time (the caller preempts each before the next).
+
+        Walks the waiting queue while it holds high-priority requests that a step's
+        token budget could start; while their KV blocks or sequence slots are missing,
+        yields the last running sequence, if it is queued after the one in need.
+        """
+        tokens = self.config.max_num_batched_tokens
+        need_blocks = 0
+        for need_slots, seq in enumerate(waiting, start=1):
+            if tokens <= 0 or not self.is_high(seq):
+                return
+            cached = bm.num_cached_tokens(seq)
+            need_blocks += bm.blocks_needed(seq.num_tokens) - cached // bm.block_size
+            tokens -= seq.num_tokens - cached
+            while (
+                bm.num_free_blocks < need_blocks
+                or self.config.max_num_seqs - len(running) < need_slots
+            ):
+                if not running or self.order_key(running[-1]) < self.order_key(seq):
+                    return
+                yield running[-1]

@@ -7,13 +7,22 @@ from dataclasses import dataclass, field
 from engine.scheduling.step_cost_model import StepWork
 from engine.sequence import Sequence
 
+# What the runner returns per sequence: its next token, None mid-prefill, or for a
+# sequence with drafts the target's greedy token after each of its rows.
+Sampled = int | list[int] | None
+
 
 @dataclass
 class SchedulerOutput:
-    """One step's batch: each sequence with how many of its tokens to compute now."""
+    """One step's batch: each sequence with how many of its tokens to compute now.
+
+    ``drafts``: by batch index, the draft tokens a decoding sequence verifies this step
+    (its ``num_new_tokens`` counts them: its last token and the drafts).
+    """
 
     seqs: list[Sequence] = field(default_factory=list)
     num_new_tokens: list[int] = field(default_factory=list)
+    drafts: dict[int, list[int]] = field(default_factory=dict)
     num_preempted: int = 0
     work: StepWork = field(default_factory=StepWork)  # what the cost model sees
     predicted_ms: float = 0.0  # the cost model's prediction when it was scheduled

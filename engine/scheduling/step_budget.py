@@ -52,3 +52,19 @@ class StepBudget:
     @property
     def predicted_ms(self) -> float:
         return self.model.predict(self.work)
+
+
+def step_budget(
+    model: StepCostModel, limit_ms: float | None, on: bool, queued_high: list[int]
+) -> StepBudget:
+    """A step's budget: unbounded without a limit or while not ``on``; else the limit,
+    of which work outside the reserve gets what the high-priority prefills queued
+    (their tokens, ``queued_high``) leave, and never less than MIN_LOW_SHARE of it."""
+    if limit_ms is None or not on:
+        return StepBudget(model, None)
+    queued = StepWork()
+    for n in queued_high:
+        queued = queued.plus_chunk(n, 0)
+    reserved = model.predict(queued) - model.predict(StepWork())
+    reserved *= model.safety  # as max_chunk scales what it predicts
+    return StepBudget(model, limit_ms, max(limit_ms - reserved, MIN_LOW_SHARE * limit_ms))

@@ -1,0 +1,38 @@
+"""SpecState: one sequence's speculation: how many tokens to draft next, and its record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.spec_prompt_lookup import PromptLookup
+
+
+@dataclass
+class SpecState:
+    """Per sequence: the draft length adapts to what the target accepted.
+
+    All drafts accepted: the next draft is twice as long (up to ``max_k``); some
+    rejected: the next is one longer than what was accepted, so a sequence whose drafts
+    keep missing drafts a single token (one extra row in a decode step).
+    """
+
+    lookup: PromptLookup
+    max_k: int
+    k: int = 2
+    num_drafted: int = 0
+    num_accepted: int = 0
+    num_verified: int = 0  # steps that verified a draft of this sequence
+    history: list[int] = field(default_factory=list)  # accepted per step, the last few
+
+    def record(self, drafted: int, accepted: int) -> None:
+        self.num_drafted += drafted
+        self.num_accepted += accepted
+        self.num_verified += 1
+        self.history = [*self.history[-7:], accepted]
+        self.k = min(self.max_k, 2 * drafted) if accepted == drafted else accepted + 1
+        self.k = max(1, min(self.k, self.max_k))
+
+    @property
+    def acceptance(self) -> float:
+        """Accepted share of the drafted tokens (0 before any)."""
+        return self.num_accepted / self.num_drafted if self.num_drafted else 0.0
