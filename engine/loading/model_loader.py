@@ -15,7 +15,8 @@ from torch import nn
 from engine.errors import ConfigError, ModelLoadError
 from engine.layers import quantization as quantization_module
 from engine.loading import quantized_model
-from engine.loading.model_store import resolve_model
+from engine.loading.gguf_weights import load_gguf_weights
+from engine.loading.model_store import gguf_source, resolve_model
 from engine.models import MODEL_REGISTRY, LlamaForCausalLM
 
 if TYPE_CHECKING:
@@ -105,6 +106,10 @@ def load_model(
     if quantization == "int4":  # fail before reading any weight
         quantized_model.check_group_size(model, group_size)
     model.to_empty(device=device).to(dtype)
+    gguf_path = gguf_source(model_dir)
+    if gguf_path is not None:  # no fp32 copy: straight from the file, tensor by tensor
+        load_gguf_weights(model, gguf_path, model_dir, quantization, group_size)
+        return _ready(model, device, dtype, int8_kernel)
     cache, cached = None, None
     if quantization != "none":
         cache = quantized_model.QuantCache(model_dir, quantization, group_size)
@@ -133,6 +138,13 @@ def load_model(
             param.copy_(tensor)
     if quantization != "none" and cached is None:
         quantized_model.quantize_model(model, quantization, group_size, cache, None)
+    return _ready(model, device, dtype, int8_kernel)
+
+
+def _ready(
+    model: LlamaForCausalLM, device: torch.device, dtype: torch.dtype, int8_kernel: str
+) -> LlamaForCausalLM:
+    """After the weights: kernels' layouts and paths, the flat pass, the rotary table."""
     model.prepare()
     model.int8_paths = quantized_model.prepare_quantized(model, int8_kernel)
     model.flatten()

@@ -71,12 +71,18 @@ class QuantCache:
 
     Next to the model (``<model>/quantized/``) when that directory is writable, else
     under ``cache_root()/quantized``; the key hashes the source weights' names, sizes
-    and mtimes, the method, the group size and CACHE_VERSION.
+    and mtimes, the method, the group size and CACHE_VERSION. ``source``: the GGUF the
+    weights are read from (engine.loading.gguf_weights), keyed by its path too.
     """
 
-    def __init__(self, model_dir: Path, method: str, group_size: int) -> None:
+    def __init__(
+        self, model_dir: Path, method: str, group_size: int, source: Path | None = None
+    ) -> None:
+        ident: list[Any] = [CACHE_VERSION, method, group_size if method == "int4" else 0]
+        if source is not None:
+            stat = source.stat()
+            ident += ["gguf-1", str(source.resolve()), stat.st_size, stat.st_mtime_ns]
         sources = sorted(model_dir.glob("*.safetensors"))
-        ident = [CACHE_VERSION, method, group_size if method == "int4" else 0]
         ident += [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sources]
         key = hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
         tag = method if method == "int8" else f"{method}-g{group_size}"
@@ -114,7 +120,7 @@ class QuantCache:
             log.warning("cannot write quantized cache %s: %s", self.path, exc)
 
 
-def _set_module(model: nn.Module, name: str, module: nn.Module) -> None:
+def set_module(model: nn.Module, name: str, module: nn.Module) -> None:
     parent_name, _, leaf = name.rpartition(".")
     parent = model.get_submodule(parent_name) if parent_name else model
     setattr(parent, leaf, module)
@@ -181,7 +187,7 @@ def quantize_model(
                 qmod = Int4Linear.from_float(lin.weight.data, group_size, bias)
         device = lin.bias.device if lin.bias is not None else lin.weight.device
         qmod.to(device)
-        _set_module(model, name, qmod)
+        set_module(model, name, qmod)
         out.update({f"{name}.{k}": v for k, v in qmod.named_buffers()})
     # int4 too: a float head would be most of an int4 model's bytes read per token.
     if method in ("int8", "int4") and quantize_embedding:

