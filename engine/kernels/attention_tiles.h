@@ -15,7 +15,7 @@ namespace {
 
 // The operands of "all" (q and the keys less k0 as bf16 pairs, probabilities and values
 // as pairs), but each product of a query tile (16 rows) and a key or value tile is one
-// TDPBF16PS, eight times VDPBF16PS's work an instruction. paged_kv_kernels.cpp's
+// TDPBF16PS, eight times VDPBF16PS's work an instruction. attention_bf16.h's
 // transposed keys and paired values are already the B tiles' layout (a tile row: 16 pairs of one column block). A score sums
 // its d / 32 tiles' products in order from zero, a value its key tiles of 32 in order:
 // each row's bits are those of that row alone (a decode's rows pad a tile), and a row

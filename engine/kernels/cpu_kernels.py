@@ -40,9 +40,11 @@ SOURCES = [
         "int4_kernels.cpp",
         "layer_kernels.cpp",
         "paged_kv_kernels.cpp",
+        "rope_cache_kernels.cpp",
     )
 ]
-HEADERS = [_DIR / n for n in ("amx_tiles.h", "attention_tiles.h", "quantize_row.h", "simd_math.h")]
+# Every header is part of the build's cache key (CpuKernels.build hashes them).
+HEADERS = sorted(_DIR.glob("*.h"))
 OPS = (
     "int8_linear",
     "int8_linear_amx",

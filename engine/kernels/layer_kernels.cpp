@@ -1,6 +1,6 @@
 // r1voice CPU kernels for the rest of a decoder layer (fp32 activations, AVX-512):
-// RMSNorm with the residual add and SiLU-and-mul (RoPE with the KV-cache write and
-// decode attention are in paged_kv_kernels.cpp).
+// RMSNorm with the residual add and SiLU-and-mul (RoPE with the KV-cache write is in
+// rope_cache_kernels.cpp, the attention in paged_kv_kernels.cpp).
 // Each replaces 3-10 dispatched torch ops; at one token per step those dispatches,
 // not the arithmetic, were most of a layer's time. The element-wise math follows
 // Hugging Face's op order (compiled without FMA contraction) so results stay within
