@@ -1,13 +1,13 @@
 """The two dialects of the Realtime protocol: GA (the default) and beta.
 
-Sessions build events with the beta names; `to_ga` rewrites each outgoing event for a
-GA client in one place. A session is GA unless the client asks for beta: an `OpenAI-Beta:
+Server events say themselves in either (server_events/: `to_wire(dialect)`); what is
+here is the client's side: GA's `session.update` flattened into the beta fields we
+validate, and our session object in GA's shape. A session is GA unless the client asks for beta: an `OpenAI-Beta:
 realtime=v1` header, the `openai-beta.realtime-v1` subprotocol, or `?dialect=beta`.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from typing import Any
@@ -16,58 +16,6 @@ from app.protocol.errors import ProtocolError
 from app.protocol.schemas import BETA_FORMATS, G711_TYPES
 
 BETA, GA = "beta", "ga"
-
-_RENAMED = {
-    "response.audio.delta": "response.output_audio.delta",
-    "response.audio.done": "response.output_audio.done",
-    "response.audio_transcript.delta": "response.output_audio_transcript.delta",
-    "response.audio_transcript.done": "response.output_audio_transcript.done",
-    "response.text.delta": "response.output_text.delta",
-    "response.text.done": "response.output_text.done",
-}
-_PART_TYPES = {"audio": "output_audio", "text": "output_text"}
-
-
-def _ga_item(item: dict[str, Any]) -> dict[str, Any]:
-    if item.get("role") == "assistant":
-        for part in item.get("content", []):
-            part["type"] = _PART_TYPES.get(part["type"], part["type"])
-    return item
-
-
-# Events only the GA dialect has; a beta client does not get them.
-GA_ONLY = {"conversation.item.done"}
-
-
-def to_ga(event: dict[str, Any]) -> list[dict[str, Any]]:
-    """One beta event -> the GA event(s) that say the same."""
-    kind = event["type"]
-    if kind in _RENAMED:
-        return [{**event, "type": _RENAMED[kind]}]
-    # response.content_part.* keep "audio"/"text": the output_* names are item content's.
-    if kind in (
-        "response.output_item.added",
-        "response.output_item.done",
-        "conversation.item.done",
-    ):
-        event = copy.deepcopy(event)
-        _ga_item(event["item"])
-        return [event]
-    if kind == "response.done":
-        event = copy.deepcopy(event)
-        for item in event["response"].get("output", []):
-            _ga_item(item)
-        return [event]
-    if kind == "conversation.item.retrieved":
-        return [{**event, "item": _ga_item(copy.deepcopy(event["item"]))}]
-    if kind == "conversation.item.created":
-        item = _ga_item(copy.deepcopy(event["item"]))
-        added = {**event, "type": "conversation.item.added", "item": item}
-        if item.get("status") != "completed":
-            return [added]
-        done = {**added, "type": "conversation.item.done", "event_id": event["event_id"] + "_done"}
-        return [added, done]
-    return [event]
 
 
 def ga_session_patch(session: dict[str, Any]) -> dict[str, Any]:

@@ -1,14 +1,20 @@
-"""Server events of the Realtime protocol, built in one place (beta names; see dialect.py).
+"""The shapes server events carry (items, content parts, the response object and its
+usage) and their ids, made in one place so each has one shape whoever sends it (beta
+names; an event's `to_wire` renames for GA).
 
-Every event the server sends is a plain dict made here, so an item or a response object
-has exactly one shape whichever part of the session sends it.
+The events themselves are the classes in server_events/. The builders at the end return
+those classes for code that still names events by their wire type; new code constructs
+the classes.
 """
 
 from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Callable
 from typing import Any
+
+from app.protocol import server_events as se
 
 
 def new_id(prefix: str) -> str:
@@ -17,30 +23,6 @@ def new_id(prefix: str) -> str:
 
 def encode_base64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
-
-
-def event(event_type: str, **fields: Any) -> dict[str, Any]:
-    return {"type": event_type, **fields}
-
-
-def error(
-    code: str,
-    message: str,
-    *,
-    param: str | None = None,
-    event_id: str | None = None,
-    kind: str = "invalid_request_error",
-) -> dict[str, Any]:
-    return event(
-        "error",
-        error={
-            "type": kind,
-            "code": code,
-            "message": message,
-            "param": param,
-            "event_id": event_id,
-        },
-    )
 
 
 def message_item(
@@ -86,30 +68,6 @@ def assistant_part(audio: bool, text: str) -> dict[str, Any]:
     return {"type": "audio", "transcript": text} if audio else {"type": "text", "text": text}
 
 
-def item_created(previous_item_id: str | None, item: dict[str, Any]) -> dict[str, Any]:
-    return event("conversation.item.created", previous_item_id=previous_item_id, item=item)
-
-
-def speech_edge(edge: str, sample: int, item_id: str, rate: int = 16_000) -> dict[str, Any]:
-    """`input_audio_buffer.speech_started`/`_stopped` at a 16 kHz stream position."""
-    field = "audio_start_ms" if edge == "started" else "audio_end_ms"
-    return event(
-        f"input_audio_buffer.speech_{edge}", item_id=item_id, **{field: sample * 1000 // rate}
-    )
-
-
-def item_deleted(item_id: str) -> dict[str, Any]:
-    return event("conversation.item.deleted", item_id=item_id)
-
-
-def rate_limits(context_tokens: int, remaining_tokens: int) -> dict[str, Any]:
-    """`rate_limits.updated` at the start of a response. r1voice has no request quota; its
-    one limit is the model's context: what the conversation may still grow by once this
-    response's prompt and its reserved `max_output_tokens` are counted."""
-    limit = {"name": "tokens", "limit": context_tokens, "remaining": remaining_tokens}
-    return event("rate_limits.updated", rate_limits=[{**limit, "reset_seconds": 0.0}])
-
-
 def response_object(
     response_id: str,
     status: str,
@@ -150,14 +108,57 @@ def response_usage(
     }
 
 
-def transcription(kind: str, item_id: str, **fields: Any) -> dict[str, Any]:
+# -- builders that name events by wire type (the turn coordinator's; prefer the classes) --
+
+
+def event(event_type: str, **fields: Any) -> se.ServerEvent:
+    """The event class of `event_type` (its beta name), made from its wire fields."""
+    try:
+        cls = se.EVENT_TYPES[event_type]
+    except KeyError:
+        raise ValueError(f"no server event is called '{event_type}'") from None
+    return cls(**fields)
+
+
+def error(
+    code: str,
+    message: str,
+    *,
+    param: str | None = None,
+    event_id: str | None = None,
+    kind: str = "invalid_request_error",
+) -> se.Error:
+    return se.Error(code=code, message=message, param=param, client_event_id=event_id, kind=kind)
+
+
+def item_created(previous_item_id: str | None, item: dict[str, Any]) -> se.ItemCreated:
+    return se.ItemCreated(previous_item_id=previous_item_id, item=item)
+
+
+def speech_edge(edge: str, sample: int, item_id: str, rate: int = 16_000) -> se.ServerEvent:
+    """`input_audio_buffer.speech_started`/`_stopped` at a 16 kHz stream position."""
+    ms = sample * 1000 // rate
+    if edge == "started":
+        return se.SpeechStarted(item_id=item_id, audio_start_ms=ms)
+    return se.SpeechStopped(item_id=item_id, audio_end_ms=ms)
+
+
+def item_deleted(item_id: str) -> se.ItemDeleted:
+    return se.ItemDeleted(item_id=item_id)
+
+
+def rate_limits(context_tokens: int, remaining_tokens: int) -> se.RateLimitsUpdated:
+    return se.RateLimitsUpdated(context_tokens=context_tokens, remaining_tokens=remaining_tokens)
+
+
+def transcription(kind: str, item_id: str, **fields: Any) -> se.ServerEvent:
     """`conversation.item.input_audio_transcription.<kind>` for content part 0."""
-    return event(
-        f"conversation.item.input_audio_transcription.{kind}",
-        item_id=item_id,
-        content_index=0,
-        **fields,
-    )
+    kinds: dict[str, Callable[..., se.ServerEvent]] = {
+        "delta": se.TranscriptionDelta,
+        "completed": se.TranscriptionCompleted,
+        "failed": se.TranscriptionFailed,
+    }
+    return kinds[kind](item_id=item_id, **fields)
 
 
 def turn_metrics(
@@ -166,17 +167,11 @@ def turn_metrics(
     audio_ms: float,
     status: str,
     language: str | None = None,
-) -> dict[str, Any]:
-    """Our `r1voice.turn.metrics`: milliseconds from the end of speech to each stage, and
-    the language the turn was heard in."""
-    return event(
-        "r1voice.turn.metrics",
+) -> se.TurnMetrics:
+    return se.TurnMetrics(
         response_id=response_id,
-        **{
-            f"speech_stopped_to_{k}_ms": None if v is None else round(v * 1000, 1)
-            for k, v in stage_seconds.items()
-        },
-        audio_ms=round(audio_ms, 1),
+        stage_seconds=stage_seconds,
+        audio_ms=audio_ms,
         status=status,
         language=language,
     )

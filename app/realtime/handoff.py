@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-EventSink = Callable[[dict[str, Any]], None]
+from app.protocol.server_events import ServerEvent
+
+EventSink = Callable[[ServerEvent], None]  # where server events go (the session's Outbox)
 
 
 @dataclass

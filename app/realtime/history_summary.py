@@ -19,6 +19,7 @@ import logging
 
 from app.llm import ChatMessage, GenerationParams, LLMBackend
 from app.protocol import events
+from app.protocol.server_events import Error, ItemCreated, ItemDeleted
 from app.realtime.conversation import MESSAGE_OVERHEAD_TOKENS, Conversation, Item
 from app.realtime.handoff import EventSink
 from app.realtime.session_config import SessionConfig
@@ -108,7 +109,7 @@ class HistorySummary:
                 f"the summary of {len(turns)} dropped items failed ({exc}); they are "
                 "dropped without one"
             )
-            self._sink(events.error("summary_failed", message, kind="server_error"))
+            self._sink(Error(code="summary_failed", message=message, kind="server_error"))
             return
         self._land(text)
 
@@ -129,8 +130,8 @@ class HistorySummary:
         item = Item(id=events.new_id("item"), role="system", text=SUMMARY_LEAD + text)
         previous_id = self._conversation.replace(old, item)
         if old is not None:
-            self._sink(events.item_deleted(old.id))
-        self._sink(events.item_created(previous_id, item.to_wire()))
+            self._sink(ItemDeleted(item_id=old.id))
+        self._sink(ItemCreated(previous_item_id=previous_id, item=item.to_wire()))
         self.item = item
 
 

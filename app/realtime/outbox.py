@@ -1,8 +1,9 @@
 """The session's outgoing events: one queue, drained by one sender, in the client's dialect.
 
 Everything a session sends goes through `emit`, so the order clients see is the order
-the session produced; beta -> GA renaming happens here, in one place. Each event is
-serialized once, when emitted, and the queue holds that text: its bound (events and
+the session produced. This is the one place an event becomes JSON, in the client's
+dialect (each event class says how: `to_wire`). Each event is serialized once, when
+emitted, and the queue holds that text: its bound (events and
 bytes) counts what is really queued, so a client that stops reading cannot grow the
 server's memory, whatever the events carry (a `session.updated` echoes the client's
 instructions). Past the bound nothing more is queued, `overflowed` is set, and the
@@ -16,7 +17,7 @@ import json
 from typing import Any
 
 from app.protocol import events
-from app.protocol.dialect import GA, GA_ONLY, to_ga
+from app.protocol.server_events import ServerEvent
 
 MAX_EVENTS = 20_000
 MAX_BYTES = 32 * 1024 * 1024  # about five minutes of 24 kHz answer audio, base64
@@ -50,13 +51,10 @@ class Outbox:
         """The characters of the events queued and not yet sent."""
         return self._bytes
 
-    def emit(self, event: dict[str, Any]) -> None:
-        event.setdefault("event_id", events.new_id("event"))
-        if self.dialect != GA and event["type"] in GA_ONLY:
+    def emit(self, event: ServerEvent) -> None:
+        if event.EXTENSION and not self.extensions:
             return
-        if not self.extensions and event["type"].startswith("r1voice."):
-            return
-        for out in to_ga(event) if self.dialect == GA else [event]:
+        for out in event.to_wire(self.dialect, events.new_id("event")):
             if self.overflowed.is_set():
                 return
             text = serialize(out)

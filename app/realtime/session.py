@@ -48,6 +48,16 @@ from app.protocol.schemas import (
     ResponseCreate,
     SessionUpdate,
 )
+from app.protocol.server_events import (
+    Error,
+    InputAudioCleared,
+    ItemCreated,
+    ItemDeleted,
+    ItemRetrieved,
+    ItemTruncated,
+    SessionCreated,
+    SessionUpdated,
+)
 from app.realtime.chosen_models import ChosenModels
 from app.realtime.conversation import (
     MESSAGE_OVERHEAD_TOKENS,
@@ -167,10 +177,10 @@ class Session:
             f"the message is {size} bytes; the limit is {limit} (R1VOICE_MAX_MESSAGE_BYTES): "
             "send audio in smaller appends"
         )
-        self.outbox.emit(events.error("message_too_large", message))
+        self.outbox.emit(Error(code="message_too_large", message=message))
 
     async def start(self) -> None:
-        self.outbox.emit(events.event("session.created", session=self.session_object()))
+        self.outbox.emit(SessionCreated(session=self.session_object()))
 
     async def close(self, reason: str = "client_cancelled") -> None:
         """Stop everything this session started: turns first (an early transcription
@@ -197,14 +207,17 @@ class Session:
             if flat is not raw:  # a GA session.update: its fields as the client named them
                 exc = ga_named(exc)
             event_id = event_id or exc.event_id  # refused before it parsed: still echoed
-            self.outbox.emit(
-                events.error(exc.code, exc.message, param=exc.param, event_id=event_id)
-            )
+            self.outbox.emit(_refusal(exc, event_id))
         except Exception as exc:  # a bug of ours must not end the conversation
             log.exception("failed to handle a client event")
             message = f"the server failed to handle this event ({type(exc).__name__}); the session goes on"
             self.outbox.emit(
-                events.error("server_error", message, event_id=event_id, kind="server_error")
+                Error(
+                    code="server_error",
+                    message=message,
+                    client_event_id=event_id,
+                    kind="server_error",
+                )
             )
 
     async def append_pcm(self, pcm: bytes, arrived_at: float | None = None) -> None:
@@ -219,11 +232,11 @@ class Session:
         try:
             await self.turns.append(audio, self.last_event_at)
         except ProtocolError as exc:  # a full buffer (turn detection off, no commit)
-            self.outbox.emit(events.error(exc.code, exc.message, param=exc.param))
+            self.outbox.emit(_refusal(exc, None))
         except Exception as exc:  # a bug of ours must not end the conversation
             log.exception("failed to take in a media track's audio")
             message = f"the server failed to take in the microphone's audio ({type(exc).__name__})"
-            self.outbox.emit(events.error("server_error", message, kind="server_error"))
+            self.outbox.emit(Error(code="server_error", message=message, kind="server_error"))
 
     def _normalize(self, raw: str | bytes) -> str | bytes:
         """GA `session.update` -> the flat shape we validate (and switch to GA)."""
@@ -243,19 +256,19 @@ class Session:
             await self.turns.commit_manual()
         elif isinstance(event, AudioClear):
             await self.turns.clear()
-            self.outbox.emit(events.event("input_audio_buffer.cleared"))
+            self.outbox.emit(InputAudioCleared())
         elif isinstance(event, OutputAudioClear):
             await self._clear_output_audio()
         elif isinstance(event, ItemCreate):
             await self._create_item(event)
         elif isinstance(event, ItemDelete):
             self.conversation.delete(event.item_id)
-            self.outbox.emit(events.item_deleted(event.item_id))
+            self.outbox.emit(ItemDeleted(item_id=event.item_id))
         elif isinstance(event, ItemTruncate):
             await self._truncate_item(event)
         elif isinstance(event, ItemRetrieve):
             item = self.conversation.get(event.item_id).to_wire()
-            self.outbox.emit(events.event("conversation.item.retrieved", item=item))
+            self.outbox.emit(ItemRetrieved(item=item))
         elif isinstance(event, ResponseCreate):
             await self.responses.create(event.response, event.event_id)
         elif isinstance(event, ResponseCancel):
@@ -292,7 +305,7 @@ class Session:
             cfg.max_idle_nudges,
             cfg.false_interruption_timeout,
         )
-        self.outbox.emit(events.event("session.updated", session=self.session_object()))
+        self.outbox.emit(SessionUpdated(session=self.session_object()))
 
     async def _clear_output_audio(self) -> None:
         """Stop the answer's audio the server plays; one still being spoken stops too (its
@@ -343,7 +356,7 @@ class Session:
         if isinstance(given, ConversationItem):  # echo the parts as the client sent them
             content = [p.model_dump(exclude_none=True) for p in given.content]
             wire_item = events.message_item(item.id, item.role, "completed", content)
-        self.outbox.emit(events.item_created(previous, wire_item))
+        self.outbox.emit(ItemCreated(previous_item_id=previous, item=wire_item))
 
     async def _check_fits(self, item: Item) -> None:
         """Refuse an item no answer could ever be generated from: alone it fills the
@@ -394,13 +407,16 @@ class Session:
 
     def _truncated(self, event: ItemTruncate) -> None:
         self.outbox.emit(
-            events.event(
-                "conversation.item.truncated",
+            ItemTruncated(
                 item_id=event.item_id,
                 content_index=event.content_index,
                 audio_end_ms=event.audio_end_ms,
             )
         )
+
+
+def _refusal(exc: ProtocolError, event_id: str | None) -> Error:
+    return Error(code=exc.code, message=exc.message, param=exc.param, client_event_id=event_id)
 
 
 def _one_refusal(refused: list[ProtocolError]) -> ProtocolError:

@@ -17,7 +17,7 @@ import time
 
 from fastapi import status
 
-from app.protocol import events
+from app.protocol.server_events import Error
 from app.realtime.responses.playback import Playback
 from app.realtime.session import Session
 from app.server.drain import Drain
@@ -118,7 +118,8 @@ class SessionRunner:
             await session.start()
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             if expired.done():
-                session.outbox.emit(events.error(*expired.result()))
+                code, message = expired.result()
+                session.outbox.emit(Error(code=code, message=message))
         finally:
             state.sessions.pop(session.id, None)
             reader.cancel()

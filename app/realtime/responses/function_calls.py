@@ -9,12 +9,21 @@ answer as ordinary words.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from app.llm.tool_calls import CLOSE, OPEN, InvalidToolCall, ToolSpec, call_text, parse_call
 from app.protocol import events
+from app.protocol.server_events import (
+    Error,
+    FunctionCallArgumentsDelta,
+    FunctionCallArgumentsDone,
+    ItemCreated,
+    ItemDone,
+    OutputItemAdded,
+    OutputItemDone,
+)
 from app.realtime.conversation import Conversation, Item
+from app.realtime.handoff import EventSink
 
 
 class FunctionCalls:
@@ -23,7 +32,7 @@ class FunctionCalls:
         response_id: str,
         tools: tuple[ToolSpec, ...],
         conversation: Conversation | None,
-        emit: Callable[[dict[str, Any]], None],
+        emit: EventSink,
     ) -> None:
         self.response_id = response_id
         self.tools = list(tools)
@@ -37,7 +46,7 @@ class FunctionCalls:
         try:
             call = parse_call(raw, self.tools)
         except InvalidToolCall as exc:
-            self.emit(events.error("invalid_tool_call", str(exc), kind="server_error"))
+            self.emit(Error(code="invalid_tool_call", message=str(exc), kind="server_error"))
             return f"{OPEN}{raw}{CLOSE}" if in_tags else raw
         index = 1 + len(self.items)  # output 0 is the message
         item = Item(
@@ -49,44 +58,21 @@ class FunctionCalls:
         )
         self.items.append(item)
         call_id, name, arguments = item.call  # type: ignore[misc]
-        common = {"response_id": self.response_id, "item_id": item.id, "output_index": index}
+        rid = self.response_id
         added = events.function_call_item(item.id, "in_progress", call_id, name, "")
-        self.emit(
-            events.event(
-                "response.output_item.added",
-                response_id=self.response_id,
-                output_index=index,
-                item=added,
-            )
-        )
+        self.emit(OutputItemAdded(response_id=rid, output_index=index, item=added))
         if self.conversation is not None:
             previous = self.conversation.last_id
             self.conversation.add(item)
-            self.emit(events.item_created(previous, added))
+            self.emit(ItemCreated(previous_item_id=previous, item=added))
+        at = {"call_id": call_id, "response_id": rid, "item_id": item.id}
+        self.emit(FunctionCallArgumentsDelta(**at, delta=arguments, output_index=index))
         self.emit(
-            events.event(
-                "response.function_call_arguments.delta", call_id=call_id, delta=arguments, **common
-            )
+            FunctionCallArgumentsDone(**at, name=name, arguments=arguments, output_index=index)
         )
-        self.emit(
-            events.event(
-                "response.function_call_arguments.done",
-                call_id=call_id,
-                name=name,
-                arguments=arguments,
-                **common,
-            )
-        )
-        self.emit(
-            events.event(
-                "response.output_item.done",
-                response_id=self.response_id,
-                output_index=index,
-                item=item.to_wire(),
-            )
-        )
+        self.emit(OutputItemDone(response_id=rid, output_index=index, item=item.to_wire()))
         if self.conversation is not None:
-            self.emit(events.event("conversation.item.done", item=item.to_wire()))
+            self.emit(ItemDone(item=item.to_wire()))
         return None
 
     def wire_items(self) -> list[dict[str, Any]]:

@@ -11,8 +11,9 @@ transcript differs).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import dataclasses
 
+from app.protocol.server_events import ItemCreated, ServerEvent
 from app.realtime.handoff import EventSink
 
 
@@ -21,7 +22,7 @@ class EventGate:
 
     def __init__(self, sink: EventSink, held: bool) -> None:
         self._sink = sink
-        self._held: list[dict[str, Any]] | None = [] if held else None
+        self._held: list[ServerEvent] | None = [] if held else None
         self.released = asyncio.Event()
         if not held:
             self.released.set()
@@ -30,7 +31,7 @@ class EventGate:
     def holding(self) -> bool:
         return self._held is not None
 
-    def emit(self, event: dict[str, Any]) -> None:
+    def emit(self, event: ServerEvent) -> None:
         if self._held is not None:
             self._held.append(event)
         else:
@@ -40,7 +41,7 @@ class EventGate:
         """Send what was held; the answer's item now follows the committed user item."""
         held, self._held = self._held or [], None
         for event in held:
-            if event["type"] == "conversation.item.created":
-                event["previous_item_id"] = previous_item_id
+            if isinstance(event, ItemCreated):
+                event = dataclasses.replace(event, previous_item_id=previous_item_id)
             self._sink(event)
         self.released.set()

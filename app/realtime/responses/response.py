@@ -22,6 +22,26 @@ from app.llm import LLMBackendError, LLMDelta
 from app.llm.tool_calls import ToolCallSplitter, tagged, tools_prompt
 from app.models.voices import AUTO, text_language
 from app.protocol import events
+from app.protocol.server_events import (
+    AudioDelta,
+    AudioDone,
+    AudioTranscriptDelta,
+    AudioTranscriptDone,
+    ContentPartAdded,
+    ContentPartDone,
+    Error,
+    ItemCreated,
+    ItemDeleted,
+    ItemDone,
+    OutputItemAdded,
+    OutputItemDone,
+    RateLimitsUpdated,
+    ResponseCreated,
+    ResponseDone,
+    TextDelta,
+    TextDone,
+    TurnMetrics,
+)
 from app.realtime.conversation import Item
 from app.realtime.handoff import TurnTiming
 from app.realtime.responses.clause_chunker import ClauseChunker
@@ -184,9 +204,6 @@ class Response:
 
     # -- the run ------------------------------------------------------------------------
 
-    def _emit(self, event_type: str, **fields: Any) -> None:
-        self.gate.emit(events.event(event_type, response_id=self.id, **fields))
-
     def _item(self, status: str) -> dict[str, Any]:
         content = (
             [] if status == "in_progress" else [events.assistant_part(self.spec.audio, self.text)]
@@ -199,20 +216,16 @@ class Response:
             self.deps.conversation.add(self.item)
 
     def _announce(self) -> None:
-        self.gate.emit(events.event("response.created", response=self._object("in_progress", [])))
-        self._emit("response.output_item.added", output_index=0, item=self._item("in_progress"))
+        emit = self.gate.emit
+        emit(ResponseCreated(response=self._object("in_progress", [])))
+        emit(OutputItemAdded(response_id=self.id, output_index=0, item=self._item("in_progress")))
         if self.spec.in_conversation:
             previous = self.deps.conversation.last_id
-            self.gate.emit(events.item_created(previous, self._item("in_progress")))
+            emit(ItemCreated(previous_item_id=previous, item=self._item("in_progress")))
         if not self.gate.holding:
             self._join_conversation()
-        self._emit(
-            "response.content_part.added",
-            item_id=self.item_id,
-            output_index=0,
-            content_index=0,
-            part=events.assistant_part(self.spec.audio, ""),
-        )
+        part = events.assistant_part(self.spec.audio, "")
+        emit(ContentPartAdded(response_id=self.id, item_id=self.item_id, part=part))
 
     def _object(
         self,
@@ -272,7 +285,9 @@ class Response:
             client_side = code in ("llm_error", "context_length_exceeded")
             kind = "invalid_request_error" if client_side else "server_error"
             message = f"the response failed: {exc}"
-            self.gate.emit(events.error(code, message, kind=kind, event_id=self.spec.event_id))
+            self.gate.emit(
+                Error(code=code, message=message, kind=kind, client_event_id=self.spec.event_id)
+            )
             status = "failed"
             details = {"type": "failed", "error": {"code": code, "message": str(exc)}}
         finally:
@@ -286,7 +301,7 @@ class Response:
     def _speech_failed(self, exc: Exception) -> None:
         log.warning("response %s: speech synthesis failed: %s", self.id, exc)
         message = f"speech synthesis failed ({exc}); this answer is text only"
-        self.gate.emit(events.error("tts_failed", message, kind="server_error"))
+        self.gate.emit(Error(code="tts_failed", message=message, kind="server_error"))
 
     async def _generate(self, clauses: asyncio.Queue[str | None]) -> None:
         llm, spec = self.deps.llm, self.spec
@@ -301,12 +316,14 @@ class Response:
         )
         self.heard_language = history.language
         for item in history.dropped:  # the conversation really lost them: say so now
-            self.deps.sink(events.item_deleted(item.id))
+            self.deps.sink(ItemDeleted(item_id=item.id))
         self._dropped = history.dropped
         left = llm.context_length - history.tokens - spec.params.max_tokens  # reserved
-        self.gate.emit(events.rate_limits(llm.context_length, max(0, left)))
+        self.gate.emit(
+            RateLimitsUpdated(context_tokens=llm.context_length, remaining_tokens=max(0, left))
+        )
         opens = llm.prompt_opens_reasoning(history.messages)
-        thinking = Thinking(opens, lambda kind, **f: self._emit(kind, item_id=self.item_id, **f))
+        thinking = Thinking(opens, self.id, self.item_id, self.gate.emit)
         chunker, calls = ClauseChunker(), ToolCallSplitter()
         stream = llm.stream_chat(history.messages, spec.params, self.id)
         async with contextlib.aclosing(stream):  # abort the LLM request even if cancelled here
@@ -345,8 +362,8 @@ class Response:
         self, text: str, chunker: ClauseChunker, clauses: asyncio.Queue[str | None]
     ) -> None:
         self.text += text
-        delta_type = "response.audio_transcript.delta" if self.spec.audio else "response.text.delta"
-        self._emit(delta_type, item_id=self.item_id, output_index=0, content_index=0, delta=text)
+        delta = AudioTranscriptDelta if self.spec.audio else TextDelta
+        self.gate.emit(delta(response_id=self.id, item_id=self.item_id, delta=text))
         for clause in chunker.push(text):
             self._queue_clause(clause, clauses)
 
@@ -363,8 +380,8 @@ class Response:
 
     def _send_audio(self, piece: bytes) -> None:
         if self._playout is None:  # the client plays it
-            where = {"item_id": self.item_id, "output_index": 0, "content_index": 0}
-            self._emit("response.audio.delta", delta=events.encode_base64(piece), **where)
+            audio = events.encode_base64(piece)
+            self.gate.emit(AudioDelta(response_id=self.id, delta=audio, item_id=self.item_id))
         self.deps.on_audio(piece, self.spec.output_format)
 
     def _finish(self, status: str, details: dict[str, Any] | None) -> None:
@@ -391,22 +408,29 @@ class Response:
         self._on_done(self, outcome)
         if seconds is not None:
             language = timing.language if timing else None
-            self.gate.emit(events.turn_metrics(self.id, seconds, self.audio_ms, status, language))
+            self.gate.emit(
+                TurnMetrics(
+                    response_id=self.id,
+                    stage_seconds=seconds,
+                    audio_ms=self.audio_ms,
+                    status=status,
+                    language=language,
+                )
+            )
 
     def _report(self, status: str, details: dict[str, Any] | None) -> None:
-        common: dict[str, Any] = {"item_id": self.item_id, "output_index": 0, "content_index": 0}
+        emit, rid, iid = self.gate.emit, self.id, self.item_id
         if self.spec.audio:
-            self._emit("response.audio.done", **common)
-            self._emit("response.audio_transcript.done", transcript=self.text, **common)
+            emit(AudioDone(response_id=rid, item_id=iid))
+            emit(AudioTranscriptDone(response_id=rid, item_id=iid, transcript=self.text))
         else:
-            self._emit("response.text.done", text=self.text, **common)
+            emit(TextDone(response_id=rid, item_id=iid, text=self.text))
         part = events.assistant_part(self.spec.audio, self.text)
-        self._emit("response.content_part.done", part=part, **common)
+        emit(ContentPartDone(response_id=rid, item_id=iid, part=part))
         item_status = "completed" if status == "completed" else "incomplete"
-        self._emit("response.output_item.done", output_index=0, item=self._item(item_status))
+        emit(OutputItemDone(response_id=self.id, output_index=0, item=self._item(item_status)))
         self.item.text, self.item.status = self.text, item_status
         if self.item in self.deps.conversation.items:  # not deleted meanwhile
-            self.gate.emit(events.event("conversation.item.done", item=self.item.to_wire()))
+            emit(ItemDone(item=self.item.to_wire()))
         items = [self._item(item_status), *self.calls.wire_items()]
-        response = self._object(status, items, details, self._usage())
-        self.gate.emit(events.event("response.done", response=response))
+        emit(ResponseDone(response=self._object(status, items, details, self._usage())))

@@ -4,19 +4,21 @@ the session's budget, so a client can say the model was stopped, not finished)."
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from app.llm import LLMDelta
 from app.llm.reasoning import ThinkSplitter
+from app.protocol.server_events import ReasoningDelta, ReasoningDone
+from app.realtime.handoff import EventSink
 
 
 class Thinking:
     """push(delta) -> the answer's text pieces; the thinking goes to `emit` as events."""
 
-    def __init__(self, starts_in_reasoning: bool, emit: Callable[..., None]) -> None:
+    def __init__(
+        self, starts_in_reasoning: bool, response_id: str, item_id: str, emit: EventSink
+    ) -> None:
         self._splitter = ThinkSplitter(starts_in_reasoning)
-        self._emit: Callable[..., Any] = emit  # emit(event_type, **fields)
+        self._ids = {"response_id": response_id, "item_id": item_id}
+        self._emit = emit
         self._thought = starts_in_reasoning
         self._reported = False
         self._cut = False
@@ -35,7 +37,7 @@ class Thinking:
         for kind, text in pieces:
             if kind == "reasoning":
                 self._thought = True
-                self._emit("r1voice.reasoning.delta", delta=text)
+                self._emit(ReasoningDelta(**self._ids, delta=text))
             else:
                 self._done()
                 answer.append(text)
@@ -46,4 +48,4 @@ class Thinking:
     def _done(self) -> None:
         if self._thought and not self._reported:
             self._reported = True
-            self._emit("r1voice.reasoning.done", cut=self._cut)
+            self._emit(ReasoningDone(**self._ids, cut=self._cut))

@@ -38,8 +38,12 @@ from aiortc.mediastreams import MediaStreamError
 from av import Packet
 
 from app.audio import decode_audio, float_to_pcm16, resample
-from app.protocol import events
 from app.protocol.schemas import AudioFormat
+from app.protocol.server_events import (
+    OutputAudioCleared,
+    OutputAudioStarted,
+    OutputAudioStopped,
+)
 from app.realtime.handoff import EventSink
 from app.server.webrtc.opus_packets import RTP_RATE, OpusPackets
 
@@ -121,7 +125,7 @@ class OutputTrack(MediaStreamTrack):
         self._queue.clear()
         self._current = None
         if response_id is not None:  # the event names an answer: none ever played, none said
-            self._emit(events.event("output_audio_buffer.cleared", response_id=response_id))
+            self._emit(OutputAudioCleared(response_id=response_id))
 
     # -- one answer's audio ----------------------------------------------------------
 
@@ -140,7 +144,7 @@ class OutputTrack(MediaStreamTrack):
         self._queue = deque(p for p in self._queue if p.response_id != response_id)
         if self._current == response_id or dropped:
             self._current = None
-            self._emit(events.event("output_audio_buffer.cleared", response_id=response_id))
+            self._emit(OutputAudioCleared(response_id=response_id))
 
     def finish_answer(self, response_id: str) -> None:
         self._finished.add(response_id)
@@ -151,7 +155,7 @@ class OutputTrack(MediaStreamTrack):
         if current in self._finished and not any(p.response_id == current for p in self._queue):
             self._current = None
             self._finished.discard(current)
-            self._emit(events.event("output_audio_buffer.stopped", response_id=current))
+            self._emit(OutputAudioStopped(response_id=current))
 
     # -- the media track (aiortc's side) ----------------------------------------------
 
@@ -230,11 +234,9 @@ class OutputTrack(MediaStreamTrack):
             piece = self._queue[0]
             if self._current != piece.response_id:
                 if self._current is not None:  # the one before ended without `finish`
-                    self._emit(
-                        events.event("output_audio_buffer.stopped", response_id=self._current)
-                    )
+                    self._emit(OutputAudioStopped(response_id=self._current))
                 self._current = self._last = piece.response_id
-                self._emit(events.event("output_audio_buffer.started", response_id=self._current))
+                self._emit(OutputAudioStarted(response_id=self._current))
             taken = piece.data[piece.offset : piece.offset + size - len(out)]
             out += taken
             piece.offset += len(taken)

@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 from app.llm import LLMBackendError
+from app.protocol.server_events import Error, ItemCreated, ItemDeleted, ServerEvent
 from app.realtime.conversation import Conversation, Item
 from app.realtime.history_summary import (
     FOLD_CHUNK_TOKENS,
@@ -37,7 +38,7 @@ class Call:
     def __init__(self, llm: ScriptedLLM, history: str = "summarize") -> None:
         self.llm = llm
         self.conversation = Conversation()
-        self.sent: list[dict[str, Any]] = []
+        self.sent: list[ServerEvent] = []
         self.summary = HistorySummary(config(history), self.conversation, self.sent.append)
 
     def keep(self, *items: Item) -> None:
@@ -51,12 +52,14 @@ class Call:
     def told(self) -> list[tuple[str, Any]]:
         out: list[tuple[str, Any]] = []
         for e in self.sent:
-            if e["type"] == "conversation.item.created":
-                out.append(("created", (e["previous_item_id"], e["item"]["role"])))
-            elif e["type"] == "conversation.item.deleted":
-                out.append(("deleted", e["item_id"]))
+            if isinstance(e, ItemCreated):
+                out.append(("created", (e.previous_item_id, e.item["role"])))
+            elif isinstance(e, ItemDeleted):
+                out.append(("deleted", e.item_id))
+            elif isinstance(e, Error):
+                out.append((e.TYPE, e.code))
             else:
-                out.append((e["type"], e.get("error", {}).get("code")))
+                out.append((e.TYPE, None))
         return out
 
 
@@ -103,7 +106,7 @@ def test_a_second_fold_rewrites_the_summary_in_its_place() -> None:
         return call
 
     call = asyncio.run(run())
-    first, second = (e["item"]["id"] for e in call.sent if "item" in e)
+    first, second = (e.item["id"] for e in call.sent if isinstance(e, ItemCreated))
     assert call.told() == [
         ("created", (None, "system")),
         ("deleted", first),

@@ -9,6 +9,8 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
+from app.protocol.dialect import GA
+from app.protocol.server_events import AudioDelta, SessionUpdated
 from app.realtime.outbox import Outbox, serialize
 from tests.conftest import user_text_item
 
@@ -44,11 +46,14 @@ def test_hostile_events_get_a_specific_error_and_the_session_goes_on(
         assert ws.receive_json()["type"] == "input_audio_buffer.cleared"
 
 
+AUDIO = AudioDelta(response_id="resp_1", delta="A" * 1000, item_id="item_1")
+
+
 def test_outbox_is_bounded() -> None:
     async def main() -> tuple[int, bool, list[str]]:
-        outbox = Outbox("ga", max_events=100, max_bytes=10_000)
-        for i in range(50):
-            outbox.emit({"type": "response.output_audio.delta", "delta": "A" * 1000, "i": i})
+        outbox = Outbox(GA, max_events=100, max_bytes=10_000)
+        for _ in range(50):
+            outbox.emit(AUDIO)
         queued = []
         outbox.close()
         while (event := await outbox.get()) is not None:
@@ -57,9 +62,9 @@ def test_outbox_is_bounded() -> None:
 
     count, overflowed, first = asyncio.run(main())
     assert overflowed and count < 50  # stopped at the byte bound
-    one = len(serialize({"type": "response.output_audio.delta", "delta": "A" * 1000, "i": 10}))
-    assert count == 10_000 // (one + len('"event_id":"event_0123456789abcdef0123",'))
-    assert first == ["response.output_audio.delta"]
+    one = len(serialize(AUDIO.to_wire(GA, "event_0123456789abcdef0123")[0]))
+    assert count == 10_000 // one
+    assert first == [AudioDelta.GA_TYPE]
 
 
 def test_outbox_counts_the_bytes_it_really_queues() -> None:
@@ -68,12 +73,12 @@ def test_outbox_counts_the_bytes_it_really_queues() -> None:
     server by 1.5 GB in 40 s."""
 
     async def main() -> tuple[int, int, bool]:
-        outbox = Outbox("ga", max_events=1000, max_bytes=1_000_000)
+        outbox = Outbox(GA, max_events=1000, max_bytes=1_000_000)
         session = {"type": "realtime", "instructions": "x" * 90_000}
-        outbox.emit({"type": "session.updated", "session": session})
+        outbox.emit(SessionUpdated(session=session))
         queued = outbox.queued_bytes
         for _ in range(20):  # 1.8 MB of echoes: past the byte bound
-            outbox.emit({"type": "session.updated", "session": session})
+            outbox.emit(SessionUpdated(session=session))
         overflowed = outbox.overflowed.is_set()
         kept = outbox.queued_bytes
         outbox.discard()
@@ -87,9 +92,9 @@ def test_outbox_counts_the_bytes_it_really_queues() -> None:
 
 def test_outbox_accounts_bytes_as_events_leave() -> None:
     async def main() -> bool:
-        outbox = Outbox("ga", max_events=100, max_bytes=5_000)
+        outbox = Outbox(GA, max_events=100, max_bytes=5_000)
         for _ in range(200):  # a reading client: never more than a few queued
-            outbox.emit({"type": "x", "delta": "A" * 1000})
+            outbox.emit(AUDIO)
             await outbox.get()
         return outbox.overflowed.is_set()
 

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from app.llm import LLMDelta
+from app.protocol.server_events import ReasoningDelta, ReasoningDone, ServerEvent
 from app.realtime.responses.thinking import Thinking
 
+IDS = {"response_id": "resp_1", "item_id": "item_1"}
 
-def run(deltas: list[LLMDelta], opens: bool) -> tuple[str, list[tuple[str, Any]]]:
-    sent: list[tuple[str, Any]] = []
-    thinking = Thinking(opens, lambda kind, **fields: sent.append((kind, fields)))
+
+def thought(text: str) -> ReasoningDelta:
+    return ReasoningDelta(**IDS, delta=text)
+
+
+def done(cut: bool) -> ReasoningDone:
+    return ReasoningDone(**IDS, cut=cut)
+
+
+def run(deltas: list[LLMDelta], opens: bool) -> tuple[str, list[ServerEvent]]:
+    sent: list[ServerEvent] = []
+    thinking = Thinking(opens, IDS["response_id"], IDS["item_id"], sent.append)
     answer = [text for delta in deltas for text in thinking.push(delta)] + thinking.flush()
     return "".join(answer), sent
 
@@ -29,9 +38,9 @@ def run(deltas: list[LLMDelta], opens: bool) -> tuple[str, list[tuple[str, Any]]
             True,
             "Hi.",
             [
-                ("r1voice.reasoning.delta", {"delta": "ab"}),
-                ("r1voice.reasoning.delta", {"delta": "\n"}),
-                ("r1voice.reasoning.done", {"cut": True}),
+                thought("ab"),
+                thought("\n"),
+                done(True),
             ],
         ),
         (  # the model opens and closes thinking itself
@@ -39,8 +48,8 @@ def run(deltas: list[LLMDelta], opens: bool) -> tuple[str, list[tuple[str, Any]]
             False,
             "Hi.",
             [
-                ("r1voice.reasoning.delta", {"delta": "x"}),
-                ("r1voice.reasoning.done", {"cut": False}),
+                thought("x"),
+                done(False),
             ],
         ),
         (  # max_tokens ends the answer inside its thinking: it ended all the same
@@ -48,14 +57,14 @@ def run(deltas: list[LLMDelta], opens: bool) -> tuple[str, list[tuple[str, Any]]
             True,
             "",
             [
-                ("r1voice.reasoning.delta", {"delta": "still thinking"}),
-                ("r1voice.reasoning.done", {"cut": False}),
+                thought("still thinking"),
+                done(False),
             ],
         ),
         ([LLMDelta("Hi "), LLMDelta("there.")], False, "Hi there.", []),  # no thinking
     ],
 )
 def test_thinking_is_shown_and_its_end_reported_once(
-    deltas: list[LLMDelta], opens: bool, answer: str, sent: list[tuple[str, Any]]
+    deltas: list[LLMDelta], opens: bool, answer: str, sent: list[ServerEvent]
 ) -> None:
     assert run(deltas, opens) == (answer, sent)
