@@ -17,8 +17,8 @@ from app.text_units import is_cjk_letter, units
 # Below ~10 s tiny.en starts to loop ("What is the capital of France? What is the..."),
 # which `repeats` catches and the full window then redoes. Measured in the README.
 MIN_WINDOW_S = 12.0
-# Other languages lose more to a short window and to greedy decoding. On the human
-# Mandarin recordings of ../shared, each heard after 0.1, 0.3 and 0.5 s of silence (189
+# Other languages lose more to a short window and to greedy decoding. On the project's
+# human Mandarin speech recordings, each heard after 0.1, 0.3 and 0.5 s of silence (189
 # characters; whisper-base, quiet 2 cores, interleaved), the final pass misread:
 #   window        12 s   15 s   20 s   30 s
 #   greedy        9.0%   8.5%   7.9%   5.8%
