@@ -1,4 +1,5 @@
-"""The final transcription of a committed turn, and the events that report it."""
+"""A committed turn: its user item, its final transcription, the events that report
+them, and its answer."""
 
 from __future__ import annotations
 
@@ -10,10 +11,19 @@ from collections.abc import Callable
 from app.audio import PIPELINE_RATE
 from app.protocol import events
 from app.protocol.errors import ProtocolError
+from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink
 from app.realtime.turns.turn import CommittedTurn, ResponseStarter
 
 log = logging.getLogger("r1voice.turns")
+
+
+def add_audio_item(conversation: Conversation, emit: EventSink, item: Item) -> None:
+    """A committed stretch of input audio joins the conversation as a user item."""
+    previous = conversation.add(item)
+    emit(events.event("input_audio_buffer.committed", previous_item_id=previous, item_id=item.id))
+    content = [{"type": "input_audio", "transcript": None}]
+    emit(events.item_created(previous, events.message_item(item.id, "user", "completed", content)))
 
 
 def same_utterance(early_text: str, final_text: str) -> bool:

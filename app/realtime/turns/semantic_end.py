@@ -47,8 +47,9 @@ from typing import Protocol
 import numpy as np
 
 from app.audio import PIPELINE_RATE
+from app.realtime.turns.patience import PATIENCE, Patience
 from app.realtime.turns.turn import SpeechTurn
-from app.realtime.turns.turn_words import PATIENCE, Patience, Verdict, verdict
+from app.realtime.turns.turn_words import Verdict, verdict
 
 log = logging.getLogger("r1voice.turns")
 TRANSCRIPT_WAIT_S = 2.0  # longer than this for the early words: the model decides alone
@@ -90,7 +91,7 @@ class SemanticEnd:
         """The VAD heard the speech of `turn` pause at stream position `sample`; `audio` is
         the turn's audio up to exactly there (not to wherever the client's last append
         happened to end, so the verdict does not depend on append sizes) and `words` its
-        transcription. `patience` is the eagerness's (see turn_words): a doubtful pause
+        transcription. `patience` is the eagerness's (see patience.py): a doubtful pause
         ends the turn once it has lasted its doubt wait."""
         self._pause = turn
         self.scores, self.verdicts = [], []

@@ -14,6 +14,10 @@ from app.realtime.handoff import TurnTiming
 from app.realtime.turns.interruption import Interruption
 from app.realtime.turns.transcriber import TurnTranscriber
 
+# A final pass hears up to this much of the silence after the speech (as far as heard):
+# the VAD's silence start may cut a word's fading end ("France" -> "friend").
+ASR_TAIL = PIPELINE_RATE * 200 // 1000
+
 
 class Answer(Protocol):
     """What the coordinator needs of a started answer."""
@@ -101,6 +105,7 @@ class SpeechTurn:
     start: int  # stream position (16 kHz samples) where speech started
     transcriber: TurnTranscriber
     confirmed: bool = False  # past the barge-in hold, announced with speech_started
+    open: bool = True  # still the turn being spoken (not stopped, dropped or replaced)
     carry: tuple[np.ndarray, int] | None = None  # a continued turn: (earlier audio, its end)
     early: Answer | None = None  # answer started on the early transcript, not yet shown
     echo: bool = False  # the speech is our own audio coming back (see note_echo)
@@ -119,6 +124,22 @@ class SpeechTurn:
         else:
             self.echo = False
         return self.echo
+
+    def committed(
+        self, audio: np.ndarray, end: int, silence_after: np.ndarray, timing: TurnTiming
+    ) -> CommittedTurn:
+        """The turn ended at `end` (VAD or turn model): its `audio`, committed."""
+        return CommittedTurn(
+            Item(id=self.item_id, role="user", audio=True),
+            audio,
+            end,
+            timing,
+            vad=True,
+            transcriber=self.transcriber,
+            early=self.early,
+            silence_after=silence_after,
+            interruption=self.interruption,
+        )
 
     async def drop_early(self) -> None:
         """Discard the answer started on the early transcript, unseen (speech went on)."""
@@ -141,7 +162,7 @@ class CommittedTurn:
     task: asyncio.Task[None] | None = None
     answer: Answer | None = None
     interruption: Interruption | None = None  # it paused an answer: its words decide
-    # the silence heard after `audio`, up to the coordinator's ASR_TAIL (the final pass
+    # the silence heard after `audio`, up to ASR_TAIL (the final pass
     # hears it too: see `heard`); not part of the item's audio
     silence_after: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
 

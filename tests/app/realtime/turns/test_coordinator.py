@@ -4,7 +4,6 @@ answer requests out."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -14,12 +13,13 @@ import pytest
 from app.executor import ModelExecutor
 from app.protocol.schemas import AudioFormat, TurnDetection
 from app.realtime.conversation import Conversation, Item
-from app.realtime.handoff import TurnTiming
 from app.realtime.turns.backchannels import LISTENING_PROMPTS
 from app.realtime.turns.coordinator import TurnCoordinator
 from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.turn import TurnPolicy
 from app.realtime.turns.vad_stream import VADEvent
+from tests.app.realtime.harness import Harness
+from tests.app.realtime.turns.fakes import FakeOutput, FakeResponses
 from tests.fakes import HeldASR, ScriptedASR
 
 
@@ -45,85 +45,27 @@ class ScriptedAudio(InputAudio):
         return vad_events
 
 
-@dataclass
-class FakeAnswer:
-    early_user_text: str | None
-    done: bool = False
-    released_after: str | None = None
-    discarded: bool = False
-    shown: bool = False
-    paused: bool = False
-    resumes: int = 0
-    pauses_again: int = 0
-    cancelled: str | None = None  # the reason
-
-    def release(self, timing: TurnTiming, previous_item_id: str | None) -> None:
-        self.released_after = previous_item_id
-
-    async def discard(self) -> None:
-        self.discarded, self.done = True, True
-
-    def resume(self) -> None:
-        self.paused, self.resumes = False, self.resumes + 1
-
-    def pause_again(self) -> None:
-        self.paused, self.pauses_again = True, self.pauses_again + 1
-
-    async def cancel(self, reason: str) -> None:
-        self.cancelled, self.done = reason, True
+POLICY = TurnPolicy(barge_in_hold_ms=300, merge_window_ms=1500)
 
 
-@dataclass
-class FakeResponses:
-    responding: bool = False
-    started: list[FakeAnswer] = field(default_factory=list)
-    interrupts: list[str] = field(default_factory=list)
-    languages: list[str | None] = field(default_factory=list)  # of each early answer's turn
-    playing: FakeAnswer = field(default_factory=lambda: FakeAnswer(None))  # while responding
+class TurnHarness(Harness):
+    """The coordinator over scripted audio, ASR and answers; the WebRTC track faked."""
 
-    def start(
+    def __init__(
         self,
+        transcripts: list[str],
         *,
-        timing: TurnTiming | None = None,
-        early_user_text: str | None = None,
-        early_language: str | None = None,
-    ) -> FakeAnswer:
-        answer = FakeAnswer(early_user_text)
-        self.languages.append(early_language)
-        self.started.append(answer)
-        return answer
-
-    async def interrupt(self, reason: str) -> None:
-        self.interrupts.append(reason)
-
-    def pause(self) -> FakeAnswer | None:
-        if not self.responding or self.playing.done:
-            return None
-        self.playing.paused = True
-        return self.playing
-
-
-@dataclass
-class FakeOutput:
-    """The server's track (WebRTC): each hold and release, with whether the answer was
-    paused by then."""
-
-    responses: FakeResponses
-    calls: list[tuple[str, bool]] = field(default_factory=list)
-
-    def hold(self) -> None:
-        self.calls.append(("hold", self.responses.playing.paused))
-
-    def release(self) -> None:
-        self.calls.append(("release", self.responses.playing.paused))
-
-
-class Harness:
-    def __init__(self, transcripts: list[str]) -> None:
+        asr: ScriptedASR | None = None,
+        policy: TurnPolicy = POLICY,
+        turn_detection: TurnDetection | None = None,
+        scorer: Any = None,
+        echo: Any = None,
+        output: bool = True,
+    ) -> None:
+        super().__init__()
         self.audio = ScriptedAudio()
-        self.asr = ScriptedASR(transcripts)
+        self.asr = asr or ScriptedASR(transcripts)
         self.asr.busy = True  # no partial passes: only final ones, deterministic
-        self.events: list[dict[str, Any]] = []
         self.conversation = Conversation()
         self.responses = FakeResponses()
         self.output = FakeOutput(self.responses)
@@ -133,12 +75,17 @@ class Harness:
             asr=self.asr,
             conversation=self.conversation,
             responses=self.responses,
-            emit=self.events.append,
-            policy=TurnPolicy(barge_in_hold_ms=300, merge_window_ms=1500),
-            turn_detection=TurnDetection(),
+            emit=self.emit,
+            policy=policy,
+            turn_detection=turn_detection or TurnDetection(),
+            scorer=scorer,
             on_merge=self.merges.append,
-            output=self.output,
+            echo=echo,
+            output=self.output if output else None,
         )
+
+    def pending(self) -> set[asyncio.Task[Any]]:
+        return self.coordinator.tasks.snapshot()
 
     async def feed(
         self, samples: int, vad_events: list[tuple[str, int]], speaking: bool | int
@@ -146,20 +93,17 @@ class Harness:
         self.audio.script.append((samples, [VADEvent(k, s) for k, s in vad_events], speaking))
         await self.coordinator.append("")
 
-    async def settle(self) -> None:
-        for _ in range(20):
-            await asyncio.sleep(0)
-        while self.coordinator._tasks:
-            await asyncio.wait(set(self.coordinator._tasks))
 
-    def types(self) -> list[str]:
-        return [e["type"] for e in self.events]
-
-
-async def spoken_turn(h: Harness, start: int, stop: int) -> None:
-    await h.feed(start + 100 - h.audio.buffer.end, [("speech_started", start)], True)
-    await h.feed(stop + 8000 - h.audio.buffer.end, [("speech_stopped", stop)], False)
-    await h.settle()
+async def spoken_turn(
+    h: TurnHarness, start: int, stop: int, expect: list[str] | None = None
+) -> list[Any]:
+    """Speech from `start` to `stop` (VAD positions), then half a second of silence: the
+    events out are `expect` (default: one whole turn, TURN)."""
+    return await h.run(
+        lambda: h.feed(start + 100 - h.audio.buffer.end, [("speech_started", start)], True),
+        lambda: h.feed(stop + 8000 - h.audio.buffer.end, [("speech_stopped", stop)], False),
+        expect=TURN if expect is None else expect,
+    )
 
 
 TURN = [
@@ -172,9 +116,9 @@ TURN = [
 
 
 def test_a_spoken_turn_is_committed_transcribed_and_answered() -> None:
-    h = Harness(["hello there"])
+    h = TurnHarness(["hello there"])
     asyncio.run(spoken_turn(h, 16_000, 40_000))
-    assert h.types() == TURN
+    assert h.types == TURN
     started, stopped, committed = h.events[:3]
     assert started["audio_start_ms"] == 1000 and stopped["audio_end_ms"] == 2500
     assert started["item_id"] == stopped["item_id"] == committed["item_id"]
@@ -191,31 +135,31 @@ def test_after_a_clear_the_next_utterance_is_a_new_turn() -> None:
     """Bug: a clear kept the last turn (and rewound the VAD), so the next utterance
     reopened and deleted the previous turn."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await spoken_turn(h, 16_000, 40_000)
         await h.coordinator.clear()
         await spoken_turn(h, 49_000, 70_000)  # within the merge window of the first
 
-    h = Harness(["first words", "second words"])
+    h = TurnHarness(["first words", "second words"])
     asyncio.run(main(h))
-    assert h.types() == TURN + TURN
-    assert "conversation.item.deleted" not in h.types()
+    assert h.types == TURN + TURN
+    assert "conversation.item.deleted" not in h.types
     assert [i.text for i in h.conversation.items] == ["first words", "second words"]
 
 
 def test_speech_soon_after_a_turn_continues_it() -> None:
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await spoken_turn(h, 16_000, 40_000)
         await h.feed(49_000 - h.audio.buffer.end, [("speech_started", 49_000)], True)
-        assert h.types() == TURN  # not confirmed yet: a cough would not count
+        assert h.types == TURN  # not confirmed yet: a cough would not count
         await h.feed(6000, [], True)  # past the barge-in hold: confirmed, reopens
         await h.feed(8000, [("speech_stopped", 60_000)], False)
         await h.settle()
 
-    h = Harness(["and so", "and so my fellow americans"])
+    h = TurnHarness(["and so", "and so my fellow americans"])
     asyncio.run(main(h))
     first_id = h.events[2]["item_id"]
-    assert h.types()[5:7] == ["input_audio_buffer.speech_started", "conversation.item.deleted"]
+    assert h.types[5:7] == ["input_audio_buffer.speech_started", "conversation.item.deleted"]
     assert h.events[6]["item_id"] == first_id
     assert [i.text for i in h.conversation.items] == ["and so my fellow americans"]
     assert h.merges == ["server_vad"]  # counted (r1voice_turn_merges_total)
@@ -228,7 +172,7 @@ def test_speech_soon_after_a_shown_answer_is_a_new_turn() -> None:
     """Bug: the merge deleted an answer the client was already playing, just when it sent
     its truncate. An answer shown or played stands; the new speech is a turn of its own."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await spoken_turn(h, 16_000, 40_000)
         h.responses.started[0].shown = True  # its first words reached the client
         await h.feed(49_000 - h.audio.buffer.end, [("speech_started", 49_000)], True)
@@ -236,9 +180,9 @@ def test_speech_soon_after_a_shown_answer_is_a_new_turn() -> None:
         await h.feed(8000, [("speech_stopped", 60_000)], False)
         await h.settle()
 
-    h = Harness(["what time is it", "and the date"])
+    h = TurnHarness(["what time is it", "and the date"])
     asyncio.run(main(h))
-    assert h.types() == TURN + TURN
+    assert h.types == TURN + TURN
     assert [i.text for i in h.conversation.items] == ["what time is it", "and the date"]
     assert h.merges == []
     assert h.asr.calls[1][0] == 60_000 - 49_000 + 300 * 16 + 3000  # the new words only
@@ -247,20 +191,20 @@ def test_speech_soon_after_a_shown_answer_is_a_new_turn() -> None:
 def test_vad_switched_off_mid_turn_drops_the_turn() -> None:
     """Bug: `turn_detection: null` mid-turn left the turn (and its partial loop) open."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         assert h.coordinator.turn is not None
         await h.coordinator.reconfigure(AudioFormat(), None)
 
-    h = Harness(["unused"])
+    h = TurnHarness(["unused"])
     asyncio.run(main(h))
     assert h.coordinator.turn is None
-    assert h.types() == ["input_audio_buffer.speech_started"]
+    assert h.types == ["input_audio_buffer.speech_started"]
     assert h.audio.buffer.size == 16_100  # the audio stays for a manual commit
 
 
 def test_early_answer_released_when_the_final_transcript_matches() -> None:
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()  # the early pass finished: an early answer started
@@ -269,7 +213,7 @@ def test_early_answer_released_when_the_final_transcript_matches() -> None:
         await h.feed(8000, [("speech_stopped", 30_000)], False)
         await h.settle()
 
-    h = Harness(["what time is it"])
+    h = TurnHarness(["what time is it"])
     asyncio.run(main(h))
     (answer,) = h.responses.started  # no second answer started
     assert answer.released_after == h.events[2]["item_id"]
@@ -280,7 +224,7 @@ def test_the_final_pass_starts_at_the_lull_and_serves_the_pause() -> None:
     """The lull starts the early pass; the pause at the same silence reuses it (one ASR
     pass, one answer) instead of starting another."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_lull", 30_000)], True)
         await h.settle()
@@ -289,7 +233,7 @@ def test_the_final_pass_starts_at_the_lull_and_serves_the_pause() -> None:
         await h.feed(8000, [("speech_stopped", 30_000)], False)
         await h.settle()
 
-    h = Harness(["what time is it"])
+    h = TurnHarness(["what time is it"])
     asyncio.run(main(h))
     (answer,) = h.responses.started
     assert answer.released_after == h.events[2]["item_id"]
@@ -297,26 +241,26 @@ def test_the_final_pass_starts_at_the_lull_and_serves_the_pause() -> None:
 
 
 def test_speech_after_a_lull_drops_its_early_answer() -> None:
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_lull", 30_000)], True)
         await h.settle()
         await h.feed(4000, [("speech_resumed", 31_600)], True)
 
-    h = Harness(["what time"])
+    h = TurnHarness(["what time"])
     asyncio.run(main(h))
     assert [(a.early_user_text, a.discarded) for a in h.responses.started] == [("what time", True)]
     assert not h.coordinator.turn.transcriber.paused  # partial passes go on
 
 
 def test_early_answer_discarded_when_speech_resumes() -> None:
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()
         await h.feed(4000, [("speech_resumed", 33_000)], True)
 
-    h = Harness(["what time"])
+    h = TurnHarness(["what time"])
     asyncio.run(main(h))
     assert [(a.early_user_text, a.discarded) for a in h.responses.started] == [("what time", True)]
 
@@ -325,31 +269,31 @@ def test_no_answer_starts_after_close() -> None:
     """Bug: closing cancelled the answer before the early ASR pass, whose callback could
     then start an answer nobody cancelled."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.coordinator.close()  # before the early pass reports
         await h.settle()
 
-    h = Harness(["what time"])
+    h = TurnHarness(["what time"])
     asyncio.run(main(h))
     assert h.responses.started == []
     assert h.coordinator.turn is None
 
 
-def over_the_answer(h: Harness) -> list[dict[str, Any]]:
+def over_the_answer(h: TurnHarness) -> list[dict[str, Any]]:
     """Our `r1voice.interruption` events: the pause ("wait") and the verdicts."""
-    return [e for e in h.events if e["type"] == "r1voice.interruption"]
+    return h.of_type("r1voice.interruption")
 
 
-async def speech_over_the_answer(h: Harness, seconds: float = 1.0) -> None:
+async def speech_over_the_answer(h: TurnHarness, seconds: float = 1.0) -> None:
     """An answer plays; speech over it past the barge-in hold, then a turn's end."""
     h.responses.responding = True
     await h.feed(16_100, [("speech_started", 16_000)], True)
-    assert not h.responses.playing.paused and h.types() == []  # maybe a cough
+    assert not h.responses.playing.paused and h.types == []  # maybe a cough
     await h.feed(5000, [], True)  # past the hold: announced, the answer paused
     assert h.responses.playing.paused
-    assert h.types() == ["input_audio_buffer.speech_started", "r1voice.interruption"]
+    assert h.types == ["input_audio_buffer.speech_started", "r1voice.interruption"]
     stop = 16_000 + int(seconds * 16_000)
     await h.feed(stop + 8000 - h.audio.buffer.end, [("speech_stopped", stop)], False)
     await h.settle()
@@ -358,7 +302,7 @@ async def speech_over_the_answer(h: Harness, seconds: float = 1.0) -> None:
 def test_barge_in_pauses_the_answer_and_words_interrupt_it() -> None:
     """Speech over the answer pauses it; words that are no backchannel cancel it (as a
     barge-in did at once before) and the new turn is answered."""
-    h = Harness(["Stop, tell me about Paris instead."])
+    h = TurnHarness(["Stop, tell me about Paris instead."])
     asyncio.run(speech_over_the_answer(h))
     playing = h.responses.playing
     assert playing.cancelled == "turn_detected" and playing.resumes == 0
@@ -368,7 +312,7 @@ def test_barge_in_pauses_the_answer_and_words_interrupt_it() -> None:
 
 @pytest.mark.parametrize("backchannel", ["Uh-huh.", "Yeah.", "Okay."])
 def test_a_backchannel_resumes_the_answer_and_is_kept_unanswered(backchannel: str) -> None:
-    h = Harness([backchannel])
+    h = TurnHarness([backchannel])
     asyncio.run(speech_over_the_answer(h, 0.5))
     playing = h.responses.playing
     assert playing.cancelled is None and playing.resumes == 1 and not playing.paused
@@ -395,7 +339,7 @@ def test_speech_over_the_answer_is_transcribed_with_the_listening_prompt(
     """Whisper wrote Piper's "Uh-huh." as "of" and whisper-base espeak-ng's "好的" as
     "奥德": words that cancelled the answer. Speech over an answer is transcribed with a
     prompt of acknowledgements in the conversation's language; other turns with none."""
-    h = Harness(["Uh-huh."])
+    h = TurnHarness(["Uh-huh."])
     h.asr.fixed_language = fixed
     h.conversation.add(Item("item_1", "user", "hello there", audio=True, language=heard_before))
     asyncio.run(speech_over_the_answer(h, 0.5))
@@ -407,7 +351,7 @@ def test_speech_over_the_answer_is_transcribed_with_the_listening_prompt(
 def test_speech_with_no_words_resumes_the_answer(heard: str) -> None:
     """A cough, a knock or a breath past the barge-in hold: the answer goes on. Before, it
     was cancelled, as after JFK's "your country" the breath cut the answer."""
-    h = Harness([heard])
+    h = TurnHarness([heard])
     asyncio.run(speech_over_the_answer(h, 0.4))
     playing = h.responses.playing
     assert playing.cancelled is None and playing.resumes == 1
@@ -420,23 +364,23 @@ def test_the_track_is_silent_from_the_speech_start_and_plays_on_once_paused() ->
     at the barge-in hold (its audio stopped 526 ms after the speech began, 300 of them the
     hold); it is released only after the pause has dropped the answer's queued audio."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         h.responses.responding = True
         await h.feed(16_100, [("speech_started", 16_000)], True)
-        assert h.output.calls == [("hold", False)] and h.types() == []
+        assert h.output.calls == [("hold", False)] and h.types == []
         await h.feed(5000, [], True)  # past the hold: paused, then released
         assert h.output.calls == [("hold", False), ("release", True)]
         await h.feed(40_000 - h.audio.buffer.end, [("speech_stopped", 32_000)], False)
         await h.settle()
 
-    h = Harness(["Stop, tell me about Paris instead."])
+    h = TurnHarness(["Stop, tell me about Paris instead."])
     asyncio.run(main(h))
     assert h.output.calls == [("hold", False), ("release", True)]
     assert h.responses.playing.cancelled == "turn_detected"
 
 
 def test_a_cough_over_the_answer_holds_the_track_and_releases_it_unpaused() -> None:
-    h = Harness([])
+    h = TurnHarness([])
     h.responses.responding = True
 
     async def main() -> None:
@@ -446,7 +390,7 @@ def test_a_cough_over_the_answer_holds_the_track_and_releases_it_unpaused() -> N
 
     asyncio.run(main())
     assert h.output.calls == [("hold", False), ("release", False)]
-    assert h.types() == [] and h.responses.playing.resumes == 0
+    assert h.types == [] and h.responses.playing.resumes == 0
     assert not h.responses.playing.paused and h.asr.calls == []
 
 
@@ -454,7 +398,7 @@ def test_a_cough_sent_in_real_time_does_not_pass_the_hold_in_its_silence() -> No
     """A 160 ms sound, then silence from a real-time microphone: 300 ms after it began the
     VAD is still in speech (its silence window runs 500 ms), but hears none. Before, that
     passed the barge-in hold: `speech_started`, the answer paused (found over WebRTC)."""
-    h = Harness([])
+    h = TurnHarness([])
     h.responses.responding = True
 
     async def main() -> None:
@@ -462,19 +406,19 @@ def test_a_cough_sent_in_real_time_does_not_pass_the_hold_in_its_silence() -> No
         await h.feed(2560, [], True)  # the sound: 160 ms
         for quiet in range(640, 4800, 640):  # 40 ms appends of silence, past the hold
             await h.feed(640, [], quiet)
-        assert h.output.calls == [("hold", False)] and h.types() == []
+        assert h.output.calls == [("hold", False)] and h.types == []
         await h.feed(640, [], 4800)  # the hold's length of silence: plays on (not at the stop)
-        assert h.output.calls == [("hold", False), ("release", False)] and h.types() == []
+        assert h.output.calls == [("hold", False), ("release", False)] and h.types == []
         await h.feed(640, [("speech_stopped", 18_560)], False)
         await h.settle()
 
     asyncio.run(main())
-    assert h.types() == [] and not h.responses.playing.paused
+    assert h.types == [] and not h.responses.playing.paused
     assert h.output.calls == [("hold", False), ("release", False)]
 
 
 def test_a_gap_shorter_than_the_hold_keeps_the_track_silent() -> None:
-    h = Harness(["Stop, tell me about Paris instead."])
+    h = TurnHarness(["Stop, tell me about Paris instead."])
     h.responses.responding = True
 
     async def main() -> None:
@@ -492,7 +436,7 @@ def test_a_gap_shorter_than_the_hold_keeps_the_track_silent() -> None:
 
 
 def test_a_held_turn_dropped_by_a_clear_releases_the_track() -> None:
-    h = Harness([])
+    h = TurnHarness([])
     h.responses.responding = True
 
     async def main() -> None:
@@ -505,7 +449,7 @@ def test_a_held_turn_dropped_by_a_clear_releases_the_track() -> None:
 
 @pytest.mark.parametrize("case", ["no answer", "interrupt_response off"])
 def test_speech_holds_the_track_only_over_an_answer_it_may_interrupt(case: str) -> None:
-    h = Harness(["Hello there."])
+    h = TurnHarness(["Hello there."])
     h.responses.responding = case != "no answer"
     if case == "interrupt_response off":
         h.coordinator.turn_detection = TurnDetection(interrupt_response=False)
@@ -524,7 +468,7 @@ def test_a_breath_after_the_turn_does_not_cut_its_answer() -> None:
     """The reported case: a committed turn, its answer playing, then the breath after the
     last word lasts the hold. The answer resumes; nothing is deleted or answered again."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await spoken_turn(h, 16_000, 40_000)
         (answer,) = h.responses.started
         answer.shown, h.responses.responding, h.responses.playing = True, True, answer
@@ -533,11 +477,11 @@ def test_a_breath_after_the_turn_does_not_cut_its_answer() -> None:
         await h.feed(8000, [("speech_stopped", 56_000)], False)
         await h.settle()
 
-    h = Harness(["ask what you can do for your country", ""])
+    h = TurnHarness(["ask what you can do for your country", ""])
     asyncio.run(main(h))
     (answer,) = h.responses.started
     assert answer.cancelled is None and answer.resumes == 1
-    assert "conversation.item.deleted" not in h.types()
+    assert "conversation.item.deleted" not in h.types
     assert h.conversation.items[0].text == "ask what you can do for your country"
 
 
@@ -547,7 +491,7 @@ def test_speech_that_goes_on_after_a_resume_pauses_the_answer_again() -> None:
     cancelled it. Speech going on after a resume pauses it again, without rewinding (the
     client was not told to drop its queue), until the words decide."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         h.responses.responding = True
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(5000, [], True)  # past the hold: paused
@@ -559,7 +503,7 @@ def test_speech_that_goes_on_after_a_resume_pauses_the_answer_again() -> None:
         await h.feed(34_000 - h.audio.buffer.end, [("speech_stopped", 30_000)], False)
         await h.settle()
 
-    h = Harness(["", "Wait, stop."])
+    h = TurnHarness(["", "Wait, stop."])
     asyncio.run(main(h))
     playing = h.responses.playing
     assert playing.cancelled == "turn_detected" and playing.resumes == 1
@@ -570,7 +514,7 @@ def test_speech_that_goes_on_after_a_resume_pauses_the_answer_again() -> None:
 def test_a_pause_in_a_backchannel_resumes_once_and_the_rest_resumes_again() -> None:
     """ "Yeah, ... yeah": paused again when the speech goes on, resumed again at its end."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         h.responses.responding = True
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(5000, [], True)
@@ -580,7 +524,7 @@ def test_a_pause_in_a_backchannel_resumes_once_and_the_rest_resumes_again() -> N
         await h.feed(34_000 - h.audio.buffer.end, [("speech_stopped", 30_000)], False)
         await h.settle()
 
-    h = Harness(["Yeah.", "Yeah, yeah."])
+    h = TurnHarness(["Yeah.", "Yeah, yeah."])
     asyncio.run(main(h))
     playing = h.responses.playing
     assert playing.cancelled is None and not playing.paused
@@ -589,15 +533,12 @@ def test_a_pause_in_a_backchannel_resumes_once_and_the_rest_resumes_again() -> N
     assert verdicts == ["wait", "backchannel", "wait", "backchannel"]
 
 
-def held_asr_harness(text: str) -> tuple[Harness, HeldASR]:
-    h = Harness([])
+def held_asr_harness(text: str) -> tuple[TurnHarness, HeldASR]:
     asr = HeldASR([text])
-    asr.busy = True  # no partial passes
-    h.asr = h.coordinator.asr = asr
-    return h, asr
+    return TurnHarness([], asr=asr), asr
 
 
-async def speech_over_the_answer_then_silence(h: Harness, seconds_after: float) -> None:
+async def speech_over_the_answer_then_silence(h: TurnHarness, seconds_after: float) -> None:
     """Speech from 1 s to 1.5 s over a playing answer (it pauses it), then silence up to
     `seconds_after` past its end; the pass at the pause is held."""
     h.responses.responding = True
@@ -612,7 +553,7 @@ def test_no_words_by_the_false_interruption_timeout_resume_and_later_words_inter
     """The timeout resumes an answer when no pass over the speech runs: here the pass
     at the pause was dropped (the speech went on, then stopped short of a new pause)."""
 
-    async def main(h: Harness, asr: HeldASR) -> None:
+    async def main(h: TurnHarness, asr: HeldASR) -> None:
         await speech_over_the_answer_then_silence(h, 0.1)
         await h.feed(2000, [("speech_resumed", 25_600)], True)  # the held pass is dropped
         await h.feed(27_600 + 23_000 - h.audio.buffer.end, [], False)
@@ -636,7 +577,7 @@ def test_a_pass_still_running_at_the_timeout_decides_without_a_resume_before_it(
     looped and was redone (2.5 s); the timeout resumed the answer at 1.5 s and it played
     on until the words cancelled it. The running pass's words are now waited for."""
 
-    async def main(h: Harness, asr: HeldASR) -> None:
+    async def main(h: TurnHarness, asr: HeldASR) -> None:
         await speech_over_the_answer_then_silence(h, 2.5)  # the pass runs past 1.5 s
         assert h.responses.playing.paused and h.responses.playing.resumes == 0
         asr.ready.set()
@@ -650,7 +591,7 @@ def test_a_pass_still_running_at_the_timeout_decides_without_a_resume_before_it(
 
 
 def test_a_pass_stuck_past_the_grace_resumes_the_answer() -> None:
-    async def main(h: Harness, asr: HeldASR) -> None:
+    async def main(h: TurnHarness, asr: HeldASR) -> None:
         await speech_over_the_answer_then_silence(h, 4.4)  # timeout 1.5 s + grace 3 s
         assert h.responses.playing.paused
         await h.feed(3200, [], False)
@@ -679,32 +620,28 @@ class ScriptedScorer:
 
 def semantic_harness(
     probabilities: list[float], eagerness: str = "auto"
-) -> tuple[Harness, ScriptedScorer]:
-    h = Harness(["Tell me the time."])
+) -> tuple[TurnHarness, ScriptedScorer]:
     scorer = ScriptedScorer(probabilities)
-    h.coordinator = TurnCoordinator(
-        audio=h.audio,
-        asr=h.asr,
-        conversation=h.conversation,
-        responses=h.responses,
-        emit=h.events.append,
+    h = TurnHarness(
+        ["Tell me the time."],
         policy=TurnPolicy(),
         turn_detection=TurnDetection(type="semantic_vad", eagerness=eagerness),
         scorer=scorer,
+        output=False,
     )
     h.audio.end_speech = lambda: asyncio.sleep(0)  # type: ignore[method-assign]
     return h, scorer
 
 
 def test_semantic_complete_at_the_first_pause_ends_the_turn_there() -> None:
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()
 
     h, scorer = semantic_harness([0.9])
     asyncio.run(main(h))
-    assert h.types() == TURN  # ended without waiting for the 4 s silence window
+    assert h.types == TURN  # ended without waiting for the 4 s silence window
     assert h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
     assert len(scorer.scored) == 1
     # the verdict waited for the early words (they read finished): one ASR pass (the
@@ -720,7 +657,7 @@ def test_semantic_vad_starts_its_final_pass_at_the_lull_and_judges_at_the_pause(
     still scores at the pause, and the pause reuses the lull's pass: one ASR pass, one
     held answer, released by the verdict."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_lull", 30_000)], True)
         await h.settle()
@@ -731,7 +668,7 @@ def test_semantic_vad_starts_its_final_pass_at_the_lull_and_judges_at_the_pause(
 
     h, scorer = semantic_harness([0.9])
     asyncio.run(main(h))
-    assert h.types() == TURN
+    assert h.types == TURN
     assert len(h.asr.calls) == 1 and len(scorer.scored) == 1
     (answer,) = h.responses.started
     assert answer.released_after is not None and not answer.discarded
@@ -741,7 +678,7 @@ def test_semantic_incomplete_but_a_question_ends_the_turn_at_the_pause() -> None
     """The model's score of a finished question swings with the last 20 ms of audio;
     Whisper's question mark ends it rather than the 4 s silence window."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()
@@ -749,7 +686,7 @@ def test_semantic_incomplete_but_a_question_ends_the_turn_at_the_pause() -> None
     h, scorer = semantic_harness([0.1])
     h.asr.texts = ["How many legs does a spider have?"]
     asyncio.run(main(h))
-    assert h.types() == TURN and h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
+    assert h.types == TURN and h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
     assert scorer.scored and max(scorer.probabilities) < 0.5  # the model alone: keep going
 
 
@@ -757,11 +694,11 @@ def test_semantic_complete_but_words_trailing_off_keep_the_turn_open() -> None:
     """The model hears "complete" but Whisper writes the phrase as cut short: the turn
     waits for more speech (or the silence window), nothing is committed at the pause."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()
-        assert h.types() == ["input_audio_buffer.speech_started"]
+        assert h.types == ["input_audio_buffer.speech_started"]
         await h.feed(8000, [("speech_resumed", 35_000)], True)
         await h.feed(16_000, [("speech_paused", 50_000)], True)
         await h.settle()
@@ -769,7 +706,7 @@ def test_semantic_complete_but_words_trailing_off_keep_the_turn_open() -> None:
     h, scorer = semantic_harness([0.9])
     h.asr.texts = ["I would like to book a table for...", "a table for two, please."]
     asyncio.run(main(h))
-    assert h.types() == TURN and len(scorer.scored) == 2  # one turn, ended at its 2nd pause
+    assert h.types == TURN and len(scorer.scored) == 2  # one turn, ended at its 2nd pause
     assert h.events[1]["audio_end_ms"] == 50_000 * 1000 // 16_000
 
 
@@ -778,7 +715,7 @@ def test_semantic_verdict_applies_at_its_pause_however_fast_audio_arrives() -> N
     pause before it: the same audio gives the same turns at any send rate (the bug: the
     score ran in the background and the resumed speech cancelled it)."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.feed(4000, [("speech_resumed", 33_000)], True)  # no settle in between
@@ -787,7 +724,7 @@ def test_semantic_verdict_applies_at_its_pause_however_fast_audio_arrives() -> N
     h, scorer = semantic_harness([0.9])
     scorer.delay_s = 0.05  # the turn model is slower than the client
     asyncio.run(main(h))
-    assert h.types() == TURN  # ended at the pause the model heard complete
+    assert h.types == TURN  # ended at the pause the model heard complete
     assert h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
 
 
@@ -797,7 +734,7 @@ def test_semantic_scores_the_speech_up_to_the_pause_and_no_silence() -> None:
     to where the pause was heard (200 ms of silence in), and Smart Turn takes trailing
     silence for a finished turn (see semantic_end)."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         h.audio.script.append((16_000, [VADEvent("speech_paused", 28_800, 32_000)], True))
         await h.coordinator.append("")
@@ -810,23 +747,23 @@ def test_semantic_scores_the_speech_up_to_the_pause_and_no_silence() -> None:
 
 
 def test_semantic_incomplete_is_not_rescored_as_the_pause_grows() -> None:
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()
-        assert h.types() == ["input_audio_buffer.speech_started"]  # "incomplete": keep listening
+        assert h.types == ["input_audio_buffer.speech_started"]  # "incomplete": keep listening
         await h.feed(6400, [], True)  # 400 ms more of the same pause
         await h.settle()
 
     h, scorer = semantic_harness([0.2, 0.9])
     asyncio.run(main(h))
-    assert h.types() == ["input_audio_buffer.speech_started"] and len(scorer.scored) == 1
+    assert h.types == ["input_audio_buffer.speech_started"] and len(scorer.scored) == 1
 
 
 def test_semantic_incomplete_then_complete_is_one_turn() -> None:
     """A pause heard incomplete, the speech goes on, the next pause is heard complete."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()
@@ -836,13 +773,13 @@ def test_semantic_incomplete_then_complete_is_one_turn() -> None:
 
     h, scorer = semantic_harness([0.2, 0.8])
     asyncio.run(main(h))
-    assert h.types() == TURN and len(scorer.scored) == 2
+    assert h.types == TURN and len(scorer.scored) == 2
     assert scorer.scored[1] > scorer.scored[0]  # the longer utterance, up to its new pause
     assert h.events[1]["audio_end_ms"] == 50_000 * 1000 // 16_000
 
 
 def test_semantic_never_complete_ends_at_the_silence_window() -> None:
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()
@@ -851,12 +788,12 @@ def test_semantic_never_complete_ends_at_the_silence_window() -> None:
 
     h, _scorer = semantic_harness([0.1])
     asyncio.run(main(h))
-    assert h.types() == TURN
+    assert h.types == TURN
     assert TurnDetection(type="semantic_vad", eagerness="auto").silence_duration_ms == 4000
 
 
 def test_semantic_resumed_speech_drops_the_held_answer() -> None:
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()
@@ -865,7 +802,7 @@ def test_semantic_resumed_speech_drops_the_held_answer() -> None:
 
     h, _scorer = semantic_harness([0.3])
     asyncio.run(main(h))
-    assert h.types() == ["input_audio_buffer.speech_started"]
+    assert h.types == ["input_audio_buffer.speech_started"]
     assert [(a.early_user_text, a.discarded) for a in h.responses.started] == [
         ("Tell me the time.", True)
     ]
@@ -889,10 +826,9 @@ class ScriptedEcho:
         pass
 
 
-def echo_harness(echo: bool) -> tuple[Harness, ScriptedEcho]:
-    h = Harness(["yes"])
+def echo_harness(echo: bool) -> tuple[TurnHarness, ScriptedEcho]:
     scripted = ScriptedEcho(echo)
-    h.coordinator.echo = scripted  # type: ignore[assignment]
+    h = TurnHarness(["yes"], echo=scripted)
     h.audio.vad_model = SimpleNamespace(executor=ModelExecutor("vad-test"))  # type: ignore[assignment]
     return h, scripted
 
@@ -902,13 +838,13 @@ def test_a_short_reply_just_after_the_answer_is_a_turn() -> None:
     was dropped as a cough, so a quick "yes" right after the answer was lost."""
     h, echo = echo_harness(echo=False)
     asyncio.run(spoken_turn(h, 16_000, 19_200))  # 200 ms of speech, no answer running
-    assert h.types() == TURN and echo.checks == 1
+    assert h.types == TURN and echo.checks == 1
 
 
 def test_our_own_voice_after_the_answer_is_no_turn() -> None:
     h, echo = echo_harness(echo=True)
-    asyncio.run(spoken_turn(h, 16_000, 40_000))
-    assert h.types() == [] and echo.checks == 1
+    asyncio.run(spoken_turn(h, 16_000, 40_000, expect=[]))
+    assert echo.checks == 1
 
 
 def test_the_final_pass_hears_the_silence_after_the_speech() -> None:
@@ -916,7 +852,7 @@ def test_the_final_pass_hears_the_silence_after_the_speech() -> None:
     fading end, and Whisper over a fitted window then misread it ("France" -> "friend").
     It now hears up to 200 ms of the silence after; the item's audio still ends there."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_lull", 30_000)], True)  # heard up to 32_100
         await h.settle()
@@ -926,13 +862,13 @@ def test_the_final_pass_hears_the_silence_after_the_speech() -> None:
         await h.feed(16_000, [("speech_stopped", 62_000)], False)  # no lull: the stop's pass
         await h.settle()
 
-    h = Harness(["what time is it", "and the date"])
+    h = TurnHarness(["what time is it", "and the date"])
     asyncio.run(main(h))
     padding = 4800  # prefix_padding_ms 300
     first, second = (size for size, _ in h.asr.calls)
     assert first == 32_100 - (16_000 - padding)  # to where the lull was heard (< 200 ms on)
     assert second == 62_000 + 3200 - (60_000 - padding)  # 200 ms of the stop's 500
-    assert h.coordinator.last.audio.size == 62_000 - (60_000 - padding)
+    assert h.coordinator.continuation.last.audio.size == 62_000 - (60_000 - padding)
 
 
 @pytest.mark.parametrize(("eagerness", "wait_ms"), [("auto", 1500), ("low", 2500), ("high", 800)])
@@ -943,18 +879,18 @@ def test_semantic_doubt_ends_the_turn_if_the_pause_lasts_the_doubt_wait(
     is not ended at the pause, nor left to the eagerness's maximum wait: the VAD is told
     to end it after the eagerness's doubt wait, and then it is one turn."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()
-        assert h.types() == ["input_audio_buffer.speech_started"]
+        assert h.types == ["input_audio_buffer.speech_started"]
         assert h.audio.shortened == [(30_000, wait_ms)]
         await h.feed(wait_ms * 16, [("speech_stopped", 30_000)], False)  # the VAD, then
         await h.settle()
 
     h, _scorer = semantic_harness([0.1], eagerness)
     asyncio.run(main(h))
-    assert h.types() == TURN and h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
+    assert h.types == TURN and h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
 
 
 def test_semantic_doubt_then_speech_resumes_is_one_turn() -> None:
@@ -962,7 +898,7 @@ def test_semantic_doubt_then_speech_resumes_is_one_turn() -> None:
     without a sentence end: a doubt, so the resumed speech continues the same turn
     (before: committed at the pause, then merged and deleted)."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()
@@ -973,7 +909,7 @@ def test_semantic_doubt_then_speech_resumes_is_one_turn() -> None:
     h, scorer = semantic_harness([0.9, 0.9])
     h.asr.texts = ["and so my fellow americans", "And so, my fellow Americans, ask not."]
     asyncio.run(main(h))
-    assert h.types() == TURN and len(scorer.scored) == 2 and not h.merges
+    assert h.types == TURN and len(scorer.scored) == 2 and not h.merges
     assert h.audio.shortened == [(30_000, 1500)]
     assert h.events[1]["audio_end_ms"] == 60_000 * 1000 // 16_000
 
@@ -994,7 +930,7 @@ def test_a_failed_final_pass_drops_the_early_answer() -> None:
     final transcript came, so when the final pass failed it went on generating (an engine
     request and its KV blocks) until its token bound."""
 
-    async def main(h: Harness) -> None:
+    async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_lull", 30_000)], True)
         await h.settle()
@@ -1002,7 +938,6 @@ def test_a_failed_final_pass_drops_the_early_answer() -> None:
         await h.feed(8000, [("speech_stopped", 32_000)], False)  # a new pass: it fails
         await h.settle()
 
-    h = Harness([])
-    h.asr = h.coordinator.asr = FinalFailsASR(["what time"])
+    h = TurnHarness([], asr=FinalFailsASR(["what time"]))
     asyncio.run(main(h))
     assert [(a.early_user_text, a.discarded) for a in h.responses.started] == [("what time", True)]

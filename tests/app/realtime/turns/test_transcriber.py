@@ -74,7 +74,7 @@ def test_partial_deltas_are_spaced_per_script(
 
 
 def test_transcribing_while_a_final_pass_runs_early_or_at_the_end() -> None:
-    """What the false-interruption timeout waits on (coordinator's PASS_GRACE_S)."""
+    """What the false-interruption timeout waits on (barge_in.PASS_GRACE_S)."""
 
     async def main() -> list[bool]:
         asr = HeldASR(["Stop."])

@@ -1,0 +1,58 @@
+"""Continued turns: speech resuming soon after a committed turn continues it.
+
+Speech resuming within the merge window of the end of the previous VAD turn continues it,
+unless its answer was already shown or played: that turn and its unseen answer are
+deleted and the whole utterance is transcribed again, so nobody answers half a
+sentence. A clear, a manual commit or an idle nudge ends that chance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from app.protocol import events
+from app.realtime.conversation import Conversation
+from app.realtime.handoff import EventSink
+from app.realtime.turns.transcriber import stop_task
+from app.realtime.turns.turn import CommittedTurn, ResponseStarter, SpeechTurn
+
+
+@dataclass
+class Continuation:
+    conversation: Conversation
+    responses: ResponseStarter
+    emit: EventSink
+    merge_window: int  # samples after a turn's end within which speech continues it
+    on_merge: Callable[[str], None] = lambda _detection: None  # a continued turn, counted
+    last: CommittedTurn | None = field(default=None, init=False)  # may still be continued
+
+    def committed(self, turn: CommittedTurn) -> None:
+        """The latest committed turn: speech soon after it may continue it."""
+        self.last = turn
+
+    def forget(self) -> None:
+        """Speech from now on is a turn of its own."""
+        self.last = None
+
+    def continues(self, start: int) -> bool:
+        """Whether speech starting at `start` continues the last turn."""
+        return self.last is not None and self.last.continued_by(start, self.merge_window)
+
+    async def continue_into(self, turn: SpeechTurn, detection: str) -> None:
+        """Speech that counts: when it continues the last turn (heard by `detection`),
+        delete that turn and its unseen answer, and hand its audio and agreed words on."""
+        last = self.last
+        if last is None or not self.continues(turn.start):
+            return
+        self.last = None
+        self.on_merge(detection)
+        await stop_task(last.task)  # its item becomes ready (empty) at once
+        if last.early is not None:
+            await last.early.discard()
+        if last.answer is not None and not last.answer.done:
+            await self.responses.interrupt("turn_detected")
+        for removed in self.conversation.delete_from(last.item):
+            self.emit(events.item_deleted(removed.id))
+        turn.carry = (last.audio, last.end_sample)
+        turn.transcriber.agreement = last.transcriber.agreement  # agreed words still stand
