@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.audio import PIPELINE_RATE
-from app.protocol import events
+from app.protocol.server_events import Interruption as InterruptionEvent
 from app.realtime.handoff import EventSink
 from app.realtime.turns.backchannels import listening_prompt
 from app.realtime.turns.interruption import Interruption, Verdict
@@ -144,8 +144,4 @@ class BargeIn:
 
     def _tell(self, interruption: Interruption) -> None:
         """Our extension event: the answer paused ("wait"), or why it went on or stopped."""
-        self.emit(
-            events.event(
-                "r1voice.interruption", item_id=interruption.item_id, verdict=interruption.verdict
-            )
-        )
+        self.emit(InterruptionEvent(item_id=interruption.item_id, verdict=interruption.verdict))

@@ -11,6 +11,12 @@ from collections.abc import Callable
 from app.audio import PIPELINE_RATE
 from app.protocol import events
 from app.protocol.errors import ProtocolError
+from app.protocol.server_events import (
+    InputAudioCommitted,
+    ItemCreated,
+    TranscriptionCompleted,
+    TranscriptionFailed,
+)
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink
 from app.realtime.turns.turn import CommittedTurn, ResponseStarter
@@ -21,9 +27,10 @@ log = logging.getLogger("r1voice.turns")
 def add_audio_item(conversation: Conversation, emit: EventSink, item: Item) -> None:
     """A committed stretch of input audio joins the conversation as a user item."""
     previous = conversation.add(item)
-    emit(events.event("input_audio_buffer.committed", previous_item_id=previous, item_id=item.id))
+    emit(InputAudioCommitted(previous_item_id=previous, item_id=item.id))
     content = [{"type": "input_audio", "transcript": None}]
-    emit(events.item_created(previous, events.message_item(item.id, "user", "completed", content)))
+    item_wire = events.message_item(item.id, "user", "completed", content)
+    emit(ItemCreated(previous_item_id=previous, item=item_wire))
 
 
 def same_utterance(early_text: str, final_text: str) -> bool:
@@ -48,7 +55,7 @@ async def transcribe_committed(turn: CommittedTurn, emit: EventSink | None) -> b
         item.text = ""
         if emit is not None:
             error = {"type": "server_error", "code": "asr_failed", "message": str(exc)}
-            emit(events.transcription("failed", item.id, error=error))
+            emit(TranscriptionFailed(item_id=item.id, error=error))
         return False
     finally:
         item.ready.set()
@@ -56,11 +63,10 @@ async def transcribe_committed(turn: CommittedTurn, emit: EventSink | None) -> b
     turn.timing.language = item.language = turn.transcriber.language
     if emit is not None:
         usage = {"type": "duration", "seconds": round(turn.audio.size / PIPELINE_RATE, 3)}
-        emit(
-            events.transcription(
-                "completed", item.id, transcript=item.text, usage=usage, language=item.language
-            )
+        completed = TranscriptionCompleted(
+            item_id=item.id, transcript=item.text, usage=usage, language=item.language
         )
+        emit(completed)
     return True
 
 

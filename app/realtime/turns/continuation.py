@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from app.protocol import events
+from app.protocol.server_events import ItemDeleted
 from app.realtime.conversation import Conversation
 from app.realtime.handoff import EventSink
 from app.realtime.turns.transcriber import stop_task
@@ -53,6 +53,6 @@ class Continuation:
         if last.answer is not None and not last.answer.done:
             await self.responses.interrupt("turn_detected")
         for removed in self.conversation.delete_from(last.item):
-            self.emit(events.item_deleted(removed.id))
+            self.emit(ItemDeleted(item_id=removed.id))
         turn.carry = (last.audio, last.end_sample)
         turn.transcriber.agreement = last.transcriber.agreement  # agreed words still stand

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import InitVar, dataclass, field
 
+from app.audio import PIPELINE_RATE
 from app.protocol import events
 from app.protocol.schemas import (
     DEFAULT_FALSE_INTERRUPTION_TIMEOUT_S,
@@ -22,6 +23,7 @@ from app.protocol.schemas import (
     AudioFormat,
     TurnDetection,
 )
+from app.protocol.server_events import SpeechStarted, SpeechStopped, TranscriptionDelta
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink, TurnTiming
 from app.realtime.turns.barge_in import BargeIn
@@ -46,6 +48,11 @@ from app.realtime.turns.turn import (
     TurnPolicy,
 )
 from app.realtime.turns.vad_stream import VADEvent
+
+
+def ms(sample: int) -> int:
+    """A stream position (16 kHz samples) as the protocol's milliseconds."""
+    return sample * 1000 // PIPELINE_RATE
 
 
 def _uncounted(_detection: str) -> None:
@@ -188,7 +195,7 @@ class TurnCoordinator:
 
     def _send_delta(self, item_id: str, delta: str) -> None:
         if self.show_transcripts:
-            self.emit(events.transcription("delta", item_id, delta=delta))
+            self.emit(TranscriptionDelta(item_id=item_id, delta=delta))
         turn = self.turn
         if turn and turn.item_id == item_id:
             self.barge_in.partial(turn.interruption, turn.transcriber.agreement.text)
@@ -198,7 +205,7 @@ class TurnCoordinator:
         turn.confirmed = True
         self.idle_timer.user_spoke()
         # Announce first: clients stop playback on speech_started, before anything else.
-        self.emit(events.speech_edge("started", turn.start, turn.item_id))
+        self.emit(SpeechStarted(item_id=turn.item_id, audio_start_ms=ms(turn.start)))
         self.onset.announced()  # ... and what they had queued never plays
         detection = self.turn_detection.type if self.turn_detection else "none"
         await self.continuation.continue_into(turn, detection)
@@ -231,7 +238,7 @@ class TurnCoordinator:
                 self.audio.drop_before(sample)
                 return
             await self._confirm(turn)
-        self.emit(events.speech_edge("stopped", sample, turn.item_id))
+        self.emit(SpeechStopped(item_id=turn.item_id, audio_end_ms=ms(sample)))
         audio, silence_after = self.audio.take_turn(turn.start, sample, turn.carry, ASR_TAIL)
         committed = turn.committed(audio, sample, silence_after, TurnTiming(time.monotonic()))
         self._commit(committed, auto_respond=self._responds())

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from app.protocol import events
 from app.protocol.schemas import TurnDetection
+from app.protocol.server_events import InputAudioTimeoutTriggered, TranscriptionCompleted
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink
 from app.realtime.turns.committed import add_audio_item
@@ -50,16 +51,13 @@ class IdleNudges:
         said nothing, when `respond` (create_response) is on."""
         item = Item(id=events.new_id("item"), role="user", text="", audio=True)
         self.emit(
-            events.event(
-                "input_audio_buffer.timeout_triggered",
-                audio_start_ms=silence.start_ms,
-                audio_end_ms=silence.end_ms,
-                item_id=item.id,
+            InputAudioTimeoutTriggered(
+                audio_start_ms=silence.start_ms, audio_end_ms=silence.end_ms, item_id=item.id
             )
         )
         add_audio_item(self.conversation, self.emit, item)
         if show_transcripts:
             usage = {"type": "duration", "seconds": silence.ms / 1000}
-            self.emit(events.transcription("completed", item.id, transcript="", usage=usage))
+            self.emit(TranscriptionCompleted(item_id=item.id, transcript="", usage=usage))
         if respond:
             self.responses.start(idle_ms=silence.ms)

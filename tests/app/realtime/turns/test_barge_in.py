@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from app.protocol import server_events as se
 from app.realtime.turns.backchannels import LISTENING_PROMPTS
 from app.realtime.turns.barge_in import PASS_GRACE_S, BargeIn
 from app.realtime.turns.interruption import Interruption
@@ -15,7 +16,7 @@ from tests.app.realtime.harness import Harness
 from tests.app.realtime.turns.fakes import FakeOutput, FakeResponses
 from tests.fakes import ScriptedASR
 
-INTERRUPTION = "r1voice.interruption"
+INTERRUPTION = se.Interruption.TYPE
 
 
 class BargeInHarness(Harness):

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from app.protocol import server_events as se
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import TurnTiming
 from app.realtime.turns.barge_in import BargeIn
@@ -19,9 +20,9 @@ from tests.app.realtime.harness import Harness
 from tests.app.realtime.turns.fakes import FakeAnswer, FakeResponses
 from tests.fakes import ScriptedASR
 
-COMMITTED = ["input_audio_buffer.committed", "conversation.item.created"]
-TRANSCRIBED = "conversation.item.input_audio_transcription.completed"
-INTERRUPTION = "r1voice.interruption"
+COMMITTED = [se.InputAudioCommitted.TYPE, se.ItemCreated.TYPE]
+TRANSCRIBED = se.TranscriptionCompleted.TYPE
+INTERRUPTION = se.Interruption.TYPE
 
 
 class BrokenASR(ScriptedASR):
@@ -94,7 +95,7 @@ def test_a_failed_pass_is_reported_and_its_held_early_answer_dropped() -> None:
     h = CommitHarness("", asr=BrokenASR([]))
     turn = h.turn()
     turn.early = early = FakeAnswer("hello")
-    failed = "conversation.item.input_audio_transcription.failed"
+    failed = se.TranscriptionFailed.TYPE
     events = asyncio.run(h.run(lambda: h.commit(turn), expect=[*COMMITTED, failed]))
     assert events[2]["error"]["code"] == "asr_failed"
     assert early.discarded and h.responses.started == [] and turn.item.ready.is_set()

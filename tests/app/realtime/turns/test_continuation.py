@@ -7,6 +7,7 @@ import asyncio
 
 import numpy as np
 
+from app.protocol import server_events as se
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import TurnTiming
 from app.realtime.turns.continuation import Continuation
@@ -17,7 +18,7 @@ from tests.app.realtime.turns.fakes import FakeAnswer, FakeResponses
 from tests.fakes import ScriptedASR
 
 WINDOW = 24_000  # 1.5 s
-DELETED = "conversation.item.deleted"
+DELETED = se.ItemDeleted.TYPE
 
 
 class ContinuationHarness(Harness):

@@ -7,6 +7,7 @@ import asyncio
 
 import numpy as np
 
+from app.protocol import server_events as se
 from app.protocol.schemas import AudioFormat, TurnDetection
 from app.realtime.turns.barge_in import BargeIn
 from app.realtime.turns.early_answers import EarlyAnswers
@@ -107,6 +108,6 @@ def test_the_early_words_decide_speech_over_a_paused_answer() -> None:
 
     h = EarlyHarness("Uh-huh.", responding=True)
     asyncio.run(main(h))
-    assert [e["verdict"] for e in h.of_type("r1voice.interruption")] == ["wait", "backchannel"]
+    assert [e["verdict"] for e in h.of_type(se.Interruption.TYPE)] == ["wait", "backchannel"]
     assert h.responses.playing.resumes == 1
     assert h.responses.started == []  # an answer runs: no early one beside it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.protocol import server_events as se
 from app.protocol.schemas import TurnDetection
 from app.realtime.conversation import Conversation, Item
 from app.realtime.turns.idle import IdleTimer
@@ -10,10 +11,10 @@ from tests.app.realtime.harness import Harness
 from tests.app.realtime.turns.fakes import FakeResponses
 
 NUDGE = [
-    "input_audio_buffer.timeout_triggered",
-    "input_audio_buffer.committed",
-    "conversation.item.created",
-    "conversation.item.input_audio_transcription.completed",
+    se.InputAudioTimeoutTriggered.TYPE,
+    se.InputAudioCommitted.TYPE,
+    se.ItemCreated.TYPE,
+    se.TranscriptionCompleted.TYPE,
 ]
 
 
