@@ -128,9 +128,10 @@ class EngineConfig:
     # answer); "draft": a small model of the same vocabulary (draft_model) drafts;
     # "auto": per sequence, whichever was accepted more. Up to num_speculative_tokens
     # drafts a step (adapting per sequence); none while a step would compute more than
-    # speculative_max_batch_tokens tokens without them.
+    # speculative_max_batch_tokens tokens without them. "off" with a draft_model loads
+    # it unused (set_scheduling may turn it on).
     speculative: str = "off"
-    num_speculative_tokens: int = 8
+    num_speculative_tokens: int = 4
     prompt_lookup_min: int = 2
     prompt_lookup_max: int = 4
     speculative_max_batch_tokens: int = 32
@@ -219,7 +220,7 @@ class EngineConfig:
             "vocabulary as the target's); or use speculative='ngram'",
         )
         check(
-            self.draft_model is None or self.speculative in ("draft", "auto"),
-            f"draft_model is set but speculative is {self.speculative!r}: use 'draft' or "
-            "'auto', or leave draft_model unset",
+            self.draft_model is None or self.speculative != "ngram",
+            "draft_model is set but speculative is 'ngram': use 'draft' or 'auto' (or "
+            "'off'), or leave draft_model unset",
         )

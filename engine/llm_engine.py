@@ -21,8 +21,9 @@ from engine.prompt_check import Prompt, check_priority, check_prompt, tokenize
 from engine.reasoning_budget import ReasoningBudget, ThinkTokens
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Sampled, Scheduler, SchedulerOutput
-from engine.scheduling.backpressure import capacity_error, queue_delay_error
+from engine.scheduling.backpressure import admission_error
 from engine.sequence import Sequence
+from engine.spec_draft_model import DraftModel, run_models
 from engine.stats.engine_stats import EngineStats, collect_stats
 from engine.stats.step_clock import StepClock
 
@@ -50,6 +51,8 @@ class LLMEngine:
         self.block_manager = BlockManager(
             self.model_runner.num_blocks, config.block_size, config.enable_prefix_caching
         )
+        num_blocks = self.model_runner.num_blocks  # a draft model shares the pool's blocks
+        self.drafter = DraftModel(config, loaded, num_blocks) if config.draft_model else None
         # A sequence can never outgrow the whole pool: it ends there ("length") rather
         # than being preempted and waiting forever for room that cannot exist.
         pool_tokens = self.model_runner.num_blocks * config.block_size
@@ -67,7 +70,7 @@ class LLMEngine:
         self.clock = StepClock()
 
     def _start_clusterer(self) -> None:
-        from engine.scheduling.clustering import clusterer_for  # minilm loads sentence-transformers
+        from engine.scheduling.clustering import clusterer_for  # minilm: sentence-transformers
 
         self.clusterer = clusterer_for(self.config, self.tokenizer, self.clusterer)
 
@@ -123,17 +126,11 @@ class LLMEngine:
     def check_capacity(self, num_tokens: int) -> None:
         """Raise EngineBusyError if a prompt of ``num_tokens`` would overfill the queue
         (see engine.scheduling.backpressure); counts the refusal. Engine thread only."""
-        sched, config = self.scheduler, self.config
-        error = capacity_error(
-            len(sched.waiting),
-            sched.waiting_tokens,
-            num_tokens,
-            config.max_waiting_tokens,
-            config.max_waiting_requests,
-            self.clock.tokens_per_s,
+        sched, tps = self.scheduler, self.clock.tokens_per_s
+        now = time.monotonic()
+        error = admission_error(
+            sched.waiting, sched.waiting_tokens, num_tokens, self.config, tps, now
         )
-        oldest = min((seq.arrival_time for seq in sched.waiting), default=None)
-        error = queue_delay_error(oldest, config.max_queue_delay_s, time.monotonic()) or error
         if error is not None:
             self.num_refused += 1
             raise error
@@ -193,7 +190,8 @@ class LLMEngine:
         if not batch:
             return [], []
         try:
-            return self.model_runner.run(batch), []
+            speculating = self.scheduler.speculator is not None
+            return run_models(self.model_runner, self.drafter, batch, speculating), []
         except Exception:  # fail this batch, keep the engine serving the others
             log.exception("model step failed; failing %d requests", len(batch.seqs))
             for seq in batch.seqs:

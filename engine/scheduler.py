@@ -132,6 +132,8 @@ class Scheduler:
                 drafts = self.speculator.propose(seq, room, self.max_model_len, spare)
                 if drafts:
                     out.drafts[len(out.seqs)] = drafts
+                    if seq.spec is not None and seq.spec.source == "draft":
+                        out.model_drafts.add(len(out.seqs))
                 n, spec_room = n + len(drafts), spec_room - len(drafts)
             while not self.block_manager.ensure_slots(seq, seq.num_computed_tokens + n):
                 self._preempt(self.running[-1])  # not yet scheduled: it sorts after seq

@@ -23,8 +23,18 @@ class SpecState:
     num_accepted: int = 0
     num_verified: int = 0  # steps that verified a draft of this sequence
     history: list[int] = field(default_factory=list)  # accepted per step, the last few
+    source: str = "ngram"  # where this step's drafts came from: "ngram" or "draft"
+    # Per source, the accepted share of its recent drafts (an exponential average).
+    scores: dict[str, float] = field(default_factory=lambda: {"ngram": 0.5, "draft": 0.5})
+
+    def prefers_model(self) -> bool:
+        """Is the draft model's recent acceptance above prompt lookup's?"""
+        return self.scores["draft"] > self.scores["ngram"]
 
     def record(self, drafted: int, accepted: int) -> None:
+        if drafted:
+            share = accepted / drafted
+            self.scores[self.source] = 0.7 * self.scores[self.source] + 0.3 * share
         self.num_drafted += drafted
         self.num_accepted += accepted
         self.num_verified += 1

@@ -32,6 +32,8 @@ class Speculator:
         self.min_n, self.max_n = config.prompt_lookup_min, config.prompt_lookup_max
         self.max_batch_tokens = config.speculative_max_batch_tokens
         self.block_size = config.block_size
+        self.method = config.speculative
+        self.has_draft_model = config.draft_model is not None
         self.num_drafted = self.num_accepted = self.num_verified = 0
 
     @staticmethod
@@ -69,7 +71,13 @@ class Speculator:
             max_model_len - seq.num_tokens - 1,
             seq.params.max_tokens - seq.num_completion_tokens - 1,
         )
-        drafts = state.lookup.propose(seq.token_ids, k)
+        drafts = state.lookup.propose(seq.token_ids, k) if self.method != "draft" else []
+        # "auto": prompt lookup while it has a draft and is accepted as often as the
+        # model; the draft model's drafts are placeholders here (the DraftModel writes them).
+        use_model = self.has_draft_model and k > 0 and (not drafts or state.prefers_model())
+        state.source = "draft" if use_model else "ngram"
+        if use_model:
+            drafts = [seq.token_ids[-1]] * k
         new_blocks = -(-(seq.num_tokens + len(drafts)) // self.block_size) - len(seq.block_table)
         return drafts if new_blocks <= max(0, spare_blocks) else []
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from engine.config import EngineConfig
 from engine.errors import EngineBusyError
+from engine.sequence import Sequence
 
 MAX_RETRY_AFTER_S = 60.0  # the longest and shortest wait a refusal asks for
 MIN_RETRY_AFTER_S = 0.1
@@ -56,3 +58,25 @@ def queue_delay_error(
         f"(max_queue_delay_s {max_queue_delay_s:g}); retry in {waited:.1f} s",
         retry_after_s=min(MAX_RETRY_AFTER_S, waited),
     )
+
+
+def admission_error(
+    waiting: list[Sequence],
+    waiting_tokens: int,
+    num_tokens: int,
+    config: EngineConfig,
+    tokens_per_s: float,
+    now: float,
+) -> EngineBusyError | None:
+    """The refusal of a new prompt of ``num_tokens``, if any: the queue's delay past
+    ``max_queue_delay_s`` first, else its size (``capacity_error``)."""
+    error = capacity_error(
+        len(waiting),
+        waiting_tokens,
+        num_tokens,
+        config.max_waiting_tokens,
+        config.max_waiting_requests,
+        tokens_per_s,
+    )
+    oldest = min((seq.arrival_time for seq in waiting), default=None)
+    return queue_delay_error(oldest, config.max_queue_delay_s, now) or error

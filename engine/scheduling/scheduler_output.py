@@ -17,12 +17,14 @@ class SchedulerOutput:
     """One step's batch: each sequence with how many of its tokens to compute now.
 
     ``drafts``: by batch index, the draft tokens a decoding sequence verifies this step
-    (its ``num_new_tokens`` counts them: its last token and the drafts).
+    (its ``num_new_tokens`` counts them: its last token and the drafts). Those in
+    ``model_drafts`` are placeholders of the right length until the DraftModel runs.
     """
 
     seqs: list[Sequence] = field(default_factory=list)
     num_new_tokens: list[int] = field(default_factory=list)
     drafts: dict[int, list[int]] = field(default_factory=dict)
+    model_drafts: set[int] = field(default_factory=set)  # drafts the draft model writes
     num_preempted: int = 0
     work: StepWork = field(default_factory=StepWork)  # what the cost model sees
     predicted_ms: float = 0.0  # the cost model's prediction when it was scheduled

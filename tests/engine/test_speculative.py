@@ -292,3 +292,57 @@ def test_draft_length_adapts_to_acceptance() -> None:
 def test_bad_speculation_settings_are_refused_by_name(fields: dict[str, Any], named: str) -> None:
     with pytest.raises(ConfigError, match=named):
         EngineConfig(model="unused", **fields)
+
+
+@pytest.mark.parametrize("method", ["draft", "auto"])
+def test_a_draft_model_with_the_targets_weights_is_always_accepted(
+    tiny_factory: Callable[..., tuple[Path, Any]], method: str
+) -> None:
+    """A draft that is the target itself proposes the target's own tokens: every draft
+    is accepted, which holds only if its KV (shared block tables, prompts and
+    accepted drafts included) is complete and right."""
+    path, hf = tiny_factory("qwen2-gqa-bias")
+    batch = prompts(8)
+    expected = [hf_greedy(hf, p, MAX_NEW) for p in batch]
+    llm = LLM(
+        str(path), quantization="none", block_size=4, speculative=method, draft_model=str(path)
+    )
+    assert tokens(llm, batch) == expected
+    spec = llm.scheduler.speculator
+    assert spec is not None and spec.num_drafted > len(batch)
+    if method == "draft":
+        assert spec.num_accepted == spec.num_drafted
+    assert_pool_full(llm)
+
+
+def test_another_draft_model_keeps_tokens_exact_under_preemption(
+    tiny_factory: Callable[..., tuple[Path, Any]],
+) -> None:
+    target, hf = tiny_factory("llama-gqa-tied")
+    draft, _ = tiny_factory("llama-gqa-tied", seed=5)  # other weights, the same vocabulary
+    batch = prompts(9)[:4]
+    expected = [hf_greedy(hf, p, MAX_NEW) for p in batch]
+    llm = LLM(
+        str(target),
+        quantization="none",
+        block_size=4,
+        num_kv_blocks=24,
+        max_num_seqs=4,
+        speculative="draft",
+        draft_model=str(draft),
+    )
+    assert tokens(llm, batch) == expected
+    spec = llm.scheduler.speculator
+    assert spec is not None and spec.num_drafted > 0
+    stats = llm.stats()
+    assert stats.num_preemptions > 0
+    assert stats.kv_blocks_free == stats.kv_blocks_total == 24
+
+
+def test_a_draft_of_another_vocabulary_is_refused_by_name(
+    tiny_factory: Callable[..., tuple[Path, Any]],
+) -> None:
+    target, _ = tiny_factory("llama-gqa-tied")
+    other, _ = tiny_factory("llama-gqa-tied", vocab_size=300)
+    with pytest.raises(ConfigError, match=r"draft_model '.*' has a vocabulary different"):
+        LLM(str(target), quantization="none", speculative="draft", draft_model=str(other))
