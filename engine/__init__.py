@@ -40,12 +40,14 @@ from engine.errors import (
     ModelNotFoundError,
 )
 from engine.llm import LLM
+from engine.loading.model_loader import prepare_bundled_llm
 from engine.loading.model_store import (
     BUNDLED_LLMS,
     COMPLETE_MARKER,
     DEFAULT_LLM,
-    prepare_bundled_llm,
+    gguf_source,
     resolve_model,
+    transformers_kwargs,
 )
 from engine.outputs import EngineStats, RequestOutput, RequestTimes, StreamDelta
 from engine.paths import cache_root, package_dir
@@ -71,9 +73,11 @@ __all__ = [
     "SamplingParams",
     "StreamDelta",
     "cache_root",
+    "gguf_source",
     "os_thread_named",
     "package_dir",
     "prepare_bundled_llm",
     "resolve_model",
     "set_os_thread_name",
+    "transformers_kwargs",
 ]

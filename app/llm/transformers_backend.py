@@ -26,7 +26,7 @@ from app.llm.backend import (
     LLMDelta,
 )
 from app.llm.chat_template import ChatTemplate, encode_prompt
-from engine import EngineError, resolve_model
+from engine import EngineError, resolve_model, transformers_kwargs
 
 _DONE = object()
 
@@ -45,7 +45,7 @@ class TransformersBackend(LLMBackend):
         self.model = model
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(path))
         self.hf_model = transformers.AutoModelForCausalLM.from_pretrained(
-            str(path), dtype=torch.float32
+            str(path), dtype=torch.float32, **transformers_kwargs(path)
         ).eval()
         self.context_length = int(getattr(self.hf_model.config, "max_position_embeddings", 2048))
         eos = self.hf_model.generation_config.eos_token_id

@@ -19,6 +19,7 @@ from engine import (
     COMPLETE_MARKER,
     EngineError,
     cache_root,
+    gguf_source,
     package_dir,
     prepare_bundled_llm,
     resolve_model,
@@ -146,6 +147,13 @@ def _prepare_llm(name: str) -> Callable[[bool], Path]:
     return prepare
 
 
+def disk_bytes(path: Path) -> int:
+    """What a prepared model takes on disk: its files, and the GGUF it reads from."""
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    source = gguf_source(path) if path.is_dir() else None
+    return sum(p.stat().st_size for p in files) + (source.stat().st_size if source else 0)
+
+
 @dataclass(frozen=True)
 class BundledModel:
     name: str
@@ -199,6 +207,6 @@ def prepare(names: Iterable[str] | None = None, *, force: bool = False) -> list[
             raise ModelError(f"unknown model '{name}'; bundled models: {sorted(MODELS)}")
         model = MODELS[name]
         path = model.prepare(force) if model.prepare else model.locate()
-        print(f"{name:28s} ready  {path}")
+        print(f"{name:28s} ready  {disk_bytes(path) / 1e9:5.2f} GB  {path}")
         paths.append(path)
     return paths

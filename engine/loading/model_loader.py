@@ -14,7 +14,7 @@ from torch import nn
 
 from engine.errors import ConfigError, ModelLoadError
 from engine.layers import quantization as quantization_module
-from engine.loading import quantized_model
+from engine.loading import model_store, quantized_model
 from engine.loading.gguf_weights import load_gguf_weights
 from engine.loading.model_store import gguf_source, resolve_model
 from engine.models import MODEL_REGISTRY, LlamaForCausalLM
@@ -150,6 +150,27 @@ def _ready(
     model.flatten()
     model.rotary.build(device, dtype)
     return model.eval()
+
+
+def prepare_bundled_llm(name: str, *, force: bool = False) -> Path:
+    """``model_store.prepare_bundled_llm``; a model read from its GGUF is quantized into
+    its cache at the engine's default (int8) too, so a first start reads that cache."""
+    path = model_store.prepare_bundled_llm(name, force=force)
+    write_quantized_cache(path, "int8")
+    return path
+
+
+def write_quantized_cache(model_dir: Path, quantization: str, group_size: int = 128) -> None:
+    """Quantize a model read from its GGUF into its QuantCache now (`r1voice models
+    prepare`), so that a first start reads the cache instead of the GGUF's blocks."""
+    gguf_path = gguf_source(model_dir)
+    if gguf_path is None or quantization == "none":
+        return
+    config = load_config(model_dir)
+    with torch.device("meta"):
+        model = MODEL_REGISTRY[config.model_type](config)
+    model.to_empty(device=torch.device("cpu"))
+    load_gguf_weights(model, gguf_path, model_dir, quantization, group_size)
 
 
 @dataclass

@@ -38,6 +38,7 @@ __all__ = [
     "gguf_source",
     "prepare_bundled_llm",
     "resolve_model",
+    "transformers_kwargs",
 ]
 COMPLETE_MARKER = ".r1voice-complete"
 GGUF_SOURCE = "gguf-source.json"  # in a directory whose weights are read from a GGUF
@@ -140,6 +141,13 @@ def gguf_source(model_dir: Path) -> Path | None:
     if (stat.st_size, stat.st_mtime_ns) != (source["size"], source["mtime_ns"]):
         raise ModelLoadError(f"{path} changed since {model_dir} was prepared from it: {fix}")
     return path
+
+
+def transformers_kwargs(model_dir: Path) -> dict[str, str]:
+    """What ``from_pretrained(model_dir, **kwargs)`` needs to load a directory's weights
+    in `transformers`: the GGUF itself for a directory indexed from one."""
+    source = gguf_source(model_dir)
+    return {} if source is None else {"gguf_file": str(source)}
 
 
 def prepare_bundled_llm(name: str, *, force: bool = False) -> Path:
