@@ -166,6 +166,9 @@ def write_quantized_cache(model_dir: Path, quantization: str, group_size: int = 
     gguf_path = gguf_source(model_dir)
     if gguf_path is None or quantization == "none":
         return
+    cache = quantized_model.QuantCache(model_dir, quantization, group_size, source=gguf_path)
+    if cache.path.is_file():
+        return
     config = load_config(model_dir)
     with torch.device("meta"):
         model = MODEL_REGISTRY[config.model_type](config)

@@ -17,7 +17,7 @@ from engine.layers.int4_linear import Int4Linear
 from engine.layers.quantization import QUANTIZE_CALLS, Int8Linear, dequantize_int4, unpack_nibbles
 from engine.loading.gguf_file import GGUFFile
 from engine.loading.gguf_weights import load_gguf_weights
-from engine.loading.model_loader import load_config
+from engine.loading.model_loader import load_config, write_quantized_cache
 from engine.loading.model_store import COMPLETE_MARKER, GGUF_SOURCE, gguf_source
 from engine.loading.quantized_model import QuantCache
 from engine.models import MODEL_REGISTRY
@@ -250,3 +250,19 @@ def test_an_unsupported_tensor_type_is_refused_by_name(tmp_path: Path) -> None:
     model_dir, _ = gguf_model(tmp_path, "qwen2", {**TYPES, "ffn_down": T.Q2_K})
     with pytest.raises(ModelLoadError, match=r"tensor blk\.0\.ffn_down\.weight is of type Q2_K"):
         LLM(str(model_dir), quantization="int4")
+
+
+def test_prepare_writes_the_quantized_cache_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model_dir, _ = gguf_model(tmp_path, "qwen2")
+    path = gguf_source(model_dir)
+    assert path is not None
+    write_quantized_cache(model_dir, "int8")
+    assert QuantCache(model_dir, "int8", 128, source=path).path.is_file()
+
+    def no_read(*args: Any) -> None:
+        raise AssertionError("the GGUF was read again")
+
+    monkeypatch.setattr(GGUFFile, "__init__", no_read)
+    write_quantized_cache(model_dir, "int8")
