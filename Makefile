@@ -91,8 +91,8 @@ bench: models
 bench-peers: llama-cpp bench-pipecat
 
 # The Pipecat pipeline `r1voice bench capacity --peer pipecat` compares with
-# (bench/pipecat_bot.py), in its own environment: Pipecat pins its own versions of what
-# r1voice also uses (faster-whisper, onnxruntime, piper-tts).
+# (bench/capacity/pipecat_bot.py), in its own environment: Pipecat pins its own versions
+# of what r1voice also uses (faster-whisper, onnxruntime, piper-tts).
 PIPECAT_VENV := .venv-pipecat
 PIPECAT_STAMP := $(PIPECAT_VENV)/.installed
 $(PIPECAT_STAMP): Makefile

@@ -3,37 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
+
+from bench import registry as bench_registry
 
 # numpy's BLAS on one thread, set before anything loads it: every product numpy computes
 # here is small (features, filters), the models' own threads do the heavy work, and
 # OpenBLAS's helper threads spin between calls, taking CPU from them (docs/benchmarks.md,
 # "bench capacity"). A value the user set is kept.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-# Each benchmark is a module or package bench/<name> exposing
-#   add_arguments(parser: argparse.ArgumentParser) -> None
-#   run(args: argparse.Namespace) -> dict   (the JSON result)
-BENCHMARKS = {
-    "engine": "bench.engine",
-    "voice": "bench.voice",
-    "quant": "bench.quant",
-    "serve": "bench.serve",
-    "prefix": "bench.prefix",
-    "load": "bench.load",
-    "soak": "bench.soak",
-    "turns": "bench.turns",
-    "asr": "bench.asr",
-    "answers": "bench.answers",
-    "capacity": "bench.capacity",
-    "conversation": "bench.conversation",
-}
-
 
 LOOPBACK_BINDS = ("127.0.0.1", "localhost", "::1")
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
@@ -114,8 +97,21 @@ def _models(args: argparse.Namespace) -> int:
     return 0
 
 
+class _BenchParser(argparse.ArgumentParser):
+    """The parser of one `r1voice bench NAME`: its bench's own options are added (and its
+    module imported) only when that bench is the one asked for."""
+
+    bench_name: str | None = None
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if self.bench_name is not None:
+            name, self.bench_name = self.bench_name, None
+            bench_registry.load(name).add_arguments(self)
+        return super().parse_known_args(args, namespace)
+
+
 def _bench(args: argparse.Namespace) -> int:
-    module = importlib.import_module(BENCHMARKS[args.what])
+    module = bench_registry.load(args.what)
     result = module.run(args)
     text = json.dumps(result, indent=2)
     # a bench with a table prints it; the JSON then goes to --json alone, if one is named
@@ -167,14 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
     models.set_defaults(func=_models)
 
     bench = sub.add_parser("bench", help="run a benchmark, print and save JSON")
-    bench_sub = bench.add_subparsers(dest="what", required=True)
-    for name, module_name in BENCHMARKS.items():
-        # Bench modules keep heavy imports inside run(), so building the parser stays fast.
-        module = importlib.import_module(module_name)
-        p = bench_sub.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0])
+    bench_sub = bench.add_subparsers(dest="what", required=True, parser_class=_BenchParser)
+    for name, entry in bench_registry.BENCHES.items():
+        p = bench_sub.add_parser(name, help=entry.help)
         p.add_argument("--quick", action="store_true", help="small run, about a minute")
         p.add_argument("--json", default=None, help="write the JSON result to this path")
-        module.add_arguments(p)
+        p.bench_name = name
     bench.set_defaults(func=_bench)
     return parser
 

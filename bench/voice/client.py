@@ -1,15 +1,23 @@
-"""What a client does over a connection: voice turns, whole sessions, barge-in trials."""
+"""What a client does over a connection: voice turns and whole sessions (barge-in trials:
+barge_in.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from bench.voice.common import ANSWER_AUDIO, ANSWER_DONE, RTC_AUDIO_FRAME, TRANSCRIPT_DONE, log
+from bench.kit.log import log
+from bench.voice.common import (
+    ANSWER_AUDIO,
+    ANSWER_DONE,
+    RTC_AUDIO_FRAME,
+    TRANSCRIPT_DONE,
+    ms_between,
+)
 from bench.voice.connection import DELTA_AUDIBLE_MS, Conn, heard_at
 from bench.voice.pipecat_connection import PipecatConn
 from bench.voice.rtc_connection import RtcConn
-from bench.voice.workload import LONG_ANSWER_INSTRUCTIONS, LONG_ANSWER_PROMPT, Clip
+from bench.voice.workload import Clip
 
 
 async def open_connection(url: str) -> Conn | RtcConn:
@@ -20,10 +28,6 @@ async def open_connection(url: str) -> Conn | RtcConn:
     if url.startswith("pipecat+"):
         return await PipecatConn.open(url)
     return await Conn.open(url)
-
-
-def _ms(t: float | None, since: float | None) -> float | None:
-    return None if t is None or since is None else round((t - since) * 1000, 1)
 
 
 async def voice_turn(conn: Conn | RtcConn, clip: Clip, turn_timeout: float) -> dict[str, Any]:
@@ -62,7 +66,7 @@ async def voice_turn(conn: Conn | RtcConn, clip: Clip, turn_timeout: float) -> d
     )
     transcripts = [e.get("transcript") or "" for _, e in events if e["type"] == TRANSCRIPT_DONE]
     if isinstance(conn, RtcConn):  # the server's word that the answer's audio went out
-        turn["voice_to_voice_started_event_ms"] = _ms(
+        turn["voice_to_voice_started_event_ms"] = ms_between(
             next(
                 (
                     t
@@ -82,20 +86,20 @@ async def voice_turn(conn: Conn | RtcConn, clip: Clip, turn_timeout: float) -> d
             if e["type"] == RTC_AUDIO_FRAME and e.get("response_id") == rid
         ]
         heard = frames[0][0] + frames[0][1].get(DELTA_AUDIBLE_MS, 0.0) / 1000 if frames else None
-        turn["voice_to_voice_audible_ms"] = _ms(heard, last_sent)
+        turn["voice_to_voice_audible_ms"] = ms_between(heard, last_sent)
     elif not isinstance(conn, PipecatConn):
         deltas = [
             (t, e) for t, e in events if e["type"] in ANSWER_AUDIO and e.get("response_id") == rid
         ]
-        turn["voice_to_voice_audible_ms"] = _ms(heard_at(deltas), last_sent)
+        turn["voice_to_voice_audible_ms"] = ms_between(heard_at(deltas), last_sent)
     stopped = [t for t, e in events if e["type"] == "input_audio_buffer.speech_stopped"]
     turn.update(
         {
-            "voice_to_voice_ms": _ms(first_audio, last_sent),
-            "speech_end_to_speech_stopped_event_ms": _ms(
+            "voice_to_voice_ms": ms_between(first_audio, last_sent),
+            "speech_end_to_speech_stopped_event_ms": ms_between(
                 stopped[-1] if stopped else None, last_sent
             ),
-            "speech_end_to_response_done_ms": _ms(t_done, last_sent),
+            "speech_end_to_response_done_ms": ms_between(t_done, last_sent),
             "transcript": transcripts[-1] if transcripts else None,
             "transcripts_completed": len(transcripts),
             "items_deleted": sum(1 for _, e in events if e["type"] == "conversation.item.deleted"),
@@ -181,123 +185,3 @@ async def run_session(
     finally:
         await conn.close()
     return {"turns": turns, "error": error, "mic_max_lag_ms": round(conn.mic_max_lag_ms, 1)}
-
-
-async def barge_in_trial(
-    conn: Conn | RtcConn,
-    interruption: Clip,
-    turn_timeout: float,
-    merge_window_s: float,
-) -> dict[str, Any]:
-    """A typed request for a long answer; once its audio streams, the user talks over it."""
-    start = len(conn.log)
-    trial: dict[str, Any] = {"measured": False}
-    await conn.send(
-        {
-            "type": "conversation.item.create",
-            "item": {
-                "type": "message",
-                "role": "user",
-                "content": [{"type": "input_text", "text": LONG_ANSWER_PROMPT}],
-            },
-        }
-    )
-    await conn.send(
-        {
-            "type": "response.create",
-            "response": {"instructions": LONG_ANSWER_INSTRUCTIONS, "max_output_tokens": 400},
-        }
-    )
-    try:
-        i_created, _, created = await conn.wait_for(
-            lambda t, e: e["type"] == "response.created", start, turn_timeout
-        )
-        rid = created["response"]["id"]
-        await conn.wait_for(
-            lambda t, e: e["type"] in ANSWER_AUDIO and e.get("response_id") == rid,
-            i_created,
-            turn_timeout,
-        )
-    except TimeoutError:
-        trial["reason"] = f"no audio of the long answer within {turn_timeout:.0f} s"
-        return trial
-    first_sent, last_sent = await conn.say(interruption.pcm)
-    try:
-        i_done, t_done, done = await conn.wait_for(
-            lambda t, e: e["type"] == "response.done" and e["response"]["id"] == rid,
-            i_created,
-            turn_timeout,
-        )
-    except TimeoutError:
-        trial["reason"] = "the long answer never finished (no response.done)"
-        return trial
-    events = conn.events(i_created, i_done)
-    deltas = [t for t, e in events if e["type"] in ANSWER_AUDIO and e.get("response_id") == rid]
-    # The server announces speech_started once the speech has passed its barge-in hold,
-    # right after it cancelled the answer (so after that answer's response.done).
-    try:
-        _, started, _ = await conn.wait_for(
-            lambda t, e: e["type"] == "input_audio_buffer.speech_started" and t >= first_sent,
-            i_created,
-            5.0,
-        )
-    except TimeoutError:
-        started = None
-    status = done["response"]["status"]
-    trial.update(
-        {
-            "status": status,
-            "status_details": done["response"].get("status_details"),
-            "audio_deltas_before_interruption": sum(1 for t in deltas if t < first_sent),
-            "audio_deltas_after_interruption": sum(1 for t in deltas if t >= first_sent),
-            # A client flushes playback on speech_started: audio after it is played by nobody.
-            "audio_deltas_after_speech_started": None
-            if started is None
-            else sum(1 for t in deltas if t > started),
-            "to_speech_started_ms": _ms(started, first_sent),
-            "to_last_audio_delta_ms": _ms(deltas[-1], first_sent) if deltas else None,
-            "to_response_done_ms": _ms(t_done, first_sent),
-        }
-    )
-    if isinstance(conn, RtcConn):  # the server's word that it stopped the track
-        trial["to_output_audio_buffer_cleared_ms"] = _ms(
-            next(
-                (
-                    t
-                    for t, e in conn.events(i_created)
-                    if e["type"] == "output_audio_buffer.cleared" and t >= first_sent
-                ),
-                None,
-            ),
-            first_sent,
-        )
-        # what the jitter buffer still played after the server stopped the track
-        cleared, last = trial["to_output_audio_buffer_cleared_ms"], trial["to_last_audio_delta_ms"]
-        trial["cleared_to_last_audio_ms"] = (
-            None if cleared is None or last is None else round(last - cleared, 1)
-        )
-    if status != "cancelled":
-        trial["reason"] = "the answer finished before the interruption took effect"
-    elif deltas and deltas[-1] < first_sent:
-        trial["reason"] = "all the answer's audio had arrived before the interruption started"
-        trial["measured"] = True  # the cancel itself (response.done) is still measured
-    else:
-        trial["measured"] = True
-    # The interruption is a turn of its own; its answer is not measured: cancel it, so
-    # the next trial starts on a quiet session.
-    try:
-        i2, _, c2 = await conn.wait_for(
-            lambda t, e: e["type"] == "response.created" and t > last_sent, i_done, turn_timeout
-        )
-        rid2 = c2["response"]["id"]
-
-        def is_done(t: float, e: dict[str, Any]) -> bool:
-            return e["type"] == "response.done" and e["response"]["id"] == rid2
-
-        if not any(is_done(t, e) for t, e in conn.events(i2)):
-            await conn.send({"type": "response.cancel"})
-        await conn.wait_for(is_done, i2, turn_timeout)
-    except TimeoutError:
-        trial["note"] = "the interruption got no answer to cancel"
-    await pause_after(last_sent, merge_window_s)
-    return trial

@@ -1,5 +1,4 @@
-"""What the parts of the voice benchmark share: targets, the wire format, event names, the
-progress log."""
+"""What the parts of the voice benchmark share: targets, the wire format, event names."""
 
 from __future__ import annotations
 
@@ -38,14 +37,13 @@ def first_audible_ms(pcm: bytes, rate: int = WIRE_RATE) -> float | None:
     return None
 
 
+def ms_between(t: float | None, since: float | None) -> float | None:
+    """ms from monotonic time `since` to `t`, to 0.1 ms; None if either is unknown."""
+    return None if t is None or since is None else round((t - since) * 1000, 1)
+
+
 ANSWER_DONE = ("response.audio_transcript.done", "response.output_audio_transcript.done")
 TRANSCRIPT_DONE = "conversation.item.input_audio_transcription.completed"
 # A response's statuses that are a whole answer: "incomplete" is one cut at its
 # max_output_tokens, spoken to its end all the same.
 ANSWERED = ("completed", "incomplete")
-
-
-def log(message: str, bench: str = "voice") -> None:
-    import sys
-
-    print(f"[bench {bench}] {message}", file=sys.stderr, flush=True)

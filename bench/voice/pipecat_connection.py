@@ -1,4 +1,4 @@
-"""One client of the Pipecat peer (bench/pipecat_bot.py) that behaves like `Conn`: a
+"""One client of the Pipecat peer (bench/capacity/pipecat_bot.py) that behaves like `Conn`: a
 microphone sending 20 ms chunks at real-time pace, and a log of what came back, written
 as the Realtime events `bench.voice.client` reads.
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bench.voice.common import CHUNK_MS, TARGETS_MS, WIRE_RATE, log
+from bench.kit.log import log
+from bench.kit.server import Server
+from bench.voice.common import CHUNK_MS, TARGETS_MS, WIRE_RATE
 from bench.voice.connection import Conn
-from bench.voice.server import Server
 from bench.voice.workload import Clip, Plan
 
 

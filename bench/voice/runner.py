@@ -6,16 +6,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from bench.kit.log import log
+from bench.kit.server import Server
+from bench.voice.barge_in import barge_in_trial
 from bench.voice.client import (
-    barge_in_trial,
     open_connection,
     pause_after,
     run_session,
     voice_turn,
 )
-from bench.voice.common import TARGETS_MS, log
+from bench.voice.common import TARGETS_MS
 from bench.voice.cpu import CpuMeter
-from bench.voice.server import Server
 from bench.voice.stats import level_summary, summarize, wer_summary
 from bench.voice.transports import TRANSPORTS, compare_transports, paired_summary
 from bench.voice.workload import QUESTIONS, Clip, Plan

@@ -61,6 +61,24 @@ LONG_ANSWER_INSTRUCTIONS = (
     "You are a storyteller. Tell long, detailed stories in plain spoken sentences."
 )
 INTERRUPTION = "Wait, stop please. Tell me something else."
+# Sentences cut at a phrase boundary, where people pause to think (`bench turns`' false
+# cut-offs; `bench asr` hears them whole)
+PAUSED_SENTENCES = [
+    ("I would like to book a table for", "two people tomorrow evening."),
+    ("Can you tell me how to get to", "the train station from here?"),
+    ("My favourite thing about the summer is", "the long warm evenings."),
+    ("What I really want to know is", "whether it will rain on Saturday."),
+    ("Please remind me to call my sister", "when I get home", "after work."),
+    ("The best way to learn a language is", "to speak it every day."),
+]
+# Questions whose long spoken answers `bench turns` plays back into the microphone
+ECHO_QUESTIONS = [
+    "Tell me about the moon in three sentences.",
+    "Describe a sunny beach in three sentences.",
+    "Tell me about elephants in three sentences.",
+    "Explain how bread is made in three sentences.",
+    "Describe autumn in a forest in three sentences.",
+]
 
 
 class Plan:

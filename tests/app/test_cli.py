@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -48,3 +49,42 @@ def test_models_alone_lists_them() -> None:
     args = build_parser().parse_args(["models"])
     assert (args.action, args.names) == ("list", [])
     assert build_parser().parse_args(["models", "prepare", "x"]).names == ["x"]
+
+
+def _bench_modules_after(code: str) -> list[str]:
+    """The bench modules a fresh process holds after running `code` (app.cli imported)."""
+    code = f"import sys, app.cli\n{code}\nprint(sorted(m for m in sys.modules if m == 'bench' or m.startswith('bench.')))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return list(ast.literal_eval(run.stdout))
+
+
+def test_bench_loads_only_the_bench_it_runs() -> None:
+    # the parser lists every bench from the registry alone
+    assert _bench_modules_after("app.cli.build_parser()") == ["bench", "bench.registry"]
+    loaded = _bench_modules_after(
+        "args = app.cli.build_parser().parse_args(['bench', 'capacity', '--sessions', '1,2'])\n"
+        "assert args.sessions == '1,2' and args.what == 'capacity'"
+    )
+    assert "bench.capacity.capacity" in loaded
+    assert not [m for m in loaded if m.startswith(("bench.engine", "bench.asr", "bench.answers"))]
+
+
+def test_bench_help_lists_the_bench_and_its_own_options() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "app.cli", "bench", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        run.returncode == 0 and "capacity" in run.stdout and "How many conversations" in run.stdout
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "app.cli", "bench", "turns", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0
+    assert "--quick" in run.stdout and "--json" in run.stdout and "--echo" in run.stdout

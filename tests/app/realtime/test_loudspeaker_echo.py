@@ -10,7 +10,7 @@ import dataclasses
 from typing import Any
 
 from app.audio import float_to_pcm16
-from bench.turns import Loudspeaker, ask_over_echo
+from bench.conversation.echo import Loudspeaker, ask_over_echo
 from bench.voice.connection import Conn
 from tests.clients.conftest import serve
 from tests.conftest import app_with, load_clip

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.server.routes.send_stall import SendStall
-from bench.never_reading import open_raw, send_until_stuck
+from bench.reliability.never_reading import open_raw, send_until_stuck
 from tests.clients.conftest import start_uvicorn
 from tests.conftest import app_with
 

@@ -1,0 +1,1 @@
+"""What the bundled LLMs answer (`bench answers`): the questions, the scoring, the report."""

@@ -1,0 +1,2 @@
+"""How many voice sessions one box holds (`bench capacity`), and the Pipecat peer it compares
+with."""
