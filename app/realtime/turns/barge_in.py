@@ -1,13 +1,12 @@
 """Speech over an answer: the server's track held while it is heard, the answer paused
 once it counts, and what its words decide done to that answer.
 
-Speech while an answer plays must last the barge-in hold before it counts, so a cough or
-the speaker's own echo does not cut the answer. When the server plays the audio itself
-(a WebRTC track), the track goes silent as soon as such speech starts, not at the hold,
-and plays on from the same sample if the sound proves no barge-in (shorter than the
-hold, or our own echo). Speech that counts *pauses* the answer, not cancels it: the
-speech's words decide (see interruption.py) whether it is cancelled or resumes. The
-decision about the paused answer lives here alone.
+Speech over an answer counts only past the barge-in hold (see onset.py). When the server
+plays the audio itself (a WebRTC track), the track goes silent as soon as such speech
+starts, not at the hold, and plays on from the same sample if the sound proves no
+barge-in (shorter than the hold, or our own echo). Speech that counts *pauses* the
+answer, not cancels it: the speech's words decide (see interruption.py) whether it is
+cancelled or resumes. The decision about the paused answer lives here alone.
 """
 
 from __future__ import annotations
