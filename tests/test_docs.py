@@ -12,7 +12,8 @@ root; a bare name (`inbox.py`, `routes/`: named in its folder's context) may als
 file or folder of that name in the tree.
 
 Also: every `page.md#heading` link finds its heading, the README links every docs page,
-and it stays a page or two.
+and it stays a page or two; and no page names a path outside the repository (a reader's
+checkout has no `../shared/`: a page says what such data is).
 """
 
 from __future__ import annotations
@@ -104,6 +105,42 @@ def missing(text: str, folder: Path, root: Path = ROOT) -> list[str]:
 def test_every_path_a_page_names_exists(page: Path) -> None:
     absent = missing(page.read_text(), page.parent)
     assert not absent, f"{page.relative_to(ROOT)} names paths that do not exist: {absent}"
+
+
+OUTSIDE = re.compile(r"(?<![\w.])\.\./[A-Za-z0-9_.\-/]*")
+
+
+def outside_paths(text: str, folder: Path, root: Path = ROOT) -> list[str]:
+    """The `../` paths anywhere in `text` (a page in `folder`), code blocks included, that
+    lead out of the repository or to nothing in it (`../shared/...` from docs/ meant the
+    folder beside the repository): a reader's checkout has nothing there, so a page says
+    what such data is instead of where one machine keeps it."""
+    found = []
+    for ref in OUTSIDE.findall(text):
+        target = (folder / ref).resolve()
+        if not target.is_relative_to(root.resolve()) or not target.exists():
+            found.append(ref)
+    return found
+
+
+@pytest.mark.parametrize(
+    "page",
+    sorted({*PAGES, *ROOT.glob("*.md")}),  # RELIABILITY.md too
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_no_page_names_a_path_outside_the_repository(page: Path) -> None:
+    outside = outside_paths(page.read_text(), page.parent)
+    assert not outside, f"{page.relative_to(ROOT)} names paths outside the repository: {outside}"
+
+
+def test_a_path_outside_the_repository_is_reported() -> None:
+    text = "See `../shared/data/speech/`, [the readme](../README.md) or ../../etc/hosts\n"
+    assert outside_paths(text, ROOT / "docs") == ["../shared/data/speech/", "../../etc/hosts"]
+    assert outside_paths(text, ROOT) == [
+        "../shared/data/speech/",
+        "../README.md",
+        "../../etc/hosts",
+    ]
 
 
 def _anchors(page: Path) -> set[str]:
