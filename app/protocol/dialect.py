@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from app.protocol.errors import ProtocolError
-from app.protocol.schemas import BETA_FORMATS, G711_TYPES
+from app.protocol.session_schema import BETA_FORMATS, G711_TYPES
 
 BETA, GA = "beta", "ga"
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from app.protocol.client_events import ClientEvent, SessionUpdate
 from app.protocol.errors import ProtocolError
-from app.protocol.schemas import ClientEvent, SessionUpdate
 
 _CLIENT_EVENT = TypeAdapter(ClientEvent)
 KNOWN_TYPES = {

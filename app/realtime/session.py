@@ -4,41 +4,28 @@ The same session serves both transports: the WebSocket (events carry the audio b
 ways) and WebRTC (events on a data channel; the audio on RTP tracks, handed in with
 `append_pcm` and played by a `Playback` the session's answers write to).
 
-The session only dispatches: input audio and turn taking live in the `TurnCoordinator`,
-answers in `Responses`, events go out through the `Outbox` (in the client's dialect).
+The session wires its parts and dispatches: input audio and turn taking live in the
+`TurnCoordinator`, answers in `Responses`, events go out through the `Outbox` (in the
+client's dialect); `session.update` is session_update.py's, client items
+client_items.py's, truncation truncation.py's, media track audio media_input.py's.
 Dependencies run one way: session -> turns and session -> responses (neither imports the
 other; what both speak of is in handoff.py) -> conversation / LLM / sink.
 """
 
 from __future__ import annotations
 
-import base64
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
-from app.audio import encode_audio, pcm16_to_float, resample
 from app.llm import LLMBackend
-from app.llm.tool_calls import call_text
 from app.models.components import Components
 from app.protocol import events
-from app.protocol.dialect import (
-    GA,
-    flat_session_update,
-    ga_named,
-    ga_session_update,
-    session_to_ga,
-)
-from app.protocol.errors import ProtocolError
-from app.protocol.parsing import parse_client_event
-from app.protocol.schemas import (
+from app.protocol.client_events import (
     AudioAppend,
     AudioClear,
     AudioCommit,
-    ConversationItem,
-    FunctionCallItem,
-    FunctionCallOutputItem,
     ItemCreate,
     ItemDelete,
     ItemRetrieve,
@@ -48,6 +35,9 @@ from app.protocol.schemas import (
     ResponseCreate,
     SessionUpdate,
 )
+from app.protocol.dialect import GA
+from app.protocol.errors import ProtocolError
+from app.protocol.parsing import parse_client_event
 from app.protocol.server_events import (
     Error,
     InputAudioCleared,
@@ -59,19 +49,18 @@ from app.protocol.server_events import (
     SessionUpdated,
 )
 from app.realtime.chosen_models import ChosenModels
-from app.realtime.conversation import (
-    MESSAGE_OVERHEAD_TOKENS,
-    Conversation,
-    ConversationLimits,
-    Item,
-    item_tokens,
-)
+from app.realtime.client_dialect import ClientDialect
+from app.realtime.client_items import check_fits, echoed, item_from_client
+from app.realtime.conversation import Conversation, ConversationLimits
 from app.realtime.history_summary import HistorySummary
+from app.realtime.media_input import track_audio
 from app.realtime.outbox import Outbox
 from app.realtime.responses.playback import Playback
 from app.realtime.responses.responses import Responses
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome
 from app.realtime.session_config import SessionConfig
+from app.realtime.session_update import apply_update
+from app.realtime.truncation import truncate
 from app.realtime.turns.coordinator import TurnCoordinator
 from app.realtime.turns.echo import EchoReference
 from app.realtime.turns.idle import IdleTimer
@@ -79,8 +68,6 @@ from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.turn import TurnPolicy
 
 log = logging.getLogger("r1voice.session")
-
-PCM_RATE = 24_000  # media tracks' audio comes in at the protocol's rate
 
 
 class Session:
@@ -102,10 +89,8 @@ class Session:
         settings = components.settings
         self.id = events.new_id("sess")
         self.started_at = self.last_event_at = time.monotonic()  # for idle and max age
-        self.outbox = Outbox(
-            dialect or GA, extensions=extensions
-        )  # GA unless the handshake asked for beta
-        self._dialect_fixed = dialect is not None  # told by the handshake
+        self.outbox = Outbox(dialect or GA, extensions=extensions)
+        self.dialect = ClientDialect(self.outbox, fixed=dialect is not None)
         self.models = ChosenModels(components, meter_llm)  # the server's to begin with
         self.config = SessionConfig.default(settings, self.models.llm.model)
         self.models.asr.language = self.config.transcription_language  # the server's default
@@ -151,11 +136,7 @@ class Session:
         )
 
     def session_object(self) -> dict[str, Any]:
-        wire = self.config.to_wire(self.id)
-        if self.outbox.dialect == GA:
-            return session_to_ga(wire)
-        # beta's schema allows only OpenAI's model names there: ours is left out, not faked
-        return {key: value for key, value in wire.items() if key != "model"}
+        return self.dialect.session_object(self.config.to_wire(self.id))
 
     @property
     def idle(self) -> bool:
@@ -199,35 +180,23 @@ class Session:
         self.last_event_at = time.monotonic() if arrived_at is None else arrived_at
         flat = raw
         try:
-            flat = self._normalize(raw)
+            flat = self.dialect.flat(raw)
             event = parse_client_event(flat)
             event_id = event.event_id
             await self._dispatch(event, self.last_event_at)
         except ProtocolError as exc:
-            if flat is not raw:  # a GA session.update: its fields as the client named them
-                exc = ga_named(exc)
+            exc = self.dialect.refusal(exc, raw, flat)
             event_id = event_id or exc.event_id  # refused before it parsed: still echoed
             self.outbox.emit(_refusal(exc, event_id))
         except Exception as exc:  # a bug of ours must not end the conversation
             log.exception("failed to handle a client event")
             message = f"the server failed to handle this event ({type(exc).__name__}); the session goes on"
-            self.outbox.emit(
-                Error(
-                    code="server_error",
-                    message=message,
-                    client_event_id=event_id,
-                    kind="server_error",
-                )
-            )
+            self.outbox.emit(_our_failure(message, event_id))
 
     async def append_pcm(self, pcm: bytes, arrived_at: float | None = None) -> None:
         """Microphone audio from a media track (WebRTC): PCM16 mono at 24 kHz, taken in as
         an `input_audio_buffer.append` in the session's input format would be."""
-        fmt = self.config.input_format
-        if (fmt.type, fmt.rate) != ("audio/pcm", PCM_RATE):  # the client asked for another
-            samples = resample(pcm16_to_float(pcm), PCM_RATE, fmt.rate)
-            pcm = encode_audio(samples, fmt.type)
-        audio = base64.b64encode(pcm).decode("ascii")
+        audio = track_audio(pcm, self.config.input_format)
         self.last_event_at = time.monotonic() if arrived_at is None else arrived_at
         try:
             await self.turns.append(audio, self.last_event_at)
@@ -236,16 +205,7 @@ class Session:
         except Exception as exc:  # a bug of ours must not end the conversation
             log.exception("failed to take in a media track's audio")
             message = f"the server failed to take in the microphone's audio ({type(exc).__name__})"
-            self.outbox.emit(Error(code="server_error", message=message, kind="server_error"))
-
-    def _normalize(self, raw: str | bytes) -> str | bytes:
-        """GA `session.update` -> the flat shape we validate (and switch to GA)."""
-        update = ga_session_update(raw)
-        if update is None:
-            return raw
-        if not self._dialect_fixed:
-            self.outbox.dialect = GA
-        return flat_session_update(update)
+            self.outbox.emit(_our_failure(message, None))
 
     async def _dispatch(self, event: Any, arrived_at: float) -> None:
         if isinstance(event, AudioAppend):
@@ -278,25 +238,8 @@ class Session:
         """Apply the whole update, or none of it: one reply either way (`session.updated`,
         or one `error` naming the field), as OpenAI's server gives, so a client waiting
         for the reply to its event never reads another event's."""
-        if event.refused:
-            raise _one_refusal(event.refused)
-        models, before = self.models, self.config.snapshot()
-        refused = self.config.apply(
-            event.session,
-            self._voices,
-            models.transcriber_names(),
-            models.llm_names(),
-            models.transcriber_languages,
-        )
-        if not refused:
-            refused = await models.switch(self.config)
-            if refused:  # a model that would not load: back to the models it had
-                self.config.restore(before)
-                await models.switch(self.config)
-        if refused:
-            self.config.restore(before)
-            raise _one_refusal(refused)
-        self.responses.use_llm(models.llm)  # from the next answer on
+        await apply_update(event, self.config, self.models, self._voices)
+        self.responses.use_llm(self.models.llm)  # from the next answer on
         cfg = self.config
         await self.turns.reconfigure(
             cfg.input_format,
@@ -323,89 +266,16 @@ class Session:
             await active.cancel("client_cancelled")
 
     async def _create_item(self, event: ItemCreate) -> None:
-        given = event.item
-        item_id = given.id or events.new_id("item")
-        if isinstance(given, FunctionCallItem):
-            text = call_text(given.name, given.arguments)
-            call = (given.call_id, given.name, given.arguments)
-            item = Item(id=item_id, role="assistant", text=text, kind="function_call", call=call)
-        elif isinstance(given, FunctionCallOutputItem):
-            item = Item(
-                id=item_id,
-                role="tool",
-                text=given.output,
-                kind="function_call_output",
-                call_id=given.call_id,
-            )
-        else:
-            if any(p.type in ("input_audio", "audio") and p.audio for p in given.content):
-                raise ProtocolError(
-                    "unsupported_content",
-                    "audio content in conversation.item.create is not supported; stream it with "
-                    "input_audio_buffer.append instead",
-                    param="item.content",
-                )
-            texts = [p.text or p.transcript or "" for p in given.content]
-            item = Item(id=item_id, role=given.role, text=" ".join(texts).strip())
+        item = item_from_client(event)
         self.conversation.check_room(len(item.text or ""))
-        await self._check_fits(item)
+        await check_fits(item, self.models.llm)
         previous = self.conversation.add(item, after=event.previous_item_id)
         if item.role == "user":  # typed words: the user is not idle
             self.turns.idle_timer.user_spoke()
-        wire_item = item.to_wire()
-        if isinstance(given, ConversationItem):  # echo the parts as the client sent them
-            content = [p.model_dump(exclude_none=True) for p in given.content]
-            wire_item = events.message_item(item.id, item.role, "completed", content)
-        self.outbox.emit(ItemCreated(previous_item_id=previous, item=wire_item))
-
-    async def _check_fits(self, item: Item) -> None:
-        """Refuse an item no answer could ever be generated from: alone it fills the
-        model's whole context (the history would keep it, and every later turn would
-        fail until the client deleted it)."""
-        llm = self.models.llm
-        tokens = await item_tokens(item, llm.count_tokens)
-        if tokens + MESSAGE_OVERHEAD_TOKENS >= llm.context_length:
-            raise ProtocolError(
-                "context_length_exceeded",
-                f"the item has {tokens} tokens, more than the model's whole context "
-                f"({llm.context_length} tokens): shorten the item or split it",
-                param="item",
-            )
+        self.outbox.emit(ItemCreated(previous_item_id=previous, item=echoed(event, item)))
 
     async def _truncate_item(self, event: ItemTruncate) -> None:
-        """Keep only the audio the client played; an answer still being generated stops
-        first (the client stopped playing it), so what it says next is not kept either."""
-        response = self.responses.recent(event.item_id)
-        if response is not None and response.item not in self.conversation.items:
-            # Gone already: a continued turn deleted the answer to its first half (told
-            # with conversation.item.deleted) just as the client truncates it on barge-in.
-            # Nothing of it is kept, which is what the truncate asks: confirm it.
-            self._truncated(event)
-            return
-        item = self.conversation.get(event.item_id)
-        if item.role != "assistant" or response is None or not response.spec.audio:
-            raise ProtocolError(
-                "invalid_item", f"item '{item.id}' is not an assistant audio item", param="item_id"
-            )
-        if event.audio_end_ms > response.audio_ms + 1:
-            raise ProtocolError(
-                "invalid_value",
-                f"audio_end_ms {event.audio_end_ms} is past the item's audio ({response.audio_ms:.0f} ms)",
-                param="audio_end_ms",
-            )
-        if response.paused and not response.done:
-            # Clients truncate on speech_started; here that speech only paused the answer,
-            # and its words decide: a resume sends the rest again (the item ends whole),
-            # an interruption cuts it at what was heard, as the truncate asks.
-            response.truncate_paused(event.audio_end_ms)
-            self._truncated(event)
-            return
-        if not response.done:
-            await response.cancel("client_cancelled")
-        item.text = response.text_played(event.audio_end_ms)
-        self._truncated(event)
-
-    def _truncated(self, event: ItemTruncate) -> None:
+        await truncate(event, self.responses, self.conversation)
         self.outbox.emit(
             ItemTruncated(
                 item_id=event.item_id,
@@ -419,11 +289,8 @@ def _refusal(exc: ProtocolError, event_id: str | None) -> Error:
     return Error(code=exc.code, message=exc.message, param=exc.param, client_event_id=event_id)
 
 
-def _one_refusal(refused: list[ProtocolError]) -> ProtocolError:
-    """The first refusal, naming the others' fields too (a client fixes them at once)."""
-    first = refused[0]
-    others = [e.param or e.code for e in refused[1:]]
-    if not others:
-        return first
-    also = f" (also refused: {', '.join(others)})"
-    return ProtocolError(first.code, first.message + also, param=first.param)
+def _our_failure(message: str, event_id: str | None) -> Error:
+    """A bug of ours, reported; the session goes on."""
+    return Error(
+        code="server_error", message=message, client_event_id=event_id, kind="server_error"
+    )

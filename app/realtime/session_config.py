@@ -10,7 +10,7 @@ from typing import Any
 
 from app.models.languages import WHISPER_LANGUAGES, language_error, normalize
 from app.protocol.errors import ProtocolError
-from app.protocol.schemas import (
+from app.protocol.session_schema import (
     BETA_FORMATS,
     DEFAULT_FALSE_INTERRUPTION_TIMEOUT_S,
     DEFAULT_HISTORY,

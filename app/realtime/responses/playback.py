@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from app.protocol.schemas import AudioFormat
+from app.protocol.session_schema import AudioFormat
 from app.realtime.handoff import EventSink
 
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 from app.llm import GenerationParams, LLMBackend
 from app.llm.tool_calls import ToolSpec
+from app.protocol.client_events import ResponseOptions
 from app.protocol.errors import ProtocolError
-from app.protocol.schemas import ResponseOptions
 from app.realtime.handoff import TurnTiming
 from app.realtime.responses.response import Response
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.audio import encode_audio
-from app.protocol.schemas import AudioFormat
+from app.protocol.session_schema import AudioFormat
 from app.realtime.responses.playback import Playout
 from app.text_units import join, units
 

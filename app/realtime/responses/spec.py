@@ -10,7 +10,7 @@ import numpy as np
 
 from app.llm import GenerationParams, LLMBackend
 from app.llm.tool_calls import ToolSpec
-from app.protocol.schemas import AudioFormat
+from app.protocol.session_schema import AudioFormat
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink
 from app.realtime.responses.playback import Playback

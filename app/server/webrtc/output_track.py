@@ -38,12 +38,12 @@ from aiortc.mediastreams import MediaStreamError
 from av import Packet
 
 from app.audio import decode_audio, float_to_pcm16, resample
-from app.protocol.schemas import AudioFormat
 from app.protocol.server_events import (
     OutputAudioCleared,
     OutputAudioStarted,
     OutputAudioStopped,
 )
+from app.protocol.session_schema import AudioFormat
 from app.realtime.handoff import EventSink
 from app.server.webrtc.opus_packets import RTP_RATE, OpusPackets
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from app.models.languages import simplified
-from app.protocol.schemas import SEMANTIC_MAX_WAIT_MS
+from app.protocol.session_schema import SEMANTIC_MAX_WAIT_MS
 from bench.voice.stats import word_errors
 from tests.conftest import (
     REALTIME_RATE,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.protocol.schemas import SEMANTIC_MAX_WAIT_MS
+from app.protocol.session_schema import SEMANTIC_MAX_WAIT_MS
 from app.realtime.session_config import SessionConfig
 from app.settings import Settings
 

@@ -10,10 +10,11 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from app.llm import ChatMessage, GenerationParams, LLMBackendError, LLMDelta
-from app.protocol.schemas import AudioFormat
+from app.protocol.session_schema import AudioFormat
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import TurnTiming
-from app.realtime.responses.response import Response, idle_note
+from app.realtime.responses.generation import idle_note
+from app.realtime.responses.response import Response
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec
 from tests.fakes import ScriptedLLM, ScriptedVoices
 

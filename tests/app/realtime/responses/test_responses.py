@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from app.protocol.client_events import ResponseOptions
 from app.protocol.errors import ProtocolError
-from app.protocol.schemas import ResponseOptions
 from app.realtime.conversation import Conversation, Item
 from app.realtime.responses.responses import Responses
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome

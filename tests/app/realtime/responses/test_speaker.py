@@ -7,7 +7,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from app.protocol.schemas import AudioFormat
+from app.protocol.session_schema import AudioFormat
 from app.realtime.responses.speaker import Speaker
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from app.audio import float_to_pcm16
-from app.protocol.schemas import AudioFormat
+from app.protocol.session_schema import AudioFormat
 from app.server.webrtc.output_track import FRAME_BYTES, FRAME_MS, OutputTrack
 
 PCM = AudioFormat(type="audio/pcm", rate=24_000)
