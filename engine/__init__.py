@@ -26,7 +26,8 @@ ties them together (AsyncLLM runs it on its own thread). Around the core:
 The core imports these folders, and none of them imports the core's engine,
 scheduler or runner. This module is the engine's one front door: app/ and bench/ import
 from `engine` only (tests/test_layers.py holds them to it), so what they use is listed
-here: the engine itself, the bundled LLMs' store, the cache paths and thread naming.
+here: the engine itself, the bundled LLMs' store, the cache paths and thread naming, and
+for the benchmarks the kernels, the quantized weights and perplexity.
 """
 
 from engine.async_llm import AsyncLLM
@@ -39,16 +40,23 @@ from engine.errors import (
     ModelLoadError,
     ModelNotFoundError,
 )
+from engine.kernels.cpu_kernels import CpuKernels
+from engine.layers.quantization import dequantize_int4, quantize_int4
 from engine.llm import LLM
 from engine.loading.model_loader import prepare_bundled_llm
 from engine.loading.model_store import (
     BUNDLED_LLMS,
     COMPLETE_MARKER,
     DEFAULT_LLM,
+    bundled_gguf_path,
+    bundled_llm_dir,
     gguf_source,
+    is_complete,
     resolve_model,
     transformers_kwargs,
 )
+from engine.loading.quantized_model import QuantCache, weight_bytes
+from engine.loading.scoring import perplexity
 from engine.outputs import EngineStats, RequestOutput, RequestTimes, StreamDelta
 from engine.paths import cache_root, package_dir
 from engine.sampling_params import SamplingParams
@@ -61,6 +69,7 @@ __all__ = [
     "LLM",
     "AsyncLLM",
     "ConfigError",
+    "CpuKernels",
     "EngineBusyError",
     "EngineConfig",
     "EngineError",
@@ -68,16 +77,24 @@ __all__ = [
     "InvalidRequestError",
     "ModelLoadError",
     "ModelNotFoundError",
+    "QuantCache",
     "RequestOutput",
     "RequestTimes",
     "SamplingParams",
     "StreamDelta",
+    "bundled_gguf_path",
+    "bundled_llm_dir",
     "cache_root",
+    "dequantize_int4",
     "gguf_source",
+    "is_complete",
     "os_thread_named",
     "package_dir",
+    "perplexity",
     "prepare_bundled_llm",
+    "quantize_int4",
     "resolve_model",
     "set_os_thread_name",
     "transformers_kwargs",
+    "weight_bytes",
 ]

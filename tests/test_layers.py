@@ -77,7 +77,7 @@ def test_the_checks_see_every_kind_of_import() -> None:
     assert not reaches_past_front_door("engineer.x", submodules)
 
 
-@pytest.mark.parametrize("folder", ["app"])
+@pytest.mark.parametrize("folder", ["app", "bench"])
 def test_app_and_bench_use_only_the_engines_front_door(folder: str) -> None:
     submodules = engine_submodules()
     found = offenders((folder,), lambda name: reaches_past_front_door(name, submodules))

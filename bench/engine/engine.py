@@ -111,9 +111,8 @@ def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any
     from bench.engine.streams import best_round, engine_prefill, engine_single, engine_streams
     from bench.kit.machine import describe
     from bench.kit.peer_process import PeerProcess, PeerProcessCrashed
-    from engine import AsyncLLM, SamplingParams
-    from engine.kernels.cpu_kernels import CpuKernels
-    from engine.loading import quantized_model
+    from engine import AsyncLLM, CpuKernels, SamplingParams
+    from engine import weight_bytes as model_weight_bytes
 
     if args.num_threads:
         torch.set_num_threads(args.num_threads)
@@ -219,7 +218,7 @@ def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any
     engine["concurrent"] = asyncio.run(engine_streams(llm, batch, params))
     if hf is not None:
         baseline["static_batch"] = hf.static_batch(batch, max_tokens)
-    weight_bytes = quantized_model.weight_bytes(llm.engine.model)
+    weight_bytes = model_weight_bytes(llm.engine.model)
     latency = None
     if not args.skip_latency:
         long_tokens = args.long_tokens or (600 if quick else 1800)

@@ -57,7 +57,7 @@ def measure(gguf_path: Path) -> dict[str, Any]:
     from gguf import GGUFReader
     from gguf.quants import Q4_K
 
-    from engine.layers.quantization import dequantize_int4, quantize_int4
+    from engine import dequantize_int4, quantize_int4
 
     reader = GGUFReader(str(gguf_path))
     rows: dict[str, Any] = {}

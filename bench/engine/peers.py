@@ -41,7 +41,7 @@ def gguf_path(model: str) -> Path | None:
     if model.endswith(".gguf"):
         return Path(model)
     try:
-        from engine.loading.model_store import bundled_gguf_path
+        from engine import bundled_gguf_path
 
         return bundled_gguf_path(model)
     except Exception:  # not a bundled model: a Hugging Face directory has no GGUF peer
@@ -151,8 +151,7 @@ class EnginePeer:
     def __init__(self, cpu_kernels: bool, threads: int, **engine_kwargs: Any) -> None:
         import torch
 
-        from engine import AsyncLLM
-        from engine.kernels.cpu_kernels import CpuKernels
+        from engine import AsyncLLM, CpuKernels
 
         torch.set_num_threads(threads)
         CpuKernels.enabled = cpu_kernels

@@ -76,10 +76,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from bench.engine.transformers_peer import TransformersPeer
-    from engine import LLM, SamplingParams
-    from engine.loading.model_store import BUNDLED_LLMS, bundled_gguf_path, resolve_model
-    from engine.loading.quantized_model import QuantCache, weight_bytes
-    from engine.loading.scoring import perplexity
+    from engine import (
+        BUNDLED_LLMS,
+        LLM,
+        QuantCache,
+        SamplingParams,
+        bundled_gguf_path,
+        perplexity,
+        resolve_model,
+        weight_bytes,
+    )
 
     if args.num_threads:
         torch.set_num_threads(args.num_threads)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 def choose_models(names: str | None) -> list[str]:
     """The named bundled LLMs (each must be prepared), else every prepared one."""
-    from engine.loading.model_store import BUNDLED_LLMS, bundled_llm_dir, is_complete
+    from engine import BUNDLED_LLMS, bundled_llm_dir, is_complete
 
     prepared = [n for n in BUNDLED_LLMS if is_complete(bundled_llm_dir(n))]
     if not names:
