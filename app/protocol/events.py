@@ -2,19 +2,14 @@
 usage) and their ids, made in one place so each has one shape whoever sends it (beta
 names; an event's `to_wire` renames for GA).
 
-The events themselves are the classes in server_events/. The builders at the end return
-those classes for code that still names events by their wire type; new code constructs
-the classes.
+The events themselves are the classes in server_events/.
 """
 
 from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Callable
 from typing import Any
-
-from app.protocol import server_events as se
 
 
 def new_id(prefix: str) -> str:
@@ -106,72 +101,3 @@ def response_usage(
         },
         "output_token_details": {"text_tokens": completion_tokens, "audio_tokens": 0},
     }
-
-
-# -- builders that name events by wire type (the turn coordinator's; prefer the classes) --
-
-
-def event(event_type: str, **fields: Any) -> se.ServerEvent:
-    """The event class of `event_type` (its beta name), made from its wire fields."""
-    try:
-        cls = se.EVENT_TYPES[event_type]
-    except KeyError:
-        raise ValueError(f"no server event is called '{event_type}'") from None
-    return cls(**fields)
-
-
-def error(
-    code: str,
-    message: str,
-    *,
-    param: str | None = None,
-    event_id: str | None = None,
-    kind: str = "invalid_request_error",
-) -> se.Error:
-    return se.Error(code=code, message=message, param=param, client_event_id=event_id, kind=kind)
-
-
-def item_created(previous_item_id: str | None, item: dict[str, Any]) -> se.ItemCreated:
-    return se.ItemCreated(previous_item_id=previous_item_id, item=item)
-
-
-def speech_edge(edge: str, sample: int, item_id: str, rate: int = 16_000) -> se.ServerEvent:
-    """`input_audio_buffer.speech_started`/`_stopped` at a 16 kHz stream position."""
-    ms = sample * 1000 // rate
-    if edge == "started":
-        return se.SpeechStarted(item_id=item_id, audio_start_ms=ms)
-    return se.SpeechStopped(item_id=item_id, audio_end_ms=ms)
-
-
-def item_deleted(item_id: str) -> se.ItemDeleted:
-    return se.ItemDeleted(item_id=item_id)
-
-
-def rate_limits(context_tokens: int, remaining_tokens: int) -> se.RateLimitsUpdated:
-    return se.RateLimitsUpdated(context_tokens=context_tokens, remaining_tokens=remaining_tokens)
-
-
-def transcription(kind: str, item_id: str, **fields: Any) -> se.ServerEvent:
-    """`conversation.item.input_audio_transcription.<kind>` for content part 0."""
-    kinds: dict[str, Callable[..., se.ServerEvent]] = {
-        "delta": se.TranscriptionDelta,
-        "completed": se.TranscriptionCompleted,
-        "failed": se.TranscriptionFailed,
-    }
-    return kinds[kind](item_id=item_id, **fields)
-
-
-def turn_metrics(
-    response_id: str,
-    stage_seconds: dict[str, float | None],
-    audio_ms: float,
-    status: str,
-    language: str | None = None,
-) -> se.TurnMetrics:
-    return se.TurnMetrics(
-        response_id=response_id,
-        stage_seconds=stage_seconds,
-        audio_ms=audio_ms,
-        status=status,
-        language=language,
-    )

@@ -1,4 +1,5 @@
-"""Every server event the server sends, built as its call sites build it, with fixed ids.
+"""Every server event the server sends, with its fields as the call sites fill them and
+fixed ids.
 
 The golden wire test (test_wire_golden.py) serialises these through the Outbox in both
 dialects and compares with the JSON recorded before server events became types, so a
@@ -11,9 +12,48 @@ from typing import Any
 
 from app.protocol import events
 from app.protocol.dialect import session_to_ga
+from app.protocol.server_events import (
+    AudioDelta,
+    AudioDone,
+    AudioTranscriptDelta,
+    AudioTranscriptDone,
+    ContentPartAdded,
+    ContentPartDone,
+    Error,
+    FunctionCallArgumentsDelta,
+    FunctionCallArgumentsDone,
+    InputAudioCleared,
+    InputAudioCommitted,
+    InputAudioTimeoutTriggered,
+    Interruption,
+    ItemCreated,
+    ItemDeleted,
+    ItemDone,
+    ItemRetrieved,
+    ItemTruncated,
+    OutputAudioCleared,
+    OutputAudioStarted,
+    OutputAudioStopped,
+    OutputItemAdded,
+    OutputItemDone,
+    RateLimitsUpdated,
+    ReasoningDelta,
+    ReasoningDone,
+    ResponseCreated,
+    ResponseDone,
+    SessionCreated,
+    SessionUpdated,
+    SpeechStarted,
+    SpeechStopped,
+    TextDelta,
+    TextDone,
+    TranscriptionCompleted,
+    TranscriptionDelta,
+    TranscriptionFailed,
+    TurnMetrics,
+)
 
 RESP, ITEM, USER, CALL = "resp_golden", "item_golden", "item_user", "call_golden"
-AUDIO_AT = {"item_id": ITEM, "output_index": 0, "content_index": 0}
 
 
 # A session object as SessionConfig.to_wire gives it (fixed here, so that a changed
@@ -99,52 +139,59 @@ def cases(ga: bool) -> list[tuple[str, Any]]:
     sess = session_object(ga)
     return [
         # session.py
-        ("session.created", events.event("session.created", session=sess)),
-        ("session.updated", events.event("session.updated", session=sess)),
-        ("error", events.error("invalid_value", "bad", param="session.voice", event_id="evt_c")),
-        ("error.server", events.error("server_error", "oops", kind="server_error")),
-        ("error.oversized", events.error("message_too_large", "too big")),
-        ("input_audio_buffer.cleared", events.event("input_audio_buffer.cleared")),
-        ("conversation.item.deleted", events.item_deleted(USER)),
+        ("session.created", SessionCreated(session=sess)),
+        ("session.updated", SessionUpdated(session=sess)),
+        (
+            "error",
+            Error(
+                code="invalid_value", message="bad", param="session.voice", client_event_id="evt_c"
+            ),
+        ),
+        ("error.server", Error(code="server_error", message="oops", kind="server_error")),
+        ("error.oversized", Error(code="message_too_large", message="too big")),
+        ("input_audio_buffer.cleared", InputAudioCleared()),
+        ("conversation.item.deleted", ItemDeleted(item_id=USER)),
         (
             "conversation.item.retrieved",
-            events.event("conversation.item.retrieved", item=text_done),
+            ItemRetrieved(item=text_done),
         ),
         (
             "conversation.item.retrieved.user",
-            events.event("conversation.item.retrieved", item=user_text),
+            ItemRetrieved(item=user_text),
         ),
-        ("conversation.item.created.user_text", events.item_created(None, user_text)),
-        ("conversation.item.created.call_output", events.item_created(ITEM, call_output)),
+        ("conversation.item.created.user_text", ItemCreated(previous_item_id=None, item=user_text)),
+        (
+            "conversation.item.created.call_output",
+            ItemCreated(previous_item_id=ITEM, item=call_output),
+        ),
         (
             "conversation.item.truncated",
-            events.event(
-                "conversation.item.truncated", item_id=ITEM, content_index=0, audio_end_ms=1500
-            ),
+            ItemTruncated(item_id=ITEM, content_index=0, audio_end_ms=1500),
         ),
         # turns/
-        ("speech_started", events.speech_edge("started", 16_000, USER)),
-        ("speech_stopped", events.speech_edge("stopped", 48_000, USER)),
+        ("speech_started", SpeechStarted(item_id=USER, audio_start_ms=1000)),
+        ("speech_stopped", SpeechStopped(item_id=USER, audio_end_ms=3000)),
         (
             "input_audio_buffer.committed",
-            events.event("input_audio_buffer.committed", previous_item_id=ITEM, item_id=USER),
+            InputAudioCommitted(previous_item_id=ITEM, item_id=USER),
         ),
-        ("conversation.item.created.user_audio", events.item_created(ITEM, user_audio)),
+        (
+            "conversation.item.created.user_audio",
+            ItemCreated(previous_item_id=ITEM, item=user_audio),
+        ),
         (
             "input_audio_buffer.timeout_triggered",
-            events.event(
-                "input_audio_buffer.timeout_triggered",
+            InputAudioTimeoutTriggered(
                 audio_start_ms=1000,
                 audio_end_ms=6000,
                 item_id=USER,
             ),
         ),
-        ("transcription.delta", events.transcription("delta", USER, delta="hel")),
+        ("transcription.delta", TranscriptionDelta(item_id=USER, delta="hel")),
         (
             "transcription.completed",
-            events.transcription(
-                "completed",
-                USER,
+            TranscriptionCompleted(
+                item_id=USER,
                 transcript="hello",
                 usage={"type": "duration", "seconds": 1.25},
                 language="en",
@@ -152,31 +199,29 @@ def cases(ga: bool) -> list[tuple[str, Any]]:
         ),
         (
             "transcription.completed.nudge",
-            events.transcription(
-                "completed", USER, transcript="", usage={"type": "duration", "seconds": 5.0}
+            TranscriptionCompleted(
+                item_id=USER, transcript="", usage={"type": "duration", "seconds": 5.0}
             ),
         ),
         (
             "transcription.failed",
-            events.transcription(
-                "failed",
-                USER,
+            TranscriptionFailed(
+                item_id=USER,
                 error={"type": "server_error", "code": "asr_failed", "message": "x"},
             ),
         ),
         (
             "r1voice.interruption",
-            events.event("r1voice.interruption", item_id=ITEM, verdict="backchannel"),
+            Interruption(item_id=ITEM, verdict="backchannel"),
         ),
         # responses/response.py
         (
             "response.created",
-            events.event("response.created", response=_response("in_progress", [])),
+            ResponseCreated(response=_response("in_progress", [])),
         ),
         (
             "response.output_item.added",
-            events.event(
-                "response.output_item.added",
+            OutputItemAdded(
                 response_id=RESP,
                 output_index=0,
                 item=_assistant("in_progress", True, ""),
@@ -184,13 +229,12 @@ def cases(ga: bool) -> list[tuple[str, Any]]:
         ),
         (
             "conversation.item.created.assistant",
-            events.item_created(USER, _assistant("in_progress", True, "")),
+            ItemCreated(previous_item_id=USER, item=_assistant("in_progress", True, "")),
         ),
-        ("rate_limits.updated", events.rate_limits(8192, 7000)),
+        ("rate_limits.updated", RateLimitsUpdated(context_tokens=8192, remaining_tokens=7000)),
         (
             "response.content_part.added",
-            events.event(
-                "response.content_part.added",
+            ContentPartAdded(
                 response_id=RESP,
                 item_id=ITEM,
                 output_index=0,
@@ -200,16 +244,15 @@ def cases(ga: bool) -> list[tuple[str, Any]]:
         ),
         (
             "r1voice.reasoning.delta",
-            events.event("r1voice.reasoning.delta", response_id=RESP, item_id=ITEM, delta="hmm"),
+            ReasoningDelta(response_id=RESP, item_id=ITEM, delta="hmm"),
         ),
         (
             "r1voice.reasoning.done",
-            events.event("r1voice.reasoning.done", response_id=RESP, item_id=ITEM, cut=True),
+            ReasoningDone(response_id=RESP, item_id=ITEM, cut=True),
         ),
         (
             "response.audio_transcript.delta",
-            events.event(
-                "response.audio_transcript.delta",
+            AudioTranscriptDelta(
                 response_id=RESP,
                 item_id=ITEM,
                 output_index=0,
@@ -219,8 +262,7 @@ def cases(ga: bool) -> list[tuple[str, Any]]:
         ),
         (
             "response.text.delta",
-            events.event(
-                "response.text.delta",
+            TextDelta(
                 response_id=RESP,
                 item_id=ITEM,
                 output_index=0,
@@ -230,57 +272,63 @@ def cases(ga: bool) -> list[tuple[str, Any]]:
         ),
         (
             "response.audio.delta",
-            events.event(
-                "response.audio.delta",
+            AudioDelta(
                 response_id=RESP,
                 delta=events.encode_base64(b"\x00\x01\x02\x03"),
-                **AUDIO_AT,
+                item_id=ITEM,
+                output_index=0,
+                content_index=0,
             ),
         ),
-        ("response.audio.done", events.event("response.audio.done", response_id=RESP, **AUDIO_AT)),
+        (
+            "response.audio.done",
+            AudioDone(response_id=RESP, item_id=ITEM, output_index=0, content_index=0),
+        ),
         (
             "response.audio_transcript.done",
-            events.event(
-                "response.audio_transcript.done",
+            AudioTranscriptDone(
                 response_id=RESP,
                 transcript="It is blue.",
-                **AUDIO_AT,
+                item_id=ITEM,
+                output_index=0,
+                content_index=0,
             ),
         ),
         (
             "response.text.done",
-            events.event("response.text.done", response_id=RESP, text="It is blue.", **AUDIO_AT),
+            TextDone(
+                response_id=RESP, text="It is blue.", item_id=ITEM, output_index=0, content_index=0
+            ),
         ),
         (
             "response.content_part.done",
-            events.event(
-                "response.content_part.done",
+            ContentPartDone(
                 response_id=RESP,
                 part=events.assistant_part(True, "It is blue."),
-                **AUDIO_AT,
+                item_id=ITEM,
+                output_index=0,
+                content_index=0,
             ),
         ),
         (
             "response.content_part.done.text",
-            events.event(
-                "response.content_part.done",
+            ContentPartDone(
                 response_id=RESP,
                 part=events.assistant_part(False, "It is blue."),
-                **AUDIO_AT,
+                item_id=ITEM,
+                output_index=0,
+                content_index=0,
             ),
         ),
         (
             "response.output_item.done",
-            events.event(
-                "response.output_item.done", response_id=RESP, output_index=0, item=audio_done
-            ),
+            OutputItemDone(response_id=RESP, output_index=0, item=audio_done),
         ),
-        ("conversation.item.done", events.event("conversation.item.done", item=audio_done)),
-        ("conversation.item.done.text", events.event("conversation.item.done", item=text_done)),
+        ("conversation.item.done", ItemDone(item=audio_done)),
+        ("conversation.item.done.text", ItemDone(item=text_done)),
         (
             "response.done",
-            events.event(
-                "response.done",
+            ResponseDone(
                 response=_response(
                     "completed", [audio_done, _function_call("completed", "{}")], usage=usage
                 ),
@@ -288,8 +336,7 @@ def cases(ga: bool) -> list[tuple[str, Any]]:
         ),
         (
             "response.done.cancelled",
-            events.event(
-                "response.done",
+            ResponseDone(
                 response=_response(
                     "cancelled",
                     [_assistant("incomplete", False, "It")],
@@ -299,8 +346,7 @@ def cases(ga: bool) -> list[tuple[str, Any]]:
         ),
         (
             "response.done.failed",
-            events.event(
-                "response.done",
+            ResponseDone(
                 response=_response(
                     "failed",
                     [text_done],
@@ -313,24 +359,23 @@ def cases(ga: bool) -> list[tuple[str, Any]]:
         ),
         (
             "r1voice.turn.metrics",
-            events.turn_metrics(
-                RESP,
-                {
+            TurnMetrics(
+                response_id=RESP,
+                stage_seconds={
                     "transcript": 0.1,
                     "first_token": 0.25,
                     "first_clause": None,
                     "first_audio": 0.51234,
                 },
-                1234.56,
-                "completed",
-                "en",
+                audio_ms=1234.56,
+                status="completed",
+                language="en",
             ),
         ),
         # responses/function_calls.py
         (
             "response.output_item.added.function_call",
-            events.event(
-                "response.output_item.added",
+            OutputItemAdded(
                 response_id=RESP,
                 output_index=1,
                 item=_function_call("in_progress", ""),
@@ -338,12 +383,11 @@ def cases(ga: bool) -> list[tuple[str, Any]]:
         ),
         (
             "conversation.item.created.function_call",
-            events.item_created(ITEM, _function_call("in_progress", "")),
+            ItemCreated(previous_item_id=ITEM, item=_function_call("in_progress", "")),
         ),
         (
             "response.function_call_arguments.delta",
-            events.event(
-                "response.function_call_arguments.delta",
+            FunctionCallArgumentsDelta(
                 call_id=CALL,
                 delta='{"city": "Paris"}',
                 response_id=RESP,
@@ -353,8 +397,7 @@ def cases(ga: bool) -> list[tuple[str, Any]]:
         ),
         (
             "response.function_call_arguments.done",
-            events.event(
-                "response.function_call_arguments.done",
+            FunctionCallArgumentsDone(
                 call_id=CALL,
                 name="get_weather",
                 arguments='{"city": "Paris"}',
@@ -365,8 +408,7 @@ def cases(ga: bool) -> list[tuple[str, Any]]:
         ),
         (
             "response.output_item.done.function_call",
-            events.event(
-                "response.output_item.done",
+            OutputItemDone(
                 response_id=RESP,
                 output_index=1,
                 item=_function_call("completed", '{"city": "Paris"}'),
@@ -374,25 +416,31 @@ def cases(ga: bool) -> list[tuple[str, Any]]:
         ),
         (
             "conversation.item.done.function_call",
-            events.event("conversation.item.done", item=_function_call("completed", "{}")),
+            ItemDone(item=_function_call("completed", "{}")),
         ),
-        ("error.tool_call", events.error("invalid_tool_call", "not JSON", kind="server_error")),
+        (
+            "error.tool_call",
+            Error(code="invalid_tool_call", message="not JSON", kind="server_error"),
+        ),
         # history_summary.py
-        ("conversation.item.created.summary", events.item_created(ITEM, system)),
-        ("error.summary", events.error("summary_failed", "failed", kind="server_error")),
+        ("conversation.item.created.summary", ItemCreated(previous_item_id=ITEM, item=system)),
+        ("error.summary", Error(code="summary_failed", message="failed", kind="server_error")),
         # server/webrtc/output_track.py
         (
             "output_audio_buffer.started",
-            events.event("output_audio_buffer.started", response_id=RESP),
+            OutputAudioStarted(response_id=RESP),
         ),
         (
             "output_audio_buffer.stopped",
-            events.event("output_audio_buffer.stopped", response_id=RESP),
+            OutputAudioStopped(response_id=RESP),
         ),
         (
             "output_audio_buffer.cleared",
-            events.event("output_audio_buffer.cleared", response_id=RESP),
+            OutputAudioCleared(response_id=RESP),
         ),
         # server/session_runner.py
-        ("error.expired", events.error("session_expired", "the session reached its maximum age")),
+        (
+            "error.expired",
+            Error(code="session_expired", message="the session reached its maximum age"),
+        ),
     ]

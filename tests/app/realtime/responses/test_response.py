@@ -10,6 +10,26 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from app.llm import ChatMessage, GenerationParams, LLMBackendError, LLMDelta
+from app.protocol.server_events import (
+    AudioDelta,
+    AudioDone,
+    AudioTranscriptDelta,
+    AudioTranscriptDone,
+    ContentPartAdded,
+    ContentPartDone,
+    Error,
+    ItemCreated,
+    ItemDone,
+    OutputItemAdded,
+    OutputItemDone,
+    RateLimitsUpdated,
+    ResponseCreated,
+    ResponseDone,
+    ServerEvent,
+    TextDelta,
+    TextDone,
+    TurnMetrics,
+)
 from app.protocol.session_schema import AudioFormat
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import TurnTiming
@@ -19,10 +39,10 @@ from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseS
 from tests.fakes import ScriptedLLM, ScriptedVoices
 
 COMMON_START = [
-    "response.created",
-    "response.output_item.added",
-    "conversation.item.created",
-    "response.content_part.added",
+    ResponseCreated,
+    OutputItemAdded,
+    ItemCreated,
+    ContentPartAdded,
 ]
 
 
@@ -37,7 +57,7 @@ class Harness:
         idle_ms: int | None = None,
     ) -> None:
         self.llm = llm
-        self.events: list[dict[str, Any]] = []
+        self.events: list[ServerEvent] = []
         self.outcomes: list[ResponseOutcome] = []
         self.conversation = Conversation()
         self.conversation.add(Item(id="user1", role="user", text="What is it?"))
@@ -67,8 +87,8 @@ class Harness:
         self.finished.set()
 
     @property
-    def types(self) -> list[str]:
-        return [e["type"] for e in self.events]
+    def types(self) -> list[type[ServerEvent]]:
+        return [type(e) for e in self.events]
 
 
 async def run_to_end(h: Harness) -> None:
@@ -99,21 +119,21 @@ def test_text_response_events_in_order() -> None:
     asyncio.run(run_to_end(h))
     assert h.types == [
         *COMMON_START,
-        "rate_limits.updated",
-        "response.text.delta",
-        "response.text.delta",
-        "response.text.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "conversation.item.done",
-        "response.done",
-        "r1voice.turn.metrics",
+        RateLimitsUpdated,
+        TextDelta,
+        TextDelta,
+        TextDone,
+        ContentPartDone,
+        OutputItemDone,
+        ItemDone,
+        ResponseDone,
+        TurnMetrics,
     ]
-    assert [e["delta"] for e in h.events if e["type"] == "response.text.delta"] == [
+    assert [e["delta"] for e in h.events if isinstance(e, TextDelta)] == [
         "Hello ",
         "there.",
     ]
-    done = h.events[h.types.index("response.done")]["response"]
+    done = h.events[h.types.index(ResponseDone)]["response"]
     assert done["status"] == "completed"
     assert done["output"][0]["content"] == [{"type": "text", "text": "Hello there."}]
     assert h.events[0]["response"]["usage"] is None  # response.created: nothing counted yet
@@ -133,7 +153,7 @@ def test_text_response_events_in_order() -> None:
         "output_token_details": {"text_tokens": 2, "audio_tokens": 0},
     }
     assert h.events[2]["previous_item_id"] == "user1"
-    (limit,) = h.events[h.types.index("rate_limits.updated")]["rate_limits"]
+    (limit,) = h.events[h.types.index(RateLimitsUpdated)]["rate_limits"]
     prompt_and_reserve = h.llm.context_length - limit["remaining"]
     assert limit["name"] == "tokens" and limit["limit"] == h.llm.context_length
     assert h.response.spec.params.max_tokens < prompt_and_reserve < 200  # the prompt is tiny
@@ -150,22 +170,20 @@ def test_audio_response_speaks_each_clause() -> None:
     asyncio.run(run_to_end(h))
     assert h.types == [
         *COMMON_START,
-        "rate_limits.updated",
-        "response.audio_transcript.delta",
-        "response.audio_transcript.delta",
-        "response.audio.delta",
-        "response.audio.delta",
-        "response.audio.done",
-        "response.audio_transcript.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "conversation.item.done",
-        "response.done",
-        "r1voice.turn.metrics",
+        RateLimitsUpdated,
+        AudioTranscriptDelta,
+        AudioTranscriptDelta,
+        AudioDelta,
+        AudioDelta,
+        AudioDone,
+        AudioTranscriptDone,
+        ContentPartDone,
+        OutputItemDone,
+        ItemDone,
+        ResponseDone,
+        TurnMetrics,
     ]
-    audio = b"".join(
-        base64.b64decode(e["delta"]) for e in h.events if e["type"] == "response.audio.delta"
-    )
+    audio = b"".join(base64.b64decode(e["delta"]) for e in h.events if isinstance(e, AudioDelta))
     assert len(audio) == 2 * int(0.2 * 24_000)  # PCM16 of the one 0.2 s clause
     assert h.voices.spoken == ["Hello there."]
     assert h.response.text_played(h.response.audio_ms) == "Hello there."
@@ -182,12 +200,12 @@ def test_a_tts_failure_leaves_a_text_only_answer() -> None:
     """Bug: a TTS failure failed the whole answer; now its words still arrive."""
     h = Harness(ScriptedLLM(["Hello ", "there."]), audio=True, voices=BrokenVoices())
     asyncio.run(run_to_end(h))
-    (error,) = [e["error"] for e in h.events if e["type"] == "error"]
+    (error,) = [e["error"] for e in h.events if isinstance(e, Error)]
     assert error["code"] == "tts_failed" and "text only" in error["message"]
-    done = h.events[h.types.index("response.done")]["response"]
+    done = h.events[h.types.index(ResponseDone)]["response"]
     assert done["status"] == "completed"
     assert done["output"][0]["content"][0]["transcript"] == "Hello there."
-    assert "response.audio.delta" not in h.types
+    assert AudioDelta not in h.types
     assert h.conversation.items[-1].text == "Hello there."
 
 
@@ -197,19 +215,19 @@ def test_unexpected_failure_is_reported_failed_not_completed() -> None:
     asyncio.run(run_to_end(h))
     assert h.types == [
         *COMMON_START,
-        "rate_limits.updated",
-        "error",
-        "response.text.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "conversation.item.done",
-        "response.done",
-        "r1voice.turn.metrics",
+        RateLimitsUpdated,
+        Error,
+        TextDone,
+        ContentPartDone,
+        OutputItemDone,
+        ItemDone,
+        ResponseDone,
+        TurnMetrics,
     ]
-    error = h.events[h.types.index("error")]["error"]
+    error = h.events[h.types.index(Error)]["error"]
     assert (error["code"], error["type"]) == ("server_error", "server_error")
     assert "boom" in error["message"]
-    done = h.events[h.types.index("response.done")]["response"]
+    done = h.events[h.types.index(ResponseDone)]["response"]
     assert done["status"] == "failed" and done["status_details"]["error"]["code"] == "server_error"
     assert done["output"][0]["status"] == "incomplete"
     assert h.outcomes[0].status == "failed"
@@ -222,10 +240,10 @@ def test_backend_refusal_keeps_its_code() -> None:
     h = Harness(ScriptedLLM(fail=refusal))
     h.response.spec = dataclasses.replace(h.response.spec, event_id="evt_create")
     asyncio.run(run_to_end(h))
-    error = h.events[h.types.index("error")]["error"]
+    error = h.events[h.types.index(Error)]["error"]
     assert (error["code"], error["type"]) == ("context_length_exceeded", "invalid_request_error")
     assert error["event_id"] == "evt_create"
-    assert h.events[h.types.index("response.done")]["response"]["status"] == "failed"
+    assert h.events[h.types.index(ResponseDone)]["response"]["status"] == "failed"
 
 
 def test_cancel_closes_the_llm_request() -> None:
@@ -236,7 +254,7 @@ def test_cancel_closes_the_llm_request() -> None:
 
     h = Harness(ScriptedLLM(hold=asyncio.Event()))
     asyncio.run(main(h))
-    done = h.events[h.types.index("response.done")]["response"]
+    done = h.events[h.types.index(ResponseDone)]["response"]
     assert done["status_details"] == {"type": "cancelled", "reason": "turn_detected"}
     assert done["usage"] is None  # the closed stream never gave its counts
     assert h.llm.running == set()  # the stream was closed, so the engine request aborted
@@ -247,25 +265,25 @@ def test_an_answer_cut_at_max_output_tokens_is_incomplete_and_spoken_whole() -> 
     """Bug: an answer cut by its token limit said `completed` and had no usage."""
     h = Harness(ScriptedLLM(["One, ", "two, ", "three, ", "four."]), audio=True, max_tokens=3)
     asyncio.run(run_to_end(h))
-    done = h.events[h.types.index("response.done")]["response"]
+    done = h.events[h.types.index(ResponseDone)]["response"]
     assert done["status"] == "incomplete"
     assert done["status_details"] == {"type": "incomplete", "reason": "max_output_tokens"}
     assert done["usage"]["output_tokens"] == 3 and done["usage"]["input_tokens"] == 5
     assert done["output"][0]["status"] == "incomplete"
     assert done["output"][0]["content"] == [{"type": "audio", "transcript": "One, two, three, "}]
-    (item_done,) = [e["item"] for e in h.events if e["type"] == "conversation.item.done"]
+    (item_done,) = [e["item"] for e in h.events if isinstance(e, ItemDone)]
     assert (item_done["status"], h.conversation.items[-1].status) == ("incomplete", "incomplete")
     assert h.conversation.items[-1].text == "One, two, three, "  # all of it stays
     assert "".join(h.voices.spoken) == "One, two, three,"  # all of it was spoken
     assert h.outcomes[0].status == "incomplete" and h.outcomes[0].reason is None
-    metrics = h.events[h.types.index("r1voice.turn.metrics")]
+    metrics = h.events[h.types.index(TurnMetrics)]
     assert metrics["status"] == "incomplete"
 
 
 def test_cached_prompt_tokens_are_reported() -> None:
     h = Harness(ScriptedLLM(["Fine."], cached_tokens=4))
     asyncio.run(run_to_end(h))
-    details = h.events[h.types.index("response.done")]["response"]["usage"]["input_token_details"]
+    details = h.events[h.types.index(ResponseDone)]["response"]["usage"]["input_token_details"]
     assert details["cached_tokens"] == 4 and details["cached_tokens_details"]["text_tokens"] == 4
     assert details["text_tokens"] == 5  # the whole prompt, the cached part included
 
@@ -309,7 +327,7 @@ def test_an_answer_cancelled_after_its_generation_reports_its_tokens() -> None:
     llm = EndingLLM()
     h = Harness(llm, audio=True, voices=HeldVoices())
     asyncio.run(main(h, llm))
-    done = h.events[h.types.index("response.done")]["response"]
+    done = h.events[h.types.index(ResponseDone)]["response"]
     assert done["status"] == "cancelled"
     assert (done["usage"]["input_tokens"], done["usage"]["output_tokens"]) == (5, 2)
 
@@ -323,14 +341,14 @@ def test_cancel_before_the_first_step_still_reports() -> None:
     asyncio.run(main(h))
     assert h.types == [
         *COMMON_START,
-        "response.text.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "conversation.item.done",
-        "response.done",
-        "r1voice.turn.metrics",
+        TextDone,
+        ContentPartDone,
+        OutputItemDone,
+        ItemDone,
+        ResponseDone,
+        TurnMetrics,
     ]
-    assert h.events[h.types.index("response.done")]["response"]["status"] == "cancelled"
+    assert h.events[h.types.index(ResponseDone)]["response"]["status"] == "cancelled"
 
 
 class SlowCleanupLLM(ScriptedLLM):
@@ -367,11 +385,11 @@ def test_cancel_does_not_swallow_the_callers_own_cancellation() -> None:
     llm = SlowCleanupLLM()
     h = Harness(llm)
     assert asyncio.run(main(h, llm)) is True
-    assert h.events[h.types.index("response.done")]["response"]["status"] == "cancelled"
+    assert h.events[h.types.index(ResponseDone)]["response"]["status"] == "cancelled"
 
 
 def test_early_answer_is_unseen_until_released() -> None:
-    async def main(h: Harness) -> list[str]:
+    async def main(h: Harness) -> list[type[ServerEvent]]:
         h.response.start()
         for _ in range(50):
             await asyncio.sleep(0.001)
@@ -382,7 +400,7 @@ def test_early_answer_is_unseen_until_released() -> None:
 
     h = Harness(ScriptedLLM(["Fine."]), early="how are you")
     assert asyncio.run(main(h)) == []  # nothing was seen while it was held
-    assert h.types[:4] == COMMON_START and h.types[-2] == "response.done"
+    assert h.types[:4] == COMMON_START and h.types[-2] == ResponseDone
     assert h.llm.prompts[0][-1] == ChatMessage("user", "how are you")
 
 
