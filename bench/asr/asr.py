@@ -64,11 +64,10 @@ def _clips(quick: bool) -> list[tuple[str, str, Any]]:
     """(name, what was said, float32 samples at 16 kHz)."""
     import numpy as np
 
-    from app.audio import resample
+    from app.audio import PROTOCOL_RATE, resample
     from app.models import registry as model_registry
     from app.models.espeak_tts import EspeakTTS
     from app.models.piper_tts import PiperTTS
-    from bench.voice.common import WIRE_RATE
     from bench.voice.workload import (
         ECHO_QUESTIONS,
         INTERRUPTION,
@@ -82,7 +81,7 @@ def _clips(quick: bool) -> list[tuple[str, str, Any]]:
     for clip in prepare_clips(["jfk", "mit-licence-en"]).values():
         if clip.kind == "human":
             samples = np.frombuffer(clip.pcm, dtype=np.int16).astype(np.float32) / 32768
-            clips.append((clip.name, clip.text, resample(samples, WIRE_RATE, PIPELINE_RATE)))
+            clips.append((clip.name, clip.text, resample(samples, PROTOCOL_RATE, PIPELINE_RATE)))
     sentences = [" ".join(parts) for parts in PAUSED_SENTENCES]
     voices: list[tuple[str, Any, list[str]]] = [
         (

@@ -25,9 +25,9 @@ class Loudspeaker:
 
         import numpy as np
 
-        from bench.voice.common import WIRE_RATE
+        from app.audio import PROTOCOL_RATE
 
-        delay = np.zeros(int(WIRE_RATE * self.delay_s), dtype=np.int16).tobytes()
+        delay = np.zeros(int(PROTOCOL_RATE * self.delay_s), dtype=np.int16).tobytes()
         self.response = response_id
         self.echoes = [asyncio.create_task(self.conn.say(delay))]
 

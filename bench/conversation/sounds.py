@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any, Literal
 
-from bench.voice.common import WIRE_RATE
+from app.audio import PROTOCOL_RATE
 
 OverlapKind = Literal["backchannel", "interruption", "false"]
 
@@ -43,7 +43,7 @@ class Overlap:
 
     @property
     def duration_s(self) -> float:
-        return float(self.samples.size / WIRE_RATE)
+        return float(self.samples.size / PROTOCOL_RATE)
 
 
 def _round_robin(groups: list[list[Overlap]]) -> list[Overlap]:
@@ -65,7 +65,9 @@ def spoken(part: OverlapKind, voice: str, tts: Any, text: str, language: str = "
 
     from bench.voice.workload import trim_silence
 
-    samples = trim_silence(np.asarray(tts.synthesize(text, WIRE_RATE), np.float32), WIRE_RATE)
+    samples = trim_silence(
+        np.asarray(tts.synthesize(text, PROTOCOL_RATE), np.float32), PROTOCOL_RATE
+    )
     return Overlap(part, f"{voice}: {text}", text, voice, language, samples)
 
 
@@ -95,7 +97,7 @@ def non_speech(n: int, seed: int) -> list[Overlap]:
     out = []
     for i in range(n):
         kind = KINDS[i % len(KINDS)]
-        samples = trim_silence(make(kind, seed * 1000 + i), WIRE_RATE)
+        samples = trim_silence(make(kind, seed * 1000 + i), PROTOCOL_RATE)
         out.append(Overlap("false", f"{kind} #{i // len(KINDS) + 1}", "", kind, "en", samples))
     return out
 

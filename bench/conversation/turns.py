@@ -53,10 +53,10 @@ def _utterances(quick: bool, seed: int) -> list[tuple[str, str, Any]]:
     """(name, kind, float samples at the wire rate) with pauses inside."""
     import numpy as np
 
+    from app.audio import PROTOCOL_RATE
     from app.models import registry as model_registry
     from app.models.espeak_tts import EspeakTTS
     from app.models.piper_tts import PiperTTS
-    from bench.voice.common import WIRE_RATE
     from bench.voice.workload import prepare_clips, trim_silence
 
     rng = random.Random(seed)
@@ -67,7 +67,9 @@ def _utterances(quick: bool, seed: int) -> list[tuple[str, str, Any]]:
     sentences = PAUSED_SENTENCES[:3] if quick else PAUSED_SENTENCES
     for kind, tts in voices:
         for i, parts in enumerate(sentences):
-            whole = trim_silence(np.asarray(tts.synthesize(" ".join(parts), WIRE_RATE)), WIRE_RATE)
+            whole = trim_silence(
+                np.asarray(tts.synthesize(" ".join(parts), PROTOCOL_RATE)), PROTOCOL_RATE
+            )
             pieces, at = [], 0
             for j in range(1, len(parts)):
                 # Cut the whole sentence where its first j parts end (so the voice keeps
@@ -75,13 +77,18 @@ def _utterances(quick: bool, seed: int) -> list[tuple[str, str, Any]]:
                 # its own sounds finished): the quietest 10 ms within 150 ms of where
                 # those parts, said alone, would end.
                 head = " ".join(parts[:j])
-                guess = trim_silence(np.asarray(tts.synthesize(head, WIRE_RATE)), WIRE_RATE).size
+                guess = trim_silence(
+                    np.asarray(tts.synthesize(head, PROTOCOL_RATE)), PROTOCOL_RATE
+                ).size
                 cut = _quietest(
-                    whole, min(guess, whole.size - 1), WIRE_RATE // 100, WIRE_RATE * 15 // 100
+                    whole,
+                    min(guess, whole.size - 1),
+                    PROTOCOL_RATE // 100,
+                    PROTOCOL_RATE * 15 // 100,
                 )
                 pieces += [
                     whole[at:cut],
-                    np.zeros(int(rng.uniform(0.6, 1.5) * WIRE_RATE), np.float32),
+                    np.zeros(int(rng.uniform(0.6, 1.5) * PROTOCOL_RATE), np.float32),
                 ]
                 at = cut
             pieces.append(whole[at:])

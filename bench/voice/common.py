@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from app.audio import PROTOCOL_RATE
+
 # Printed next to the results; nothing asserts them.
 TARGETS_MS = {
     "voice_to_voice_p50": 800.0,
@@ -9,7 +11,6 @@ TARGETS_MS = {
     "barge_in": 500.0,
 }
 
-WIRE_RATE = 24_000  # Realtime default input format: PCM16 mono 24 kHz
 CHUNK_MS = 20
 
 AUDIO_DELTAS = ("response.audio.delta", "response.output_audio.delta")
@@ -24,7 +25,7 @@ AUDIBLE_RMS = 100.0
 AUDIBLE_WINDOW_MS = 5
 
 
-def first_audible_ms(pcm: bytes, rate: int = WIRE_RATE) -> float | None:
+def first_audible_ms(pcm: bytes, rate: int = PROTOCOL_RATE) -> float | None:
     """Where the first audible 5 ms of PCM16 `pcm` starts, in ms; None if none is."""
     import numpy as np
 

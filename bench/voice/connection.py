@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.voice.common import AUDIO_DELTAS, CHUNK_MS, WIRE_RATE, first_audible_ms
+from app.audio import PROTOCOL_RATE
+from bench.voice.common import AUDIO_DELTAS, CHUNK_MS, first_audible_ms
 
 # What the log keeps of an audio delta's PCM16 (24 kHz, the sessions' output format): its
 # length, and where in it the answer is first audible (None: silence all through)
@@ -97,7 +98,7 @@ class Conn:
                         self.on_audio(event.get("response_id"), event.get("delta") or "")
                     pcm = base64.b64decode(event.get("delta") or "")
                     event["delta"] = len(event.get("delta") or "")
-                    event[DELTA_MS] = len(pcm) / 2 / WIRE_RATE * 1000
+                    event[DELTA_MS] = len(pcm) / 2 / PROTOCOL_RATE * 1000
                     event[DELTA_AUDIBLE_MS] = first_audible_ms(pcm)
                 self.log.append((t, event))
                 self._new.set()
@@ -116,7 +117,7 @@ class Conn:
             self._speech.clear()
 
     # PCM16 mono bytes of one microphone chunk
-    chunk_bytes = WIRE_RATE * CHUNK_MS // 1000 * 2
+    chunk_bytes = PROTOCOL_RATE * CHUNK_MS // 1000 * 2
 
     def frame(self, pcm: bytes) -> str | bytes:
         """One chunk of microphone audio as the server takes it."""

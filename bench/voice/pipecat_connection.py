@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bench.voice.common import ANSWER_DONE, CHUNK_MS, TRANSCRIPT_DONE, WIRE_RATE
+from app.audio import PROTOCOL_RATE
+from bench.voice.common import ANSWER_DONE, CHUNK_MS, TRANSCRIPT_DONE
 from bench.voice.connection import Conn
 
 PIPECAT_RATE = 16_000  # what the bot's pipeline hears (PipelineParams.audio_in_sample_rate)
@@ -210,5 +211,5 @@ class PipecatConn(Conn):
         from app.audio import resample
 
         samples = np.frombuffer(pcm, np.int16).astype(np.float32) / 32768.0
-        low = resample(samples, WIRE_RATE, PIPECAT_RATE)
+        low = resample(samples, PROTOCOL_RATE, PIPECAT_RATE)
         return await super().say((np.clip(low, -1.0, 1.0) * 32767.0).astype(np.int16).tobytes())

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from app.audio import PROTOCOL_RATE
 from bench.kit.log import log
 from bench.kit.server import Server
-from bench.voice.common import CHUNK_MS, TARGETS_MS, WIRE_RATE
+from bench.voice.common import CHUNK_MS, TARGETS_MS
 from bench.voice.connection import Conn
 from bench.voice.workload import Clip, Plan
 
@@ -84,7 +85,7 @@ def collect_metadata(
         "audio_lead_ms": getattr(settings, "audio_lead_ms", None),
         "input_audio_format": formats["input"] or session.get("input_audio_format"),
         "output_audio_format": formats["output"] or session.get("output_audio_format"),
-        "client_audio": {"rate_hz": WIRE_RATE, "chunk_ms": CHUNK_MS, "pace": "real time"},
+        "client_audio": {"rate_hz": PROTOCOL_RATE, "chunk_ms": CHUNK_MS, "pace": "real time"},
         "inputs": {
             name: {"kind": c.kind, "seconds": round(c.duration_s, 2), "text": c.text}
             for name, c in clips.items()

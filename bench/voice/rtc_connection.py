@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.voice.common import CHUNK_MS, RTC_AUDIO_FRAME, WIRE_RATE, first_audible_ms
+from app.audio import PROTOCOL_RATE
+from bench.voice.common import CHUNK_MS, RTC_AUDIO_FRAME, first_audible_ms
 from bench.voice.connection import DELTA_AUDIBLE_MS, wait_in_log
 
 
@@ -208,7 +209,7 @@ def _microphone_track(conn: RtcConn) -> Any:
 
     from app.audio import FrameResampler, float_to_pcm16, pcm16_to_float
 
-    samples = WIRE_RATE * CHUNK_MS // 1000
+    samples = PROTOCOL_RATE * CHUNK_MS // 1000
     chunk_bytes = samples * 2
     # A browser's microphone reaches the Opus encoder at 48 kHz; handed 24 kHz, aiortc's
     # encoder holds a whole frame back (app.audio.FrameResampler), 20 ms that a browser's
@@ -226,7 +227,7 @@ def _microphone_track(conn: RtcConn) -> Any:
             super().__init__()
             self._start: float | None = None
             self._sent = 0
-            self._upsample = FrameResampler(WIRE_RATE, out_rate, out_samples)
+            self._upsample = FrameResampler(PROTOCOL_RATE, out_rate, out_samples)
 
         async def recv(self) -> Any:
             if self.readyState != "live":

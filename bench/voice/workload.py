@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.voice.common import WIRE_RATE
+from app.audio import PROTOCOL_RATE
 
 TTS_VOICE = "piper-en_US-joe-medium"
 SPEECH_DIR_PARTS = ("..", "shared", "data", "speech")  # relative to the repository root
@@ -95,14 +95,14 @@ class Plan:
 
 
 class Clip:
-    """A clip ready to stream: PCM16 bytes at WIRE_RATE, and what is said in it."""
+    """A clip ready to stream: PCM16 bytes at PROTOCOL_RATE, and what is said in it."""
 
     def __init__(self, name: str, kind: str, text: str, samples: Any) -> None:
         from app.audio import float_to_pcm16
 
         self.name, self.kind, self.text = name, kind, text
         self.pcm = float_to_pcm16(samples)
-        self.duration_s = samples.size / WIRE_RATE
+        self.duration_s = samples.size / PROTOCOL_RATE
 
 
 def trim_silence(
@@ -155,15 +155,15 @@ def prepare_clips(human: list[str], language: str | None = None) -> dict[str, Cl
         if path.suffix == ".mp3":
             from faster_whisper import decode_audio
 
-            samples = decode_audio(str(path), sampling_rate=WIRE_RATE)
+            samples = decode_audio(str(path), sampling_rate=PROTOCOL_RATE)
         else:
             data, rate = sf.read(str(path), dtype="float32", always_2d=True)
-            samples = resample(data.mean(axis=1), rate, WIRE_RATE)
-        samples = samples[: int(cut_s * WIRE_RATE)]
+            samples = resample(data.mean(axis=1), rate, PROTOCOL_RATE)
+        samples = samples[: int(cut_s * PROTOCOL_RATE)]
         # A recording's first sound is often a soft consonant 20 dB under its loudest
         # frame (the 希 of 希望, the 富 of 富士康): the client would cut it off, and the
         # server heard 接到 and 故事康. Only the end is cut as hard (the clock starts there).
-        clips[name] = Clip(name, "human", text, trim_silence(samples, WIRE_RATE, lead_db=-40))
+        clips[name] = Clip(name, "human", text, trim_silence(samples, PROTOCOL_RATE, lead_db=-40))
     tts: Any
     if language == "zh":
         from app.models.espeak_tts import EspeakTTS
@@ -173,7 +173,7 @@ def prepare_clips(human: list[str], language: str | None = None) -> dict[str, Cl
         tts = PiperTTS(model_registry.locate(TTS_VOICE, "tts"), name=TTS_VOICE)
         texts = [*QUESTIONS, INTERRUPTION]
     for i, text in enumerate(texts):
-        samples = np.asarray(tts.synthesize(text, WIRE_RATE), dtype=np.float32)
+        samples = np.asarray(tts.synthesize(text, PROTOCOL_RATE), dtype=np.float32)
         name = "interruption" if i == len(texts) - 1 else f"q{i + 1}"
-        clips[name] = Clip(name, "tts", text, trim_silence(samples, WIRE_RATE))
+        clips[name] = Clip(name, "tts", text, trim_silence(samples, PROTOCOL_RATE))
     return clips

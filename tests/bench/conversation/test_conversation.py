@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from app.audio import PROTOCOL_RATE
 from app.cli import build_parser
 from bench.conversation import conversation
 from bench.conversation.noises import KINDS, make
 from bench.conversation.report import GOOD, decision_summary, summarize_part, table
 from bench.conversation.sounds import BACKCHANNELS_ZH, non_speech, overlaps
-from bench.voice.common import WIRE_RATE
 
 
 def test_non_speech_is_seeded_short_and_of_every_kind() -> None:
@@ -35,7 +35,7 @@ def test_a_short_run_has_each_voice_and_the_mandarin_backchannels_are_heard_as_m
     mandarin = [o for o in said if o.voice == "cmn"]
     assert sorted(o.text for o in mandarin) == sorted(BACKCHANNELS_ZH)
     assert all(o.language == "zh" for o in mandarin)
-    assert all(o.samples.size > WIRE_RATE // 10 for o in said)
+    assert all(o.samples.size > PROTOCOL_RATE // 10 for o in said)
     stops = overlaps("interruption", 4, seed=0)
     assert [o.voice for o in stops] == ["piper", "espeak", "piper", "espeak"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from app.audio import PROTOCOL_RATE
 from app.cli import build_parser
 from bench.conversation import turns
-from bench.voice.common import WIRE_RATE
 from bench.voice.workload import PAUSED_SENTENCES
 
 
@@ -17,15 +17,15 @@ def _pauses_s(samples: np.ndarray) -> list[float]:
     """Lengths of the runs of exact silence (the inserted pauses) in seconds."""
     silent = np.concatenate([[False], samples == 0.0, [False]])
     edges = np.flatnonzero(np.diff(silent.astype(np.int8)))
-    runs = (edges[1::2] - edges[::2]) / WIRE_RATE
+    runs = (edges[1::2] - edges[::2]) / PROTOCOL_RATE
     return [float(r) for r in runs if r >= 0.1]
 
 
 def test_quietest_finds_the_gap_between_words() -> None:
-    frame = WIRE_RATE // 100
-    loud = np.ones(WIRE_RATE, dtype=np.float32)
+    frame = PROTOCOL_RATE // 100
+    loud = np.ones(PROTOCOL_RATE, dtype=np.float32)
     loud[12_000:12_480] = 0.0  # 20 ms of silence
-    cut = turns._quietest(loud, 11_000, frame, WIRE_RATE * 15 // 100)
+    cut = turns._quietest(loud, 11_000, frame, PROTOCOL_RATE * 15 // 100)
     assert 12_000 - frame < cut <= 12_480 - frame
 
 
