@@ -2,7 +2,7 @@
 
 Everything a session sends goes through `emit`, so the order clients see is the order
 the session produced. This is the one place an event becomes JSON, in the client's
-dialect (each event class says how: `to_wire`). Each event is serialized once, when
+dialect (server_events/wire.py says how). Each event is serialized once, when
 emitted, and the queue holds that text: its bound (events and
 bytes) counts what is really queued, so a client that stops reading cannot grow the
 server's memory, whatever the events carry (a `session.updated` echoes the client's
@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from app.protocol import events
-from app.protocol.server_events import ServerEvent
+from app.protocol.server_events import ServerEvent, to_wire
 
 MAX_EVENTS = 20_000
 MAX_BYTES = 32 * 1024 * 1024  # about five minutes of 24 kHz answer audio, base64
@@ -54,7 +54,7 @@ class Outbox:
     def emit(self, event: ServerEvent) -> None:
         if event.EXTENSION and not self.extensions:
             return
-        for out in event.to_wire(self.dialect, events.new_id("event")):
+        for out in to_wire(event, self.dialect, events.new_id("event")):
             if self.overflowed.is_set():
                 return
             text = serialize(out)

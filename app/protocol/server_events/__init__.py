@@ -1,5 +1,6 @@
 """Every event the server sends, one documented frozen dataclass each (base.py says what
-they share). Import them from here: `from app.protocol.server_events import ResponseDone`.
+they share), and `to_wire`, which says one in a client's dialect (wire.py). Import them
+from here: `from app.protocol.server_events import ResponseDone`.
 """
 
 from app.protocol.server_events.audio_buffers import (
@@ -15,7 +16,7 @@ from app.protocol.server_events.audio_buffers import (
     TranscriptionDelta,
     TranscriptionFailed,
 )
-from app.protocol.server_events.base import EVENT_TYPES, OMIT, ServerEvent, Wire, ga_item
+from app.protocol.server_events.base import EVENT_TYPES, OMIT, ServerEvent, Wire
 from app.protocol.server_events.conversation import (
     ItemCreated,
     ItemDeleted,
@@ -51,6 +52,7 @@ from app.protocol.server_events.session import (
     SessionCreated,
     SessionUpdated,
 )
+from app.protocol.server_events.wire import to_wire
 
 __all__ = [
     "EVENT_TYPES",
@@ -95,5 +97,5 @@ __all__ = [
     "TranscriptionFailed",
     "TurnMetrics",
     "Wire",
-    "ga_item",
+    "to_wire",
 ]

@@ -4,36 +4,25 @@ from __future__ import annotations
 
 import dataclasses
 
-from app.protocol.dialect import GA
-from app.protocol.server_events.base import ItemEvent, ServerEvent, Wire
+from app.protocol.server_events.base import ServerEvent, Wire
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ItemCreated(ItemEvent):
-    """`item` joined the conversation after `previous_item_id`. GA says it as
-    `conversation.item.added`, followed by `conversation.item.done` when the item is
-    already finished (an item still being written gets its `.done` when it is: ItemDone)."""
+class ItemCreated(ServerEvent):
+    """`item` joined the conversation after `previous_item_id` (GA says it as
+    `conversation.item.added`, and `.done` at once for an item already finished)."""
 
     TYPE = "conversation.item.created"
     previous_item_id: str | None
     item: Wire
 
-    def to_wire(self, dialect: str, event_id: str) -> list[Wire]:
-        if dialect != GA:
-            return super().to_wire(dialect, event_id)
-        added = {"type": "conversation.item.added", **self.fields(dialect), "event_id": event_id}
-        if added["item"].get("status") != "completed":
-            return [added]
-        return [added, {**added, "type": ItemDone.TYPE, "event_id": event_id + "_done"}]
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ItemDone(ItemEvent):
-    """GA only: an item that was added in progress (an answer, a function call) is
-    finished."""
+class ItemDone(ServerEvent):
+    """An item that was added in progress (an answer, a function call) is finished.
+    GA's event only: a beta client does not get it."""
 
     TYPE = "conversation.item.done"
-    GA_ONLY = True
     item: Wire
 
 
@@ -47,7 +36,7 @@ class ItemDeleted(ServerEvent):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ItemRetrieved(ItemEvent):
+class ItemRetrieved(ServerEvent):
     """The reply to `conversation.item.retrieve`."""
 
     TYPE = "conversation.item.retrieved"

@@ -45,7 +45,7 @@ class TurnMetrics(ServerEvent):
     status: str
     language: str | None = None
 
-    def fields(self, dialect: str) -> Wire:
+    def fields(self) -> Wire:
         stages = {
             f"speech_stopped_to_{k}_ms": None if v is None else round(v * 1000, 1)
             for k, v in self.stage_seconds.items()

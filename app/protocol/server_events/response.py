@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from app.protocol.dialect import GA
-from app.protocol.server_events.base import ItemEvent, ServerEvent, Wire, ga_item
+from app.protocol.server_events.base import ServerEvent, Wire
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -25,15 +24,9 @@ class ResponseDone(ServerEvent):
     TYPE = "response.done"
     response: Wire
 
-    def fields(self, dialect: str) -> Wire:
-        if dialect != GA:
-            return {"response": self.response}
-        output = [ga_item(item) for item in self.response.get("output", [])]
-        return {"response": {**self.response, "output": output}}
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class OutputItemAdded(ItemEvent):
+class OutputItemAdded(ServerEvent):
     """Output item `output_index` of the response began (0: the message; then calls)."""
 
     TYPE = "response.output_item.added"
@@ -43,7 +36,7 @@ class OutputItemAdded(ItemEvent):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class OutputItemDone(ItemEvent):
+class OutputItemDone(ServerEvent):
     """Output item `output_index` of the response is finished."""
 
     TYPE = "response.output_item.done"
@@ -54,8 +47,7 @@ class OutputItemDone(ItemEvent):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ContentPartAdded(ServerEvent):
-    """The message's content part began (empty). Its part keeps beta's `audio`/`text`
-    type in GA too: the `output_*` names are item content's."""
+    """The message's content part began (empty)."""
 
     TYPE = "response.content_part.added"
     response_id: str
@@ -82,7 +74,6 @@ class TextDelta(ServerEvent):
     """The next words of a text answer."""
 
     TYPE = "response.text.delta"
-    GA_TYPE = "response.output_text.delta"
     response_id: str
     item_id: str
     output_index: int = 0
@@ -95,7 +86,6 @@ class TextDone(ServerEvent):
     """A text answer's whole text."""
 
     TYPE = "response.text.done"
-    GA_TYPE = "response.output_text.done"
     response_id: str
     text: str
     item_id: str
@@ -108,7 +98,6 @@ class AudioTranscriptDelta(ServerEvent):
     """The next words of a spoken answer (before they are spoken)."""
 
     TYPE = "response.audio_transcript.delta"
-    GA_TYPE = "response.output_audio_transcript.delta"
     response_id: str
     item_id: str
     output_index: int = 0
@@ -121,7 +110,6 @@ class AudioTranscriptDone(ServerEvent):
     """A spoken answer's whole text (what was heard of it, when it was cut)."""
 
     TYPE = "response.audio_transcript.done"
-    GA_TYPE = "response.output_audio_transcript.done"
     response_id: str
     transcript: str
     item_id: str
@@ -135,7 +123,6 @@ class AudioDelta(ServerEvent):
     format). Not sent over WebRTC, where the server's track plays it."""
 
     TYPE = "response.audio.delta"
-    GA_TYPE = "response.output_audio.delta"
     response_id: str
     delta: str
     item_id: str
@@ -148,7 +135,6 @@ class AudioDone(ServerEvent):
     """A spoken answer's audio is all sent."""
 
     TYPE = "response.audio.done"
-    GA_TYPE = "response.output_audio.done"
     response_id: str
     item_id: str
     output_index: int = 0

@@ -41,7 +41,7 @@ class Error(ServerEvent):
     client_event_id: str | None = None
     kind: str = "invalid_request_error"
 
-    def fields(self, dialect: str) -> Wire:
+    def fields(self) -> Wire:
         return {
             "error": {
                 "type": self.kind,
@@ -63,6 +63,6 @@ class RateLimitsUpdated(ServerEvent):
     context_tokens: int
     remaining_tokens: int
 
-    def fields(self, dialect: str) -> Wire:
+    def fields(self) -> Wire:
         limit = {"name": "tokens", "limit": self.context_tokens, "remaining": self.remaining_tokens}
         return {"rate_limits": [{**limit, "reset_seconds": 0.0}]}

@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 from app.protocol.parsing import KNOWN_TYPES
-from app.protocol.server_events import EVENT_TYPES
+from app.protocol.server_events import EVENT_TYPES, ga
 
 ROOT = Path(__file__).resolve().parents[3]
 CHECKED = ["app/realtime", "app/server/webrtc"]
@@ -18,8 +18,8 @@ NAMES = {
     name
     for name in (
         {cls.TYPE for cls in EVENT_TYPES.values()}
-        | {cls.GA_TYPE for cls in EVENT_TYPES.values() if cls.GA_TYPE}
-        | {"conversation.item.added"}
+        | set(ga.RENAMED.values())
+        | {ga.ITEM_ADDED}
         | set(KNOWN_TYPES)
     )
     if "." in name

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.protocol.dialect import GA
-from app.protocol.server_events import AudioDelta, SessionUpdated
+from app.protocol.server_events import AudioDelta, SessionUpdated, ga, to_wire
 from app.realtime.outbox import Outbox, serialize
 from tests.conftest import user_text_item
 
@@ -62,9 +62,9 @@ def test_outbox_is_bounded() -> None:
 
     count, overflowed, first = asyncio.run(main())
     assert overflowed and count < 50  # stopped at the byte bound
-    one = len(serialize(AUDIO.to_wire(GA, "event_0123456789abcdef0123")[0]))
+    one = len(serialize(to_wire(AUDIO, GA, "event_0123456789abcdef0123")[0]))
     assert count == 10_000 // one
-    assert first == [AudioDelta.GA_TYPE]
+    assert first == [ga.RENAMED[AudioDelta]]
 
 
 def test_outbox_counts_the_bytes_it_really_queues() -> None:
