@@ -1,9 +1,10 @@
 """The two dialects of the Realtime protocol: GA (the default) and beta.
 
-Server events say themselves in either (server_events/: `to_wire(dialect)`); what is
-here is the client's side: GA's `session.update` flattened into the beta fields we
-validate, and our session object in GA's shape. A session is GA unless the client asks for beta: an `OpenAI-Beta:
-realtime=v1` header, the `openai-beta.realtime-v1` subprotocol, or `?dialect=beta`.
+A session is GA unless the client asks for beta: an `OpenAI-Beta: realtime=v1` header,
+the `openai-beta.realtime-v1` subprotocol, or `?dialect=beta`. Server events are said in
+each by server_events/beta.py and ga.py; what is here is the client's side: GA's
+`session.update` flattened into the beta fields we validate, and our session object in
+GA's shape.
 """
 
 from __future__ import annotations

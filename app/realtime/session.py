@@ -21,20 +21,8 @@ from typing import Any
 
 from app.llm import LLMBackend
 from app.models.components import Components
+from app.protocol import client_events as client
 from app.protocol import events
-from app.protocol.client_events import (
-    AudioAppend,
-    AudioClear,
-    AudioCommit,
-    ItemCreate,
-    ItemDelete,
-    ItemRetrieve,
-    ItemTruncate,
-    OutputAudioClear,
-    ResponseCancel,
-    ResponseCreate,
-    SessionUpdate,
-)
 from app.protocol.dialect import GA
 from app.protocol.errors import ProtocolError
 from app.protocol.parsing import parse_client_event
@@ -208,33 +196,33 @@ class Session:
             self.outbox.emit(_our_failure(message, None))
 
     async def _dispatch(self, event: Any, arrived_at: float) -> None:
-        if isinstance(event, AudioAppend):
+        if isinstance(event, client.AudioAppend):
             await self.turns.append(event.audio, arrived_at)
-        elif isinstance(event, SessionUpdate):
+        elif isinstance(event, client.SessionUpdate):
             await self._update_session(event)
-        elif isinstance(event, AudioCommit):
+        elif isinstance(event, client.AudioCommit):
             await self.turns.commit_manual()
-        elif isinstance(event, AudioClear):
+        elif isinstance(event, client.AudioClear):
             await self.turns.clear()
             self.outbox.emit(InputAudioCleared())
-        elif isinstance(event, OutputAudioClear):
+        elif isinstance(event, client.OutputAudioClear):
             await self._clear_output_audio()
-        elif isinstance(event, ItemCreate):
+        elif isinstance(event, client.ItemCreate):
             await self._create_item(event)
-        elif isinstance(event, ItemDelete):
+        elif isinstance(event, client.ItemDelete):
             self.conversation.delete(event.item_id)
             self.outbox.emit(ItemDeleted(item_id=event.item_id))
-        elif isinstance(event, ItemTruncate):
+        elif isinstance(event, client.ItemTruncate):
             await self._truncate_item(event)
-        elif isinstance(event, ItemRetrieve):
+        elif isinstance(event, client.ItemRetrieve):
             item = self.conversation.get(event.item_id).to_wire()
             self.outbox.emit(ItemRetrieved(item=item))
-        elif isinstance(event, ResponseCreate):
+        elif isinstance(event, client.ResponseCreate):
             await self.responses.create(event.response, event.event_id)
-        elif isinstance(event, ResponseCancel):
+        elif isinstance(event, client.ResponseCancel):
             await self.responses.cancel()
 
-    async def _update_session(self, event: SessionUpdate) -> None:
+    async def _update_session(self, event: client.SessionUpdate) -> None:
         """Apply the whole update, or none of it: one reply either way (`session.updated`,
         or one `error` naming the field), as OpenAI's server gives, so a client waiting
         for the reply to its event never reads another event's."""
@@ -265,7 +253,7 @@ class Session:
         if active is not None and active.speaking:
             await active.cancel("client_cancelled")
 
-    async def _create_item(self, event: ItemCreate) -> None:
+    async def _create_item(self, event: client.ItemCreate) -> None:
         item = item_from_client(event)
         self.conversation.check_room(len(item.text or ""))
         await check_fits(item, self.models.llm)
@@ -274,7 +262,7 @@ class Session:
             self.turns.idle_timer.user_spoke()
         self.outbox.emit(ItemCreated(previous_item_id=previous, item=echoed(event, item)))
 
-    async def _truncate_item(self, event: ItemTruncate) -> None:
+    async def _truncate_item(self, event: client.ItemTruncate) -> None:
         await truncate(event, self.responses, self.conversation)
         self.outbox.emit(
             ItemTruncated(
