@@ -17,13 +17,13 @@ from dataclasses import InitVar, dataclass, field
 
 from app.audio import PIPELINE_RATE
 from app.protocol import events
-from app.protocol.schemas import (
+from app.protocol.server_events import SpeechStarted, SpeechStopped, TranscriptionDelta
+from app.protocol.session_schema import (
     DEFAULT_FALSE_INTERRUPTION_TIMEOUT_S,
     DEFAULT_IDLE_NUDGES,
     AudioFormat,
     TurnDetection,
 )
-from app.protocol.server_events import SpeechStarted, SpeechStopped, TranscriptionDelta
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink, TurnTiming
 from app.realtime.turns.barge_in import BargeIn

@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 
 from app.audio import PIPELINE_RATE, decode_audio, resample
-from app.protocol.schemas import AudioFormat
+from app.protocol.session_schema import AudioFormat
 
 HOP = PIPELINE_RATE // 100  # one feature frame a 10 ms
 FFT = 512  # 32 ms analysis window

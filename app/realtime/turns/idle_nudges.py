@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.protocol import events
-from app.protocol.schemas import TurnDetection
 from app.protocol.server_events import InputAudioTimeoutTriggered, TranscriptionCompleted
+from app.protocol.session_schema import TurnDetection
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink
 from app.realtime.turns.committed import add_audio_item

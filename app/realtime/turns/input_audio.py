@@ -17,7 +17,7 @@ from app.audio import PIPELINE_RATE, AudioBuffer, StreamResampler, decode_audio
 from app.models.vad import FRAME, SileroModel
 from app.protocol.errors import ProtocolError
 from app.protocol.parsing import decode_base64
-from app.protocol.schemas import AudioFormat, TurnDetection
+from app.protocol.session_schema import AudioFormat, TurnDetection
 from app.realtime.turns.vad_stream import VADConfig, VADEvent, VADStream
 
 MAX_BUFFER_S = 15 * 60  # without VAD, a client must commit at least this often

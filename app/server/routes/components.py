@@ -51,9 +51,9 @@ def _espeak_language_names() -> dict[str, str]:
 def _semantic_vad_supported() -> bool:
     """Whether the protocol schema accepts `turn_detection.type: semantic_vad`."""
     try:
-        from app.protocol import schemas
+        from app.protocol import session_schema
 
-        schemas.TurnDetection.model_validate({"type": "semantic_vad"})
+        session_schema.TurnDetection.model_validate({"type": "semantic_vad"})
     except Exception:
         return False
     return True

@@ -12,7 +12,7 @@ import pytest
 
 from app.executor import ModelExecutor
 from app.protocol import server_events as se
-from app.protocol.schemas import AudioFormat, TurnDetection
+from app.protocol.session_schema import AudioFormat, TurnDetection
 from app.realtime.conversation import Conversation, Item
 from app.realtime.turns.backchannels import LISTENING_PROMPTS
 from app.realtime.turns.coordinator import TurnCoordinator

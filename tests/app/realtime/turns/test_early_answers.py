@@ -8,7 +8,7 @@ import asyncio
 import numpy as np
 
 from app.protocol import server_events as se
-from app.protocol.schemas import AudioFormat, TurnDetection
+from app.protocol.session_schema import AudioFormat, TurnDetection
 from app.realtime.turns.barge_in import BargeIn
 from app.realtime.turns.early_answers import EarlyAnswers
 from app.realtime.turns.input_audio import InputAudio

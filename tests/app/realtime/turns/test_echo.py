@@ -9,7 +9,7 @@ import pytest
 from app.audio import PIPELINE_RATE, float_to_pcm16
 from app.models import registry as model_registry
 from app.models.piper_tts import PiperTTS
-from app.protocol.schemas import AudioFormat
+from app.protocol.session_schema import AudioFormat
 from app.realtime.turns.echo import ECHO_CORRELATION, WINDOW, EchoReference, echo_correlation
 from tests.conftest import load_clip
 

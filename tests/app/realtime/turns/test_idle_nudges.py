@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.protocol import server_events as se
-from app.protocol.schemas import TurnDetection
+from app.protocol.session_schema import TurnDetection
 from app.realtime.conversation import Conversation, Item
 from app.realtime.turns.idle import IdleTimer
 from app.realtime.turns.idle_nudges import IdleNudges

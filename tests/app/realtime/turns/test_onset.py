@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from app.executor import ModelExecutor
-from app.protocol.schemas import AudioFormat, TurnDetection
+from app.protocol.session_schema import AudioFormat, TurnDetection
 from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.onset import Onset
 from app.realtime.turns.transcriber import TurnTranscriber
