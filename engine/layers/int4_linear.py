@@ -59,7 +59,18 @@ class Int4Linear(nn.Module):
             module.bias = nn.Parameter(bias.detach().clone(), requires_grad=False)
         return module
 
+    def load_packed(self, vnni: tuple[torch.Tensor, ...]) -> None:
+        """Take the kernel's layout as ``prepare`` made it (a cache of it: no repacking)."""
+        packed, scales, mins, *bias = vnni
+        self.vnni = (packed, scales, mins, bias[0] if bias else None)
+        self.kernel = "vnni_cpu"
+        self.weight = torch.empty(0, dtype=torch.uint8)
+        groups = self.in_features // self.group_size
+        self.stored_bytes = self.out_features * (self.in_features // 2 + 8 * groups)
+
     def prepare(self, release: bool = True) -> None:
+        if self.vnni is not None:  # packed already (``load_packed``)
+            return
         self.stored_bytes = sum(t.numel() * t.element_size() for t in self.buffers())
         device = self.weight.device
         if device.type == "cpu" and CpuKernels.ops() is not None and self.in_features % 8 == 0:

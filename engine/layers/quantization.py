@@ -180,6 +180,8 @@ class Int8Linear(nn.Module):
         return module
 
     def prepare(self, release: bool = True) -> None:
+        if self.vnni is not None:  # packed already (``load_packed``)
+            return
         q = self.weight
         self.stored_bytes = q.numel() + 4 * self.scales.numel()
         if q.device.type == "cpu" and CpuKernels.ops() is not None:
@@ -203,6 +205,13 @@ class Int8Linear(nn.Module):
             self.weight_t = q.t().contiguous()
             if release and q.device.type == "cpu":  # CUDA keeps it for weight-only
                 self.weight = torch.empty(0, dtype=torch.int8)
+
+    def load_packed(self, vnni: tuple[torch.Tensor, ...]) -> None:
+        """Take the kernel's layout as ``prepare`` made it (a cache of it: no repacking)."""
+        packed, rowsum, scales, *bias = vnni
+        self.vnni = (packed, rowsum, scales, bias[0] if bias else None)
+        self.weight = torch.empty(0, dtype=torch.int8)
+        self.stored_bytes = self.in_features * self.out_features + 4 * self.out_features
 
     def take_paths(self, paths: tuple[str, ...]) -> None:
         """Use ``paths[row_class(rows)]`` for a product of ``rows`` rows (KernelChoice),

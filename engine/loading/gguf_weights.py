@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from engine.errors import ModelLoadError
+from engine.kernels.cpu_kernels import CpuKernels
 from engine.layers.int4_linear import Int4Linear
 from engine.layers.quantization import Int8Embedding, Int8Linear, pack_nibbles, quantize_int8
 from engine.loading.gguf_file import FLOAT_TYPES, GROUP, INT4_EXACT, GGUFFile
@@ -152,20 +153,58 @@ def _projection(
     return Int8Linear.from_float(reader.float(name), bias)
 
 
+def _entries(name: str, qmod: Int8Linear | Int4Linear) -> dict[str, torch.Tensor]:
+    """What the cache keeps of a projection: its buffers, or once ``prepare`` packed it
+    for our kernels that layout (repacking took seconds a start), with int4's group."""
+    if qmod.vnni is None:
+        return {f"{name}.{k}": v for k, v in qmod.named_buffers()}
+    out = {f"{name}.vnni{i}": t for i, t in enumerate(qmod.vnni) if t is not None}
+    if isinstance(qmod, Int4Linear):
+        out[f"{name}.group"] = torch.tensor([qmod.group_size])
+    else:  # the unpadded scales: the int_mm path reads them
+        out[f"{name}.scales"] = qmod.scales
+    return out
+
+
 def _from_cache(cached: dict[str, torch.Tensor], name: str, lin: Any) -> Int8Linear | Int4Linear:
     bias = cached.get(f"{FLOAT_PREFIX}{name}.bias")
+    vnni = [cached[k] for i in range(4) if (k := f"{name}.vnni{i}") in cached]
     qmod: Int8Linear | Int4Linear
-    if f"{name}.mins" in cached:
-        group = lin.in_features // cached[f"{name}.mins"].shape[1]
+    if f"{name}.mins" in cached or f"{name}.group" in cached:
+        if vnni:
+            group = int(cached[f"{name}.group"][0])
+        else:
+            group = lin.in_features // cached[f"{name}.mins"].shape[1]
         qmod = Int4Linear(lin.in_features, lin.out_features, group, bias is not None)
-        qmod.scales, qmod.mins = cached[f"{name}.scales"], cached[f"{name}.mins"]
+        if not vnni:
+            qmod.scales, qmod.mins = cached[f"{name}.scales"], cached[f"{name}.mins"]
     else:
         qmod = Int8Linear(lin.in_features, lin.out_features, bias is not None)
         qmod.scales = cached[f"{name}.scales"]
-    qmod.weight = cached[f"{name}.weight"]
     if bias is not None:
         qmod.bias = nn.Parameter(bias, requires_grad=False)
+    if vnni:
+        qmod.load_packed(tuple(vnni))
+    else:
+        qmod.weight = cached[f"{name}.weight"]
     return qmod
+
+
+def quant_cache(
+    model_dir: Path,
+    gguf_path: Path,
+    method: str,
+    group_size: int,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> QuantCache | None:
+    """Where a GGUF model's quantized tensors are cached (None at "none"): in our CPU
+    kernels' packed layout when they will run it (fp32 on CPU), else as plain buffers."""
+    if method == "none":
+        return None
+    ours = device.type == "cpu" and dtype == torch.float32 and CpuKernels.ops() is not None
+    layout = "vnni" if ours else ""
+    return QuantCache(model_dir, method, group_size, source=gguf_path, layout=layout)
 
 
 def load_gguf_weights(
@@ -173,17 +212,16 @@ def load_gguf_weights(
 ) -> None:
     """Fill ``model`` (materialized, float) from the GGUF at ``gguf_path``: quantized
     projections swapped in (module docstring), then the float parameters left."""
-    cache = (
-        QuantCache(model_dir, method, group_size, source=gguf_path) if method != "none" else None
-    )
+    embed: Any = model.get_submodule("embed_tokens")
+    device: torch.device = embed.weight.device
+    cache = quant_cache(model_dir, gguf_path, method, group_size, device, embed.weight.dtype)
+    layout = cache.layout if cache is not None else ""
     cached = cache.load() if cache is not None else None
     reader = None
     if cached is None:
         reader = _Reader(gguf_path, model.config)  # type: ignore[arg-type]
         _check(reader, model)
     out: dict[str, torch.Tensor] = {}
-    embed: Any = model.get_submodule("embed_tokens")
-    device: torch.device = embed.weight.device
     if method != "none":
         for name in linear_names(model):
             lin: Any = model.get_submodule(name)
@@ -191,10 +229,12 @@ def load_gguf_weights(
                 qmod = _from_cache(cached, name, lin)
             else:
                 assert reader is not None
-                qmod = _projection(reader, name, lin, method, group_size)
-                out.update({f"{name}.{k}": v for k, v in qmod.named_buffers()})
+                qmod = _projection(reader, name, lin, method, group_size).to(device)
+                if layout:
+                    qmod.prepare()
+                out.update(_entries(name, qmod))
             set_module(model, name, qmod.to(device))
-        _int8_ends(model, reader, cached, out)
+        _int8_ends(model, reader, cached, out, layout)
     for name, param in model.named_parameters():
         if not param.numel():
             continue
@@ -216,6 +256,7 @@ def _int8_ends(
     reader: _Reader | None,
     cached: dict[str, torch.Tensor] | None,
     out: dict[str, torch.Tensor],
+    layout: str,
 ) -> None:
     """The embedding (and an untied head) as int8, read one at a time."""
     emb: Any = model.get_submodule("embed_tokens")
@@ -230,11 +271,13 @@ def _int8_ends(
     head: Any = getattr(model, "lm_head", None)
     if head is None:
         return
-    qhead = Int8Linear(head.in_features, head.out_features)
     if cached is not None:
-        qhead.weight, qhead.scales = cached["lm_head.weight"], cached["lm_head.scales"]
+        qhead = _from_cache(cached, "lm_head", head)
     else:
         assert reader is not None
+        qhead = Int8Linear(head.in_features, head.out_features)
         qhead.weight, qhead.scales = reader.int8_rows("lm_head")
-        out["lm_head.weight"], out["lm_head.scales"] = qhead.weight, qhead.scales
+        if layout:
+            qhead.prepare()
+        out.update(_entries("lm_head", qhead))
     model.lm_head = qhead.to(head.weight.device)  # type: ignore[assignment]

@@ -15,7 +15,7 @@ from torch import nn
 from engine.errors import ConfigError, ModelLoadError
 from engine.layers import quantization as quantization_module
 from engine.loading import model_store, quantized_model
-from engine.loading.gguf_weights import load_gguf_weights
+from engine.loading.gguf_weights import load_gguf_weights, quant_cache
 from engine.loading.model_store import gguf_source, resolve_model
 from engine.models import MODEL_REGISTRY, LlamaForCausalLM
 
@@ -166,13 +166,14 @@ def write_quantized_cache(model_dir: Path, quantization: str, group_size: int = 
     gguf_path = gguf_source(model_dir)
     if gguf_path is None or quantization == "none":
         return
-    cache = quantized_model.QuantCache(model_dir, quantization, group_size, source=gguf_path)
-    if cache.path.is_file():
+    cpu = torch.device("cpu")
+    cache = quant_cache(model_dir, gguf_path, quantization, group_size, cpu, torch.float32)
+    if cache is None or cache.path.is_file():
         return
     config = load_config(model_dir)
     with torch.device("meta"):
         model = MODEL_REGISTRY[config.model_type](config)
-    model.to_empty(device=torch.device("cpu"))
+    model.to_empty(device=cpu)
     load_gguf_weights(model, gguf_path, model_dir, quantization, group_size)
 
 

@@ -72,20 +72,28 @@ class QuantCache:
     Next to the model (``<model>/quantized/``) when that directory is writable, else
     under ``cache_root()/quantized``; the key hashes the source weights' names, sizes
     and mtimes, the method, the group size and CACHE_VERSION. ``source``: the GGUF the
-    weights are read from (engine.loading.gguf_weights), keyed by its path too.
+    weights are read from (engine.loading.gguf_weights), keyed by its path too;
+    ``layout``: "vnni" when the tensors are our CPU kernels' packed layout.
     """
 
     def __init__(
-        self, model_dir: Path, method: str, group_size: int, source: Path | None = None
+        self,
+        model_dir: Path,
+        method: str,
+        group_size: int,
+        source: Path | None = None,
+        layout: str = "",
     ) -> None:
         ident: list[Any] = [CACHE_VERSION, method, group_size if method == "int4" else 0]
         if source is not None:
             stat = source.stat()
-            ident += ["gguf-1", str(source.resolve()), stat.st_size, stat.st_mtime_ns]
+            ident += ["gguf-1", str(source.resolve()), stat.st_size, stat.st_mtime_ns, layout]
         sources = sorted(model_dir.glob("*.safetensors"))
         ident += [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sources]
         key = hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
         tag = method if method == "int8" else f"{method}-g{group_size}"
+        tag += f"-{layout}" if layout else ""
+        self.layout = layout
         name = f"{tag}-{key}.safetensors"
         local = model_dir / "quantized"
         writable = os.access(model_dir, os.W_OK) and (

@@ -15,11 +15,11 @@ import torch
 from engine import LLM, ModelLoadError, SamplingParams
 from engine.layers.int4_linear import Int4Linear
 from engine.layers.quantization import QUANTIZE_CALLS, Int8Linear, dequantize_int4, unpack_nibbles
+from engine.loading import gguf_weights
 from engine.loading.gguf_file import GGUFFile
-from engine.loading.gguf_weights import load_gguf_weights
+from engine.loading.gguf_weights import load_gguf_weights, quant_cache
 from engine.loading.model_loader import load_config, write_quantized_cache
 from engine.loading.model_store import COMPLETE_MARKER, GGUF_SOURCE, gguf_source
-from engine.loading.quantized_model import QuantCache
 from engine.models import MODEL_REGISTRY
 from tests.engine.tiny_models import build_tiny, hf_greedy
 
@@ -196,7 +196,17 @@ def _loaded(model_dir: Path, method: str) -> Any:
     return model
 
 
-def test_int4_keeps_the_files_4bit_groups_and_holds_wider_ones_at_int8(tmp_path: Path) -> None:
+def _cache_path(model_dir: Path, path: Path) -> Path:
+    cache = quant_cache(model_dir, path, "int8", 128, torch.device("cpu"), torch.float32)
+    assert cache is not None
+    return cache.path
+
+
+def test_int4_keeps_the_files_4bit_groups_and_holds_wider_ones_at_int8(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # without our kernels the modules keep their plain buffers (not the packed layout)
+    monkeypatch.setattr(gguf_weights.CpuKernels, "ops", staticmethod(lambda: None))
     model_dir, hf = gguf_model(tmp_path, "qwen2")
     model = _loaded(model_dir, "int4")
     layer, ref = model.layers[1], hf.model.layers[1]
@@ -229,7 +239,7 @@ def test_a_cached_load_reads_no_tensor_and_a_changed_file_is_not_served(
     assert path is not None
     params = SamplingParams(max_tokens=6, temperature=0, ignore_eos=True)
     first = LLM(str(model_dir), quantization="int8").generate([[5, 9, 3]], params)
-    assert QuantCache(model_dir, "int8", 128, source=path).path.is_file()
+    assert _cache_path(model_dir, path).is_file()
     calls = dict(QUANTIZE_CALLS)
 
     def no_read(*args: Any) -> None:
@@ -239,11 +249,11 @@ def test_a_cached_load_reads_no_tensor_and_a_changed_file_is_not_served(
         m.setattr(GGUFFile, "__init__", no_read)
         again = LLM(str(model_dir), quantization="int8").generate([[5, 9, 3]], params)
     assert again[0].token_ids == first[0].token_ids and calls == QUANTIZE_CALLS
-    key = QuantCache(model_dir, "int8", 128, source=path).path
+    key = _cache_path(model_dir, path)
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1000))
     with pytest.raises(ModelLoadError, match=r"changed since .* was prepared"):
         LLM(str(model_dir), quantization="int8")
-    assert QuantCache(model_dir, "int8", 128, source=path).path != key
+    assert _cache_path(model_dir, path) != key
 
 
 def test_an_unsupported_tensor_type_is_refused_by_name(tmp_path: Path) -> None:
@@ -259,7 +269,7 @@ def test_prepare_writes_the_quantized_cache_once(
     path = gguf_source(model_dir)
     assert path is not None
     write_quantized_cache(model_dir, "int8")
-    assert QuantCache(model_dir, "int8", 128, source=path).path.is_file()
+    assert _cache_path(model_dir, path).is_file()
 
     def no_read(*args: Any) -> None:
         raise AssertionError("the GGUF was read again")
