@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from engine import LLM, ConfigError, EngineConfig, SamplingParams
+from engine.kernels.cpu_kernels import CpuKernels
 from engine.spec_prompt_lookup import PromptLookup
 from engine.spec_state import SpecState
 from tests.engine.tiny_models import hf_greedy
@@ -346,3 +347,47 @@ def test_a_draft_of_another_vocabulary_is_refused_by_name(
     other, _ = tiny_factory("llama-gqa-tied", vocab_size=300)
     with pytest.raises(ConfigError, match=r"draft_model '.*' has a vocabulary different"):
         LLM(str(target), quantization="none", speculative="draft", draft_model=str(other))
+
+
+READ_BACK = [
+    "Book a table for four at Luigi's on Friday at seven thirty, name Alice Johnson.",
+    "A table for four at Luigi's on Friday at seven thirty, for Alice Johnson. Right?",
+    "Yes. Read the whole booking back to me exactly as I said it.",
+]
+
+
+@pytest.mark.skipif(
+    CpuKernels.ops() is None, reason="batch invariance holds on the C++ CPU kernels (AVX-512)"
+)
+def test_smollm2_int8_prompt_lookup_is_exact_and_batch_invariant(smollm2_dir: Path) -> None:
+    """A real model at int8, real prompt-lookup drafts of a conversation read back:
+    the greedy tokens of each request, joining at random steps under small budgets,
+    are those it gets alone without speculation."""
+    alone = LLM(str(smollm2_dir), max_step_ms=None)
+    tokenizer = alone.tokenizer
+    roles = ["user", "assistant"]
+    batch = []
+    for turns in (READ_BACK, READ_BACK[:1], ["Say 'one two three' three times."]):
+        messages = [{"role": roles[i % 2], "content": t} for i, t in enumerate(turns)]
+        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        batch.append(list(ids["input_ids"] if hasattr(ids, "keys") else ids))
+    params = SamplingParams(max_tokens=48, temperature=0.0)
+    expected = [tokens(alone, [p], params)[0] for p in batch]
+    llm = LLM(
+        str(smollm2_dir),
+        max_step_ms=None,
+        speculative="ngram",
+        max_num_batched_tokens=40,
+        max_num_seqs=4,
+    )
+    rng = random.Random(5)
+    seqs: list[Any] = []
+    while len(seqs) < len(batch) or llm.has_unfinished():
+        joining = rng.randint(0, 1) or not llm.has_unfinished()
+        if joining and len(seqs) < len(batch):
+            seqs.append(llm.add_request(batch[len(seqs)], params))
+        llm.step()
+    assert [s.completion_token_ids for s in seqs] == expected
+    spec = llm.scheduler.speculator
+    assert spec is not None and spec.num_accepted > 0
+    assert_pool_full(llm)
