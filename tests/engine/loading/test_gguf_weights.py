@@ -196,8 +196,8 @@ def _loaded(model_dir: Path, method: str) -> Any:
     return model
 
 
-def _cache_path(model_dir: Path, path: Path) -> Path:
-    cache = quant_cache(model_dir, path, "int8", 128, torch.device("cpu"), torch.float32)
+def _cache_path(model_dir: Path, path: Path, method: str = "int8") -> Path:
+    cache = quant_cache(model_dir, path, method, 128, torch.device("cpu"), torch.float32)
     assert cache is not None
     return cache.path
 
@@ -231,15 +231,16 @@ def test_int4_keeps_the_files_4bit_groups_and_holds_wider_ones_at_int8(
     assert torch.equal(layer.input_layernorm.weight, ref.input_layernorm.weight)
 
 
+@pytest.mark.parametrize("method", ["int8", "int4"])
 def test_a_cached_load_reads_no_tensor_and_a_changed_file_is_not_served(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
 ) -> None:
     model_dir, _ = gguf_model(tmp_path, "qwen2")
     path = gguf_source(model_dir)
     assert path is not None
     params = SamplingParams(max_tokens=6, temperature=0, ignore_eos=True)
-    first = LLM(str(model_dir), quantization="int8").generate([[5, 9, 3]], params)
-    assert _cache_path(model_dir, path).is_file()
+    first = LLM(str(model_dir), quantization=method).generate([[5, 9, 3]], params)
+    assert _cache_path(model_dir, path, method).is_file()
     calls = dict(QUANTIZE_CALLS)
 
     def no_read(*args: Any) -> None:
@@ -247,13 +248,13 @@ def test_a_cached_load_reads_no_tensor_and_a_changed_file_is_not_served(
 
     with monkeypatch.context() as m:
         m.setattr(GGUFFile, "__init__", no_read)
-        again = LLM(str(model_dir), quantization="int8").generate([[5, 9, 3]], params)
+        again = LLM(str(model_dir), quantization=method).generate([[5, 9, 3]], params)
     assert again[0].token_ids == first[0].token_ids and calls == QUANTIZE_CALLS
-    key = _cache_path(model_dir, path)
+    key = _cache_path(model_dir, path, method)
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1000))
     with pytest.raises(ModelLoadError, match=r"changed since .* was prepared"):
-        LLM(str(model_dir), quantization="int8")
-    assert _cache_path(model_dir, path) != key
+        LLM(str(model_dir), quantization=method)
+    assert _cache_path(model_dir, path, method) != key
 
 
 def test_an_unsupported_tensor_type_is_refused_by_name(tmp_path: Path) -> None:
