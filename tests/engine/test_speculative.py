@@ -5,6 +5,7 @@ C++ kernels' where the CPU has them), checked against transformers as well."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 
-from engine import LLM, ConfigError, EngineConfig, SamplingParams
+from engine import LLM, AsyncLLM, ConfigError, EngineConfig, SamplingParams
 from engine.kernels.cpu_kernels import CpuKernels
 from engine.spec_prompt_lookup import PromptLookup
 from engine.spec_state import SpecState
@@ -391,3 +392,38 @@ def test_smollm2_int8_prompt_lookup_is_exact_and_batch_invariant(smollm2_dir: Pa
     spec = llm.scheduler.speculator
     assert spec is not None and spec.num_accepted > 0
     assert_pool_full(llm)
+
+
+@pytest.mark.skipif(
+    CpuKernels.ops() is None, reason="batch invariance holds on the C++ CPU kernels (AVX-512)"
+)
+def test_streams_carry_every_accepted_token_and_the_same_text(smollm2_dir: Path) -> None:
+    """Several tokens a step (drafts accepted) reach a stream whole: its deltas' tokens
+    and text are those of decoding without speculation."""
+    plain = LLM(str(smollm2_dir))
+    messages = [{"role": "user", "content": " ".join(READ_BACK)}]
+    ids = plain.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    prompt = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+    params = SamplingParams(max_tokens=48, temperature=0.0)
+    want = plain.generate([prompt], params)[0]
+    allm = AsyncLLM(str(smollm2_dir), speculative="ngram")
+
+    async def main() -> tuple[list[int], str, int]:
+        got_tokens: list[int] = []
+        text = ""
+        deltas = 0
+        async for delta in allm.stream(prompt, params, request_id="spec"):
+            got_tokens += delta.token_ids
+            text += delta.text
+            deltas += 1
+        return got_tokens, text, deltas
+
+    try:
+        got_tokens, text, deltas = asyncio.run(main())
+        spec = allm.engine.scheduler.speculator
+        assert spec is not None and spec.num_accepted > 0
+    finally:
+        allm.close()
+    assert got_tokens == want.token_ids
+    assert text == want.text
+    assert deltas > 0
