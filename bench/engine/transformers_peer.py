@@ -44,8 +44,12 @@ class TransformersPeer:
         import torch
         import transformers
 
+        from engine import transformers_kwargs
+
         dtype = torch.float32 if dtype_name == "float32" else torch.bfloat16
-        self.model = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(path), dtype=dtype, **transformers_kwargs(path)
+        )
         self.model.eval()
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(path))
         self.ignore_eos = ignore_eos
