@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.protocol.server_events import ResponseCreated, ResponseDone, SpeechStarted
 from bench.voice.workload import ECHO_QUESTIONS
 
 
@@ -64,13 +65,15 @@ async def ask_over_echo(
     await conn.send({"type": "conversation.item.create", "item": item})
     await conn.send({"type": "response.create"})
     try:
-        _, _, created = await conn.wait_for(lambda t, e: e["type"] == "response.created", start, 60)
+        _, _, created = await conn.wait_for(
+            lambda t, e: e["type"] == ResponseCreated.TYPE, start, 60
+        )
         rid = created["response"]["id"]
         speaker.play(rid)
         if during is not None:
             await during(rid)
         _, _, done = await conn.wait_for(
-            lambda t, e, r=rid: e["type"] == "response.done" and e["response"]["id"] == r,
+            lambda t, e, r=rid: e["type"] == ResponseDone.TYPE and e["response"]["id"] == r,
             start,
             120,
         )
@@ -80,7 +83,7 @@ async def ask_over_echo(
     await speaker.finished()
     await asyncio.sleep(1.0)
     events = [e for _, e in conn.events(start)]
-    started = sum(1 for e in events if e["type"] == "input_audio_buffer.speech_started")
+    started = sum(1 for e in events if e["type"] == SpeechStarted.TYPE)
     outcome: dict[str, Any] = {"status": status, "speech_started": started}
     if status == "timeout":
         outcome["events"] = [e["type"] for e in events][-20:]

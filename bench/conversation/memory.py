@@ -24,6 +24,8 @@ import json
 import time
 from typing import Any
 
+from app.protocol.server_events import ItemDeleted, ResponseDone, ga
+
 FACTS = (  # (the turn that states it, the question at the end, what the answer must hold)
     ("name", "Hi! My name is Ingrid Halvorsen. Please remember it.", "What is my name?", "Ingrid"),
     ("city", "I live in Trondheim, in Norway.", "Which city do I live in?", "Trondheim"),
@@ -156,14 +158,14 @@ async def _run_call(
             event = await session.outbox.get()
             assert event is not None
             kind = event["type"]
-            if kind == "conversation.item.deleted":
+            if kind == ItemDeleted.TYPE:
                 counts["deleted"] += 1
-            elif kind == "conversation.item.added" and event["item"]["role"] == "system":
+            elif kind == ga.ITEM_ADDED and event["item"]["role"] == "system":
                 counts["summaries"] += 1
                 summaries.append(event["item"]["content"][0]["text"])
             elif kind == "error":
                 counts["errors"] += 1
-            elif kind == "response.done":
+            elif kind == ResponseDone.TYPE:
                 output = event["response"]["output"]
                 part = output[0]["content"][0] if output else {}
                 answers.append(part.get("text") or part.get("transcript") or "")

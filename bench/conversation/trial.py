@@ -10,11 +10,21 @@ import asyncio
 import contextlib
 from typing import Any
 
+from app.protocol.server_events import (
+    AudioTranscriptDelta,
+    Error,
+    Interruption,
+    ResponseCreated,
+    ResponseDone,
+    SessionUpdated,
+    SpeechStarted,
+    ga,
+)
 from bench.conversation.sounds import Overlap
 from bench.voice.common import ANSWERED, AUDIO_DELTAS, TRANSCRIPT_DONE
 from bench.voice.connection import Conn
 
-TRANSCRIPT_DELTAS = ("response.audio_transcript.delta", "response.output_audio_transcript.delta")
+TRANSCRIPT_DELTAS = (AudioTranscriptDelta.TYPE, ga.RENAMED[AudioTranscriptDelta])
 QUESTIONS = (
     "Tell me a long story about a dragon and a knight.",
     "Tell me a long story about a fox who wanted to fly.",
@@ -42,9 +52,9 @@ async def _configure(conn: Conn, overlap: Overlap) -> str | None:
         {"type": "session.update", "session": {"input_audio_transcription": transcription}}
     )
     _, _, reply = await conn.wait_for(
-        lambda t, e: e["type"] in ("session.updated", "error"), start, 120
+        lambda t, e: e["type"] in (SessionUpdated.TYPE, Error.TYPE), start, 120
     )
-    return None if reply["type"] == "session.updated" else str(reply.get("error"))
+    return None if reply["type"] == SessionUpdated.TYPE else str(reply.get("error"))
 
 
 async def _ask(conn: Conn, question: str, answer_tokens: int) -> None:
@@ -90,12 +100,12 @@ async def _overlap_answer(
     from app.audio import float_to_pcm16
 
     i_created, _, created = await conn.wait_for(
-        lambda t, e: e["type"] == "response.created", 0, wait_s
+        lambda t, e: e["type"] == ResponseCreated.TYPE, 0, wait_s
     )
     rid = created["response"]["id"]
 
     def is_done(t: float, e: dict[str, Any]) -> bool:
-        return e["type"] == "response.done" and e["response"]["id"] == rid
+        return e["type"] == ResponseDone.TYPE and e["response"]["id"] == rid
 
     await conn.wait_for(
         lambda t, e: e["type"] in AUDIO_DELTAS and e.get("response_id") == rid, i_created, wait_s
@@ -125,7 +135,7 @@ async def _settle(conn: Conn, start: int, first_sent: float) -> None:
 
 
 def _is_verdict(e: dict[str, Any]) -> bool:
-    return bool(e["type"] == "r1voice.interruption")
+    return bool(e["type"] == Interruption.TYPE)
 
 
 def _observe(
@@ -143,11 +153,7 @@ def _observe(
     verdicts = [(t, e) for t, e in said_over if e["item_id"] == item]
     decided = next((t for t, e in verdicts if e["verdict"] != "wait"), None)
     started = next(
-        (
-            t
-            for t, e in events
-            if e["type"] == "input_audio_buffer.speech_started" and t >= first_sent
-        ),
+        (t for t, e in events if e["type"] == SpeechStarted.TYPE and t >= first_sent),
         None,
     )
     deltas = [t for t, e in events if e["type"] in AUDIO_DELTAS and e.get("response_id") == rid]
@@ -199,14 +205,14 @@ async def _cancel_next(conn: Conn, start: int, last_sent: float, wait_s: float) 
     """The interruption is a turn of its own, whose answer is not measured: cancel it."""
     try:
         i2, _, c2 = await conn.wait_for(
-            lambda t, e: e["type"] == "response.created" and t > last_sent, start, wait_s
+            lambda t, e: e["type"] == ResponseCreated.TYPE and t > last_sent, start, wait_s
         )
     except TimeoutError:
         return  # heard as no words: nothing to answer
     rid2 = c2["response"]["id"]
 
     def is_done(t: float, e: dict[str, Any]) -> bool:
-        return e["type"] == "response.done" and e["response"]["id"] == rid2
+        return e["type"] == ResponseDone.TYPE and e["response"]["id"] == rid2
 
     if not any(is_done(t, e) for t, e in conn.events(i2)):
         await conn.send({"type": "response.cancel"})

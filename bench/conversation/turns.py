@@ -27,6 +27,7 @@ import functools
 import random
 from typing import Any
 
+from app.protocol.server_events import InputAudioCommitted, ItemDeleted
 from bench.conversation.echo import echo_trials
 from bench.voice.workload import PAUSED_SENTENCES
 
@@ -124,7 +125,7 @@ async def _cutoffs(url: str, mode: str, utterances: list[tuple[str, str, Any]]) 
             _, last_sent = await conn.say(float_to_pcm16(samples))
             try:
                 await conn.wait_for(
-                    lambda t, e, s=last_sent: e["type"] == "input_audio_buffer.committed" and t > s,
+                    lambda t, e, s=last_sent: e["type"] == InputAudioCommitted.TYPE and t > s,
                     start,
                     wait_s,
                 )
@@ -133,13 +134,13 @@ async def _cutoffs(url: str, mode: str, utterances: list[tuple[str, str, Any]]) 
                 ended = False
             await asyncio.sleep(2.0)  # past the merge window: the next one is a new turn
             events = [e["type"] for _, e in conn.events(start)]
-            turns = events.count("input_audio_buffer.committed")
+            turns = events.count(InputAudioCommitted.TYPE)
             rows.append(
                 {
                     "utterance": name,
                     "kind": kind,
                     "turns": turns,
-                    "deleted": events.count("conversation.item.deleted"),
+                    "deleted": events.count(ItemDeleted.TYPE),
                     "ended": ended,
                 }
             )

@@ -13,6 +13,8 @@ from typing import Any
 import httpx
 import websockets
 
+from app.protocol.server_events import ResponseDone, TextDelta, ga
+
 QUESTION = [{"role": "user", "content": "Name one colour."}]
 
 
@@ -76,7 +78,7 @@ async def ws_turn(
             while True:
                 budget = 120.0 - (time.monotonic() - start)
                 event = json.loads(await asyncio.wait_for(ws.recv(), max(0.1, budget)))
-                if event["type"] == "response.output_text.delta" and ttft is None:
+                if event["type"] == ga.RENAMED[TextDelta] and ttft is None:
                     ttft = time.monotonic() - start
                     if leave_after_s is not None:
                         await asyncio.sleep(leave_after_s)
@@ -84,7 +86,7 @@ async def ws_turn(
                     if cancel_after_s is not None:
                         await asyncio.sleep(cancel_after_s)
                         await ws.send(json.dumps({"type": "response.cancel"}))
-                if event["type"] == "response.done":
+                if event["type"] == ResponseDone.TYPE:
                     status = event["response"]["status"]
                     return Outcome("ws", status, time.monotonic() - start, ttft)
                 if event["type"] == "error" and ttft is None:

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.protocol.server_events import (
+    OutputAudioCleared,
+    ResponseCreated,
+    ResponseDone,
+    SpeechStarted,
+)
 from bench.voice.client import pause_after
 from bench.voice.common import ANSWER_AUDIO, ms_between
 from bench.voice.connection import Conn
@@ -38,7 +44,7 @@ async def barge_in_trial(
     )
     try:
         i_created, _, created = await conn.wait_for(
-            lambda t, e: e["type"] == "response.created", start, turn_timeout
+            lambda t, e: e["type"] == ResponseCreated.TYPE, start, turn_timeout
         )
         rid = created["response"]["id"]
         await conn.wait_for(
@@ -52,7 +58,7 @@ async def barge_in_trial(
     first_sent, last_sent = await conn.say(interruption.pcm)
     try:
         i_done, t_done, done = await conn.wait_for(
-            lambda t, e: e["type"] == "response.done" and e["response"]["id"] == rid,
+            lambda t, e: e["type"] == ResponseDone.TYPE and e["response"]["id"] == rid,
             i_created,
             turn_timeout,
         )
@@ -65,7 +71,7 @@ async def barge_in_trial(
     # right after it cancelled the answer (so after that answer's response.done).
     try:
         _, started, _ = await conn.wait_for(
-            lambda t, e: e["type"] == "input_audio_buffer.speech_started" and t >= first_sent,
+            lambda t, e: e["type"] == SpeechStarted.TYPE and t >= first_sent,
             i_created,
             5.0,
         )
@@ -93,7 +99,7 @@ async def barge_in_trial(
                 (
                     t
                     for t, e in conn.events(i_created)
-                    if e["type"] == "output_audio_buffer.cleared" and t >= first_sent
+                    if e["type"] == OutputAudioCleared.TYPE and t >= first_sent
                 ),
                 None,
             ),
@@ -115,12 +121,12 @@ async def barge_in_trial(
     # the next trial starts on a quiet session.
     try:
         i2, _, c2 = await conn.wait_for(
-            lambda t, e: e["type"] == "response.created" and t > last_sent, i_done, turn_timeout
+            lambda t, e: e["type"] == ResponseCreated.TYPE and t > last_sent, i_done, turn_timeout
         )
         rid2 = c2["response"]["id"]
 
         def is_done(t: float, e: dict[str, Any]) -> bool:
-            return e["type"] == "response.done" and e["response"]["id"] == rid2
+            return e["type"] == ResponseDone.TYPE and e["response"]["id"] == rid2
 
         if not any(is_done(t, e) for t, e in conn.events(i2)):
             await conn.send({"type": "response.cancel"})

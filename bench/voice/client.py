@@ -6,6 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from app.protocol.server_events import (
+    ItemDeleted,
+    OutputAudioStarted,
+    ResponseCreated,
+    ResponseDone,
+    SpeechStopped,
+    TurnMetrics,
+)
 from bench.kit.log import log
 from bench.voice.common import (
     ANSWER_AUDIO,
@@ -44,11 +52,11 @@ async def voice_turn(conn: Conn | RtcConn, clip: Clip, turn_timeout: float) -> d
         # The answer to the whole utterance is the first response created after its end
         # (answers to a part of it, before a pause, are created earlier and cancelled).
         i_created, _, created = await conn.wait_for(
-            lambda t, e: e["type"] == "response.created" and t > last_sent, start, turn_timeout
+            lambda t, e: e["type"] == ResponseCreated.TYPE and t > last_sent, start, turn_timeout
         )
         rid = created["response"]["id"]
         i_done, t_done, done = await conn.wait_for(
-            lambda t, e: e["type"] == "response.done" and e["response"]["id"] == rid,
+            lambda t, e: e["type"] == ResponseDone.TYPE and e["response"]["id"] == rid,
             i_created,
             turn_timeout,
         )
@@ -71,7 +79,7 @@ async def voice_turn(conn: Conn | RtcConn, clip: Clip, turn_timeout: float) -> d
                 (
                     t
                     for t, e in events
-                    if e["type"] == "output_audio_buffer.started" and e.get("response_id") == rid
+                    if e["type"] == OutputAudioStarted.TYPE and e.get("response_id") == rid
                 ),
                 None,
             ),
@@ -92,7 +100,7 @@ async def voice_turn(conn: Conn | RtcConn, clip: Clip, turn_timeout: float) -> d
             (t, e) for t, e in events if e["type"] in ANSWER_AUDIO and e.get("response_id") == rid
         ]
         turn["voice_to_voice_audible_ms"] = ms_between(heard_at(deltas), last_sent)
-    stopped = [t for t, e in events if e["type"] == "input_audio_buffer.speech_stopped"]
+    stopped = [t for t, e in events if e["type"] == SpeechStopped.TYPE]
     turn.update(
         {
             "voice_to_voice_ms": ms_between(first_audio, last_sent),
@@ -102,7 +110,7 @@ async def voice_turn(conn: Conn | RtcConn, clip: Clip, turn_timeout: float) -> d
             "speech_end_to_response_done_ms": ms_between(t_done, last_sent),
             "transcript": transcripts[-1] if transcripts else None,
             "transcripts_completed": len(transcripts),
-            "items_deleted": sum(1 for _, e in events if e["type"] == "conversation.item.deleted"),
+            "items_deleted": sum(1 for _, e in events if e["type"] == ItemDeleted.TYPE),
             "errors": [e.get("error") for _, e in events if e["type"] == "error"],
             "answer": next(
                 (
@@ -121,7 +129,7 @@ async def _turn_metrics(conn: Conn | RtcConn, rid: str, i_done: int) -> dict[str
     """The server's `r1voice.turn.metrics` of answer `rid` (its stages' times)."""
     try:
         _, _, metrics = await conn.wait_for(
-            lambda t, e: e["type"] == "r1voice.turn.metrics" and e.get("response_id") == rid,
+            lambda t, e: e["type"] == TurnMetrics.TYPE and e.get("response_id") == rid,
             i_done,
             5.0,
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.audio import PROTOCOL_RATE
+from app.protocol.server_events import AudioDelta, AudioTranscriptDone, TranscriptionCompleted, ga
 
 # Printed next to the results; nothing asserts them.
 TARGETS_MS = {
@@ -13,7 +14,7 @@ TARGETS_MS = {
 
 CHUNK_MS = 20
 
-AUDIO_DELTAS = ("response.audio.delta", "response.output_audio.delta")
+AUDIO_DELTAS = (AudioDelta.TYPE, ga.RENAMED[AudioDelta])
 # Logged by the WebRTC client for each audible frame of the answer's track: its audio
 # events, where a WebSocket has deltas
 RTC_AUDIO_FRAME = "bench.rtc.audio_frame"
@@ -43,8 +44,8 @@ def ms_between(t: float | None, since: float | None) -> float | None:
     return None if t is None or since is None else round((t - since) * 1000, 1)
 
 
-ANSWER_DONE = ("response.audio_transcript.done", "response.output_audio_transcript.done")
-TRANSCRIPT_DONE = "conversation.item.input_audio_transcription.completed"
+ANSWER_DONE = (AudioTranscriptDone.TYPE, ga.RENAMED[AudioTranscriptDone])
+TRANSCRIPT_DONE = TranscriptionCompleted.TYPE
 # A response's statuses that are a whole answer: "incomplete" is one cut at its
 # max_output_tokens, spoken to its end all the same.
 ANSWERED = ("completed", "incomplete")

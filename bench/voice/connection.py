@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.audio import PROTOCOL_RATE
+from app.protocol.server_events import SessionCreated
 from bench.voice.common import AUDIO_DELTAS, CHUNK_MS, first_audible_ms
 
 # What the log keeps of an audio delta's PCM16 (24 kHz, the sessions' output format): its
@@ -63,7 +64,7 @@ class Conn:
             asyncio.create_task(conn._receive()),
             asyncio.create_task(conn._microphone()),
         ]
-        _, _, created = await conn.wait_for(lambda t, e: e["type"] == "session.created", 0, 30)
+        _, _, created = await conn.wait_for(lambda t, e: e["type"] == SessionCreated.TYPE, 0, 30)
         conn.session = created["session"]
         return conn
 

@@ -21,6 +21,14 @@ import json
 from typing import Any
 
 from app.audio import PROTOCOL_RATE
+from app.protocol.server_events import (
+    AudioDelta,
+    ResponseCreated,
+    ResponseDone,
+    SessionCreated,
+    SpeechStopped,
+    ga,
+)
 from bench.voice.common import ANSWER_DONE, CHUNK_MS, TRANSCRIPT_DONE
 from bench.voice.connection import Conn
 
@@ -128,7 +136,7 @@ class PipecatConn(Conn):
         # reads the socket: speech sent meanwhile reached its VAD later as one burst, the
         # turn ended before Whisper had it, and the turn went unanswered.
         try:
-            await conn.wait_for(lambda t, e: e["type"] == "session.created", 0, ready_timeout)
+            await conn.wait_for(lambda t, e: e["type"] == SessionCreated.TYPE, 0, ready_timeout)
         except BaseException:
             await conn.close()
             raise
@@ -152,7 +160,7 @@ class PipecatConn(Conn):
             self._answers += 1
             self._answer = f"pipecat_{self._answers}"
             self._text, self._interrupted = [], False
-            self._emit(t, {"type": "response.created", "response": {"id": self._answer}})
+            self._emit(t, {"type": ResponseCreated.TYPE, "response": {"id": self._answer}})
         return self._answer
 
     def _end_answer(self, t: float) -> None:
@@ -162,7 +170,7 @@ class PipecatConn(Conn):
         text = "".join(self._text).strip()
         self._emit(t, {"type": ANSWER_DONE[1], "response_id": rid, "transcript": text})
         status = "cancelled" if self._interrupted else "completed"
-        self._emit(t, {"type": "response.done", "response": {"id": rid, "status": status}})
+        self._emit(t, {"type": ResponseDone.TYPE, "response": {"id": rid, "status": status}})
 
     async def _receive(self) -> None:
         import time
@@ -177,7 +185,7 @@ class PipecatConn(Conn):
                     rid = self._start_answer(t)
                     self._emit(
                         t,
-                        {"type": "response.output_audio.delta", "response_id": rid,
+                        {"type": ga.RENAMED[AudioDelta], "response_id": rid,
                          "delta": len(body)},
                     )  # fmt: skip
                 elif kind == "interruption":
@@ -191,7 +199,7 @@ class PipecatConn(Conn):
     def _on_message(self, t: float, message: dict[str, Any]) -> None:
         kind, data = message.get("type"), message.get("data") or {}
         if kind == "bot-ready":
-            self._emit(t, {"type": "session.created", "session": {}})
+            self._emit(t, {"type": SessionCreated.TYPE, "session": {}})
         elif kind == "bot-started-speaking":
             self._start_answer(t)
         elif kind == "bot-stopped-speaking":
@@ -201,7 +209,7 @@ class PipecatConn(Conn):
         elif kind == "user-transcription" and data.get("final"):
             self._emit(t, {"type": TRANSCRIPT_DONE, "transcript": data.get("text") or ""})
         elif kind == "user-stopped-speaking":
-            self._emit(t, {"type": "input_audio_buffer.speech_stopped"})
+            self._emit(t, {"type": SpeechStopped.TYPE})
 
     async def say(self, pcm: bytes) -> tuple[float, float]:
         """Queue speech (PCM16 mono at the Realtime wire rate, 24 kHz; sent at 16 kHz);

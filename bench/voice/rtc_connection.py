@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.audio import PROTOCOL_RATE
+from app.protocol.server_events import OutputAudioStarted, SessionCreated
 from bench.voice.common import CHUNK_MS, RTC_AUDIO_FRAME, first_audible_ms
 from bench.voice.connection import DELTA_AUDIBLE_MS, wait_in_log
 
@@ -77,7 +78,9 @@ class RtcConn:
             if reply.status_code != 201:
                 raise ConnectionError(f"the offer got {reply.status_code}: {reply.text[:200]}")
             await conn.pc.setRemoteDescription(RTCSessionDescription(reply.text, "answer"))
-            _, _, created = await conn.wait_for(lambda t, e: e["type"] == "session.created", 0, 30)
+            _, _, created = await conn.wait_for(
+                lambda t, e: e["type"] == SessionCreated.TYPE, 0, 30
+            )
         except (httpx.HTTPError, TimeoutError) as exc:
             await conn.close()
             raise ConnectionError(f"cannot open the call: {exc!r}") from exc
@@ -117,7 +120,7 @@ class RtcConn:
         import json
 
         event = json.loads(message)
-        if event.get("type") == "output_audio_buffer.started":
+        if event.get("type") == OutputAudioStarted.TYPE:
             self._playing = event.get("response_id")
         self._append(event)
 
