@@ -49,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-transformers", action="store_true")
     parser.add_argument("--skip-torch-kernels", action="store_true", help="no torch-only engine")
     parser.add_argument("--skip-llama-cpp", action="store_true")
+    parser.add_argument("--speculative", default="off", help="off, ngram, draft or auto")
+    parser.add_argument("--draft-model", default=None, help="--speculative draft/auto's draft")
     parser.add_argument("--prefill-tokens", type=int, default=512)
     parser.add_argument("--long-tokens", type=int, default=None, help="latency: 1800 (quick 600)")
     parser.add_argument("--short-delay", type=float, default=0.5, help="latency: s after longs")
@@ -127,6 +129,8 @@ def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any
         quantization=args.quantization,
         quantization_group_size=args.group_size,
         int8_kernel=args.int8_kernel,
+        speculative=args.speculative,
+        draft_model=args.draft_model,
     )
     load_start = time.perf_counter()
     llm = AsyncLLM(**engine_kwargs)
@@ -245,6 +249,7 @@ def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any
         "model": args.model,
         "dtype": args.dtype,
         "quantization": args.quantization,
+        "speculative": args.speculative,
         "device": "cpu",
         "threads": torch.get_num_threads(),
         "max_tokens": max_tokens,
