@@ -1,31 +1,22 @@
-"""The realtime test harness: inputs in, the exact events out (after Pipecat's `run_test`
-in src/pipecat/tests/utils.py).
+"""The realtime test harness: inputs in, the exact typed events out (after Pipecat's
+`run_test` in src/pipecat/tests/utils.py).
 
 A part of the realtime pipeline (the turn coordinator, one response, a controller) is
-built around a `Harness`: it emits into `harness.emit`, and says which background tasks
-it runs (`pending`). `run` feeds the part its inputs in order, lets its work settle, and
-checks the types of the events that came out, exactly and in order. An event is read as
-the JSON a client gets (`event["type"]`, `event["item_id"]`), whether it is a wire dict
-or a typed server event; an expected type is its wire name or its class.
+built around a `Harness`: it emits its server events into `harness.emit`, and says which
+background tasks it runs (`pending`). `run` feeds the part its inputs in order, lets its
+work settle, and checks the classes of the events that came out, exactly and in order.
+An event's fields read as the JSON a client gets (`event["item_id"]`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
-Event = Any  # a server event, read by wire field: event["type"]
-Expected = str | type  # a wire name, or a typed event's class (its TYPE)
+from app.protocol.server_events import ServerEvent
 
-
-def type_of(event: Event) -> str:
-    """An event's wire name (beta's)."""
-    return str(event["type"])
-
-
-def name_of(expected: Expected) -> str:
-    return expected if isinstance(expected, str) else str(expected.TYPE)
+E = TypeVar("E", bound=ServerEvent)
 
 
 class Harness:
@@ -33,20 +24,19 @@ class Harness:
     running tasks (a subclass that builds the part may override it instead)."""
 
     def __init__(self, pending: Callable[[], set[asyncio.Task[Any]]] | None = None) -> None:
-        self.events: list[Event] = []
+        self.events: list[ServerEvent] = []
         self._pending = pending
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: ServerEvent) -> None:
         """The part's event sink."""
         self.events.append(event)
 
     @property
-    def types(self) -> list[str]:
-        return [type_of(e) for e in self.events]
+    def types(self) -> list[type[ServerEvent]]:
+        return [type(e) for e in self.events]
 
-    def of_type(self, expected: Expected) -> list[Event]:
-        name = name_of(expected)
-        return [e for e in self.events if type_of(e) == name]
+    def of_type(self, cls: type[E]) -> list[E]:
+        return [e for e in self.events if isinstance(e, cls)]
 
     def pending(self) -> set[asyncio.Task[Any]]:
         """The part's background tasks still running (settle waits for them)."""
@@ -61,8 +51,10 @@ class Harness:
             await asyncio.wait(tasks)
 
     async def run(
-        self, *steps: Awaitable[object] | Callable[[], object], expect: Sequence[Expected]
-    ) -> list[Event]:
+        self,
+        *steps: Awaitable[object] | Callable[[], object],
+        expect: Sequence[type[ServerEvent]],
+    ) -> list[ServerEvent]:
         """Feed the inputs in order (awaitables, or calls), settle, and check that exactly
         the `expect`ed events came out of them, in order; returns those events."""
         start = len(self.events)
@@ -72,5 +64,5 @@ class Harness:
                 await result
         await self.settle()
         out = self.events[start:]
-        assert [type_of(e) for e in out] == [name_of(x) for x in expect]
+        assert [type(e) for e in out] == list(expect)
         return out

@@ -1,5 +1,5 @@
-"""The shared realtime test harness checks what it is told to: the exact events, in order,
-by wire name or class, after the part's background work has ended."""
+"""The shared realtime test harness checks what it is told to: the exact typed events, in
+order, after the part's background work has ended."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def test_run_feeds_inputs_in_order_waits_for_background_work_and_returns_its_eve
 
         h.emit(deleted("item_0"))  # before the run: not part of what it checks
         out = await h.run(lambda: h.emit(deleted("item_1")), start, expect=[se.ItemDeleted] * 2)
-        assert h.types == [se.ItemDeleted.TYPE] * 3 and h.of_type(se.ItemDeleted) == h.events
+        assert h.types == [se.ItemDeleted] * 3 and h.of_type(se.ItemDeleted) == h.events
+        assert h.of_type(se.SpeechStarted) == []
         return [e["item_id"] for e in out]
 
     assert asyncio.run(main()) == ["item_1", "item_2"]
@@ -37,9 +38,9 @@ def test_run_feeds_inputs_in_order_waits_for_background_work_and_returns_its_eve
 
 @pytest.mark.parametrize(
     "expect",
-    [[], [se.ItemDeleted.TYPE, se.ItemDeleted.TYPE], [se.SpeechStarted]],
+    [[], [se.ItemDeleted, se.ItemDeleted], [se.SpeechStarted], [se.ServerEvent]],
 )
-def test_run_fails_on_any_other_events(expect: list[object]) -> None:
+def test_run_fails_on_any_other_events(expect: list[type[se.ServerEvent]]) -> None:
     h = Harness()
     with pytest.raises(AssertionError):
-        asyncio.run(h.run(lambda: h.emit(deleted("item_1")), expect=expect))  # type: ignore[arg-type]
+        asyncio.run(h.run(lambda: h.emit(deleted("item_1")), expect=expect))

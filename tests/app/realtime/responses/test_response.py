@@ -36,6 +36,7 @@ from app.realtime.handoff import TurnTiming
 from app.realtime.responses.generation import idle_note
 from app.realtime.responses.response import Response
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec
+from tests.app.realtime.harness import Harness as RealtimeHarness
 from tests.fakes import ScriptedLLM, ScriptedVoices
 
 COMMON_START = [
@@ -46,7 +47,9 @@ COMMON_START = [
 ]
 
 
-class Harness:
+class Harness(RealtimeHarness):
+    """One response over a scripted LLM and TTS, after a user's question."""
+
     def __init__(
         self,
         llm: ScriptedLLM,
@@ -56,14 +59,14 @@ class Harness:
         max_tokens: int = 16,
         idle_ms: int | None = None,
     ) -> None:
+        super().__init__()
         self.llm = llm
-        self.events: list[ServerEvent] = []
         self.outcomes: list[ResponseOutcome] = []
         self.conversation = Conversation()
         self.conversation.add(Item(id="user1", role="user", text="What is it?"))
         self.voices = voices or ScriptedVoices(seconds_per_clause=0.2)
         deps = ResponseDeps(
-            sink=self.events.append,
+            sink=self.emit,
             conversation=self.conversation,
             llm=llm,
             voices=self.voices,
@@ -85,10 +88,6 @@ class Harness:
     def _done(self, _response: Response, outcome: ResponseOutcome) -> None:
         self.outcomes.append(outcome)
         self.finished.set()
-
-    @property
-    def types(self) -> list[type[ServerEvent]]:
-        return [type(e) for e in self.events]
 
 
 async def run_to_end(h: Harness) -> None:

@@ -16,7 +16,7 @@ from tests.app.realtime.harness import Harness
 from tests.app.realtime.turns.fakes import FakeOutput, FakeResponses
 from tests.fakes import ScriptedASR
 
-INTERRUPTION = se.Interruption.TYPE
+INTERRUPTION = se.Interruption
 
 
 class BargeInHarness(Harness):

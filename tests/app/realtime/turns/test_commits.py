@@ -20,9 +20,9 @@ from tests.app.realtime.harness import Harness
 from tests.app.realtime.turns.fakes import FakeAnswer, FakeResponses
 from tests.fakes import ScriptedASR
 
-COMMITTED = [se.InputAudioCommitted.TYPE, se.ItemCreated.TYPE]
-TRANSCRIBED = se.TranscriptionCompleted.TYPE
-INTERRUPTION = se.Interruption.TYPE
+COMMITTED = [se.InputAudioCommitted, se.ItemCreated]
+TRANSCRIBED = se.TranscriptionCompleted
+INTERRUPTION = se.Interruption
 
 
 class BrokenASR(ScriptedASR):
@@ -95,7 +95,7 @@ def test_a_failed_pass_is_reported_and_its_held_early_answer_dropped() -> None:
     h = CommitHarness("", asr=BrokenASR([]))
     turn = h.turn()
     turn.early = early = FakeAnswer("hello")
-    failed = se.TranscriptionFailed.TYPE
+    failed = se.TranscriptionFailed
     events = asyncio.run(h.run(lambda: h.commit(turn), expect=[*COMMITTED, failed]))
     assert events[2]["error"]["code"] == "asr_failed"
     assert early.discarded and h.responses.started == [] and turn.item.ready.is_set()

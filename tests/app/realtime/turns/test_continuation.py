@@ -18,7 +18,7 @@ from tests.app.realtime.turns.fakes import FakeAnswer, FakeResponses
 from tests.fakes import ScriptedASR
 
 WINDOW = 24_000  # 1.5 s
-DELETED = se.ItemDeleted.TYPE
+DELETED = se.ItemDeleted
 
 
 class ContinuationHarness(Harness):

@@ -96,7 +96,7 @@ class TurnHarness(Harness):
 
 
 async def spoken_turn(
-    h: TurnHarness, start: int, stop: int, expect: list[str] | None = None
+    h: TurnHarness, start: int, stop: int, expect: list[type[se.ServerEvent]] | None = None
 ) -> list[Any]:
     """Speech from `start` to `stop` (VAD positions), then half a second of silence: the
     events out are `expect` (default: one whole turn, TURN)."""
@@ -108,11 +108,11 @@ async def spoken_turn(
 
 
 TURN = [
-    se.SpeechStarted.TYPE,
-    se.SpeechStopped.TYPE,
-    se.InputAudioCommitted.TYPE,
-    se.ItemCreated.TYPE,
-    se.TranscriptionCompleted.TYPE,
+    se.SpeechStarted,
+    se.SpeechStopped,
+    se.InputAudioCommitted,
+    se.ItemCreated,
+    se.TranscriptionCompleted,
 ]
 
 
@@ -144,7 +144,7 @@ def test_after_a_clear_the_next_utterance_is_a_new_turn() -> None:
     h = TurnHarness(["first words", "second words"])
     asyncio.run(main(h))
     assert h.types == TURN + TURN
-    assert se.ItemDeleted.TYPE not in h.types
+    assert se.ItemDeleted not in h.types
     assert [i.text for i in h.conversation.items] == ["first words", "second words"]
 
 
@@ -160,7 +160,7 @@ def test_speech_soon_after_a_turn_continues_it() -> None:
     h = TurnHarness(["and so", "and so my fellow americans"])
     asyncio.run(main(h))
     first_id = h.events[2]["item_id"]
-    assert h.types[5:7] == [se.SpeechStarted.TYPE, se.ItemDeleted.TYPE]
+    assert h.types[5:7] == [se.SpeechStarted, se.ItemDeleted]
     assert h.events[6]["item_id"] == first_id
     assert [i.text for i in h.conversation.items] == ["and so my fellow americans"]
     assert h.merges == ["server_vad"]  # counted (r1voice_turn_merges_total)
@@ -200,7 +200,7 @@ def test_vad_switched_off_mid_turn_drops_the_turn() -> None:
     h = TurnHarness(["unused"])
     asyncio.run(main(h))
     assert h.coordinator.turn is None
-    assert h.types == [se.SpeechStarted.TYPE]
+    assert h.types == [se.SpeechStarted]
     assert h.audio.buffer.size == 16_100  # the audio stays for a manual commit
 
 
@@ -282,9 +282,9 @@ def test_no_answer_starts_after_close() -> None:
     assert h.coordinator.turn is None
 
 
-def over_the_answer(h: TurnHarness) -> list[dict[str, Any]]:
+def over_the_answer(h: TurnHarness) -> list[se.Interruption]:
     """Our `r1voice.interruption` events: the pause ("wait") and the verdicts."""
-    return h.of_type(se.Interruption.TYPE)
+    return h.of_type(se.Interruption)
 
 
 async def speech_over_the_answer(h: TurnHarness, seconds: float = 1.0) -> None:
@@ -294,7 +294,7 @@ async def speech_over_the_answer(h: TurnHarness, seconds: float = 1.0) -> None:
     assert not h.responses.playing.paused and h.types == []  # maybe a cough
     await h.feed(5000, [], True)  # past the hold: announced, the answer paused
     assert h.responses.playing.paused
-    assert h.types == [se.SpeechStarted.TYPE, se.Interruption.TYPE]
+    assert h.types == [se.SpeechStarted, se.Interruption]
     stop = 16_000 + int(seconds * 16_000)
     await h.feed(stop + 8000 - h.audio.buffer.end, [("speech_stopped", stop)], False)
     await h.settle()
@@ -482,7 +482,7 @@ def test_a_breath_after_the_turn_does_not_cut_its_answer() -> None:
     asyncio.run(main(h))
     (answer,) = h.responses.started
     assert answer.cancelled is None and answer.resumes == 1
-    assert se.ItemDeleted.TYPE not in h.types
+    assert se.ItemDeleted not in h.types
     assert h.conversation.items[0].text == "ask what you can do for your country"
 
 
@@ -699,7 +699,7 @@ def test_semantic_complete_but_words_trailing_off_keep_the_turn_open() -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()
-        assert h.types == [se.SpeechStarted.TYPE]
+        assert h.types == [se.SpeechStarted]
         await h.feed(8000, [("speech_resumed", 35_000)], True)
         await h.feed(16_000, [("speech_paused", 50_000)], True)
         await h.settle()
@@ -752,13 +752,13 @@ def test_semantic_incomplete_is_not_rescored_as_the_pause_grows() -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()
-        assert h.types == [se.SpeechStarted.TYPE]  # "incomplete": keep listening
+        assert h.types == [se.SpeechStarted]  # "incomplete": keep listening
         await h.feed(6400, [], True)  # 400 ms more of the same pause
         await h.settle()
 
     h, scorer = semantic_harness([0.2, 0.9])
     asyncio.run(main(h))
-    assert h.types == [se.SpeechStarted.TYPE] and len(scorer.scored) == 1
+    assert h.types == [se.SpeechStarted] and len(scorer.scored) == 1
 
 
 def test_semantic_incomplete_then_complete_is_one_turn() -> None:
@@ -803,7 +803,7 @@ def test_semantic_resumed_speech_drops_the_held_answer() -> None:
 
     h, _scorer = semantic_harness([0.3])
     asyncio.run(main(h))
-    assert h.types == [se.SpeechStarted.TYPE]
+    assert h.types == [se.SpeechStarted]
     assert [(a.early_user_text, a.discarded) for a in h.responses.started] == [
         ("Tell me the time.", True)
     ]
@@ -884,7 +884,7 @@ def test_semantic_doubt_ends_the_turn_if_the_pause_lasts_the_doubt_wait(
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_paused", 30_000)], True)
         await h.settle()
-        assert h.types == [se.SpeechStarted.TYPE]
+        assert h.types == [se.SpeechStarted]
         assert h.audio.shortened == [(30_000, wait_ms)]
         await h.feed(wait_ms * 16, [("speech_stopped", 30_000)], False)  # the VAD, then
         await h.settle()

@@ -108,6 +108,6 @@ def test_the_early_words_decide_speech_over_a_paused_answer() -> None:
 
     h = EarlyHarness("Uh-huh.", responding=True)
     asyncio.run(main(h))
-    assert [e["verdict"] for e in h.of_type(se.Interruption.TYPE)] == ["wait", "backchannel"]
+    assert [e["verdict"] for e in h.of_type(se.Interruption)] == ["wait", "backchannel"]
     assert h.responses.playing.resumes == 1
     assert h.responses.started == []  # an answer runs: no early one beside it

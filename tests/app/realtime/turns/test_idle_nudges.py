@@ -11,10 +11,10 @@ from tests.app.realtime.harness import Harness
 from tests.app.realtime.turns.fakes import FakeResponses
 
 NUDGE = [
-    se.InputAudioTimeoutTriggered.TYPE,
-    se.InputAudioCommitted.TYPE,
-    se.ItemCreated.TYPE,
-    se.TranscriptionCompleted.TYPE,
+    se.InputAudioTimeoutTriggered,
+    se.InputAudioCommitted,
+    se.ItemCreated,
+    se.TranscriptionCompleted,
 ]
 
 
