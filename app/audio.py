@@ -7,13 +7,13 @@ Inside the server audio is float32 mono in [-1, 1]; input is resampled once to 1
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import soxr
 
 PIPELINE_RATE = 16_000  # what VAD and ASR take
-PROTOCOL_RATE = 24_000  # the Realtime protocol's PCM16, both ways (and WebRTC's tracks)
+PROTOCOL_RATE: Final = 24_000  # the Realtime protocol's PCM16, both ways (and WebRTC's tracks)
 
 
 def pcm16_to_float(data: bytes) -> np.ndarray:

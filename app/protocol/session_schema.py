@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.audio import PROTOCOL_RATE
 from app.llm.backend import MAX_REASONING_TOKENS
 
 
@@ -29,7 +30,7 @@ class AudioFormat(Lenient):
     have none), so one left out is 8000, not PCM's 24000; another rate is refused."""
 
     type: Literal["audio/pcm", "audio/pcmu", "audio/pcma"] = "audio/pcm"
-    rate: Literal[8000, 16000, 24000] = 24000
+    rate: Literal[8000, 16000, 24000] = PROTOCOL_RATE
 
     @model_validator(mode="before")
     @classmethod
@@ -46,7 +47,7 @@ class AudioFormat(Lenient):
 
 
 BETA_FORMATS = {
-    "pcm16": AudioFormat(type="audio/pcm", rate=24000),
+    "pcm16": AudioFormat(type="audio/pcm", rate=PROTOCOL_RATE),
     "g711_ulaw": AudioFormat(type="audio/pcmu", rate=8000),
     "g711_alaw": AudioFormat(type="audio/pcma", rate=8000),
 }

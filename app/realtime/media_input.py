@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import base64
 
-from app.audio import encode_audio, pcm16_to_float, resample
+from app.audio import PROTOCOL_RATE, encode_audio, pcm16_to_float, resample
 from app.protocol.session_schema import AudioFormat
-
-PCM_RATE = 24_000  # media tracks' audio comes in at the protocol's rate
 
 
 def track_audio(pcm: bytes, fmt: AudioFormat) -> str:
     """`pcm` from the track as base64 in `fmt`."""
-    if (fmt.type, fmt.rate) != ("audio/pcm", PCM_RATE):  # the client asked for another
-        pcm = encode_audio(resample(pcm16_to_float(pcm), PCM_RATE, fmt.rate), fmt.type)
+    if (fmt.type, fmt.rate) != ("audio/pcm", PROTOCOL_RATE):  # the client asked for another
+        pcm = encode_audio(resample(pcm16_to_float(pcm), PROTOCOL_RATE, fmt.rate), fmt.type)
     return base64.b64encode(pcm).decode("ascii")

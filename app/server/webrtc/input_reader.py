@@ -18,10 +18,9 @@ from aiortc.jitterbuffer import JitterBuffer, JitterFrame
 from aiortc.mediastreams import MediaStreamError
 from av import AudioFrame
 
-from app.audio import StreamResampler, float_to_pcm16
+from app.audio import PROTOCOL_RATE, StreamResampler, float_to_pcm16
 from app.server.transport import InputPcm
 
-RATE = 24_000
 # aiortc's audio jitter buffer holds 4 packets (80 ms) before it hands the decoder the
 # first: smoothing for a playout clock. The session is no playout clock (VAD takes audio
 # as it comes), so every packet held is 20 ms later speech_started and barge-in, and a
@@ -88,7 +87,7 @@ class InputReader:
         if samples.dtype == np.int16:
             mono /= 32768.0
         rate = frame.sample_rate
-        if rate != RATE:
-            resampler = self._resamplers.setdefault(rate, StreamResampler(rate, RATE))
+        if rate != PROTOCOL_RATE:
+            resampler = self._resamplers.setdefault(rate, StreamResampler(rate, PROTOCOL_RATE))
             mono = resampler.process(mono)
         return float_to_pcm16(mono)

@@ -25,9 +25,10 @@ import fractions
 import numpy as np
 from av import AudioFrame, CodecContext, Packet
 
-IN_RATE = 24_000
+from app.audio import PROTOCOL_RATE
+
 RTP_RATE = 48_000  # Opus's RTP clock (RFC 7587)
-FRAME_SAMPLES = IN_RATE // 50  # 20 ms
+FRAME_SAMPLES = PROTOCOL_RATE // 50  # 20 ms
 BIT_RATE = 64_000
 SILENCE = bytes(FRAME_SAMPLES * 2)
 SETTLED = 2  # silent frames in a row encoded to the same packet: it is the encoder's last word
@@ -41,8 +42,8 @@ class OpusPackets:
         codec.bit_rate = BIT_RATE
         codec.format = "s16"
         codec.layout = "mono"
-        codec.sample_rate = IN_RATE
-        codec.time_base = fractions.Fraction(1, IN_RATE)
+        codec.sample_rate = PROTOCOL_RATE
+        codec.time_base = fractions.Fraction(1, PROTOCOL_RATE)
         codec.options = {"application": "lowdelay"}
         codec.open()  # here, not in the first answer's frame
         self._codec = codec
@@ -65,7 +66,7 @@ class OpusPackets:
         if samples.size != FRAME_SAMPLES:
             raise ValueError(f"an Opus frame here is {FRAME_SAMPLES} samples, got {samples.size}")
         frame = AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout="mono")
-        frame.sample_rate = IN_RATE
+        frame.sample_rate = PROTOCOL_RATE
         frame.pts = rtp_timestamp // 2
         frame.time_base = self._codec.time_base
         (packet,) = self._codec.encode(frame)  # a whole frame in: one packet out, at once

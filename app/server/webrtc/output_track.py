@@ -37,7 +37,7 @@ from aiortc import MediaStreamTrack
 from aiortc.mediastreams import MediaStreamError
 from av import Packet
 
-from app.audio import decode_audio, float_to_pcm16, resample
+from app.audio import PROTOCOL_RATE, decode_audio, float_to_pcm16, resample
 from app.protocol.server_events import (
     OutputAudioCleared,
     OutputAudioStarted,
@@ -47,11 +47,10 @@ from app.protocol.session_schema import AudioFormat
 from app.realtime.handoff import EventSink
 from app.server.webrtc.opus_packets import RTP_RATE, OpusPackets
 
-RATE = 24_000  # what is queued: the protocol's PCM16
 FRAME_MS = 20
-FRAME_SAMPLES = RATE * FRAME_MS // 1000
+FRAME_SAMPLES = PROTOCOL_RATE * FRAME_MS // 1000
 FRAME_BYTES = FRAME_SAMPLES * 2
-BYTES_PER_MS = RATE * 2 / 1000
+BYTES_PER_MS = PROTOCOL_RATE * 2 / 1000
 FRAME_S = FRAME_MS / 1000
 LEAD_RETURN_S = 0.002  # how much of its lead each silent frame gives back (see above)
 RTP_FRAME = RTP_RATE * FRAME_MS // 1000  # a frame on Opus's RTP clock
@@ -130,8 +129,11 @@ class OutputTrack(MediaStreamTrack):
     # -- one answer's audio ----------------------------------------------------------
 
     def play_answer(self, response_id: str, piece: bytes, fmt: AudioFormat, at_ms: float) -> None:
-        if (fmt.type, fmt.rate) != ("audio/pcm", RATE):  # a session asked for another format
-            piece = float_to_pcm16(resample(decode_audio(piece, fmt.type), fmt.rate, RATE))
+        if (fmt.type, fmt.rate) != (
+            "audio/pcm",
+            PROTOCOL_RATE,
+        ):  # a session asked for another format
+            piece = float_to_pcm16(resample(decode_audio(piece, fmt.type), fmt.rate, PROTOCOL_RATE))
         if piece:
             self._queue.append(_Piece(response_id, piece, at_ms))
             self._wake()
