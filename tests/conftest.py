@@ -17,6 +17,7 @@ import soundfile as sf
 from fastapi.testclient import TestClient
 
 from app.audio import float_to_pcm16, resample
+from app.protocol.server_events import AudioDelta, AudioTranscriptDelta, ResponseDone, TextDelta
 from app.server.app import create_app
 from app.settings import Settings
 
@@ -115,21 +116,17 @@ def receive_until(
 
 
 def is_done(event: dict[str, Any]) -> bool:
-    return event["type"] == "response.done"
+    return event["type"] == ResponseDone.TYPE
 
 
 def audio_seconds(events: list[dict[str, Any]], rate: int = REALTIME_RATE) -> float:
-    total = sum(
-        len(base64.b64decode(e["delta"])) for e in events if e["type"] == "response.audio.delta"
-    )
+    total = sum(len(base64.b64decode(e["delta"])) for e in events if e["type"] == AudioDelta.TYPE)
     return total / 2 / rate
 
 
 def answer_text(events: list[dict[str, Any]]) -> str:
     return "".join(
-        e["delta"]
-        for e in events
-        if e["type"] in ("response.audio_transcript.delta", "response.text.delta")
+        e["delta"] for e in events if e["type"] in (AudioTranscriptDelta.TYPE, TextDelta.TYPE)
     )
 
 

@@ -13,9 +13,17 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from app.protocol.server_events import (
+    AudioDelta,
+    Interruption,
+    ResponseCreated,
+    SessionUpdated,
+    SpeechStarted,
+    TranscriptionCompleted,
+)
 from tests.conftest import REALTIME_RATE, answer_text, ask, is_done, receive_until, stream_audio
 
-COMPLETED = "conversation.item.input_audio_transcription.completed"
+COMPLETED = TranscriptionCompleted.TYPE
 
 
 def _words(text: str) -> list[str]:
@@ -32,23 +40,23 @@ def test_an_answer_overlapped_by_a_backchannel_plays_to_its_end(
     with app_client.websocket_connect("/v1/realtime?dialect=beta&r1voice_events=1") as ws:
         ws.receive_json()
         ask(ws, "Tell me a long story about a dragon and a knight.")
-        events = receive_until(ws, lambda e: e["type"] == "response.audio.delta")
-        while sum(e["type"] == "response.audio.delta" for e in events) < 10:  # ~1 s played
+        events = receive_until(ws, lambda e: e["type"] == AudioDelta.TYPE)
+        while sum(e["type"] == AudioDelta.TYPE for e in events) < 10:  # ~1 s played
             events.append(ws.receive_json())
         stream_audio(ws, yeah)
         events += receive_until(ws, is_done)
         if COMPLETED not in [e["type"] for e in events]:
             events += receive_until(ws, lambda e: e["type"] == COMPLETED)
     types = [e["type"] for e in events]
-    assert "input_audio_buffer.speech_started" in types  # it was speech over the answer
+    assert SpeechStarted.TYPE in types  # it was speech over the answer
     heard = next(e for e in events if e["type"] == COMPLETED)["transcript"]
     done = next(e for e in events if is_done(e))["response"]
     # played to its end (`incomplete` at max_output_tokens is an answer spoken whole too)
     assert done["status"] in ("completed", "incomplete"), (heard, done["status_details"])
     kept = done["output"][0]["content"][0]["transcript"]
     assert kept == answer_text(events) and len(_words(kept)) > 10  # the whole answer
-    assert types.count("response.created") == 1  # the backchannel is not answered
-    verdicts = [e["verdict"] for e in events if e["type"] == "r1voice.interruption"]
+    assert types.count(ResponseCreated.TYPE) == 1  # the backchannel is not answered
+    verdicts = [e["verdict"] for e in events if e["type"] == Interruption.TYPE]
     assert verdicts == ["wait", "backchannel"], heard
 
 
@@ -62,10 +70,10 @@ def test_a_bad_false_interruption_timeout_is_refused_naming_the_field(
         ws.send_text(json.dumps({"type": "session.update", "session": update}))
         probe = {"type": "realtime"}  # its reply shows the session as the refusal left it
         ws.send_text(json.dumps({"type": "session.update", "session": probe}))
-        events = receive_until(ws, lambda e: e["type"] == "session.updated")
+        events = receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)
     errors = [(e["error"]["code"], e["error"]["param"]) for e in events if e["type"] == "error"]
     assert errors == [("invalid_value", "session.r1voice.false_interruption_timeout")]
-    assert [e["type"] for e in events] == ["error", "session.updated"]  # one reply each
+    assert [e["type"] for e in events] == ["error", SessionUpdated.TYPE]  # one reply each
     timeout = events[-1]["session"]["r1voice"]["false_interruption_timeout"]
     assert timeout == created["r1voice"]["false_interruption_timeout"] == 1.5
 
@@ -75,7 +83,7 @@ def test_a_false_interruption_timeout_is_taken(app_client: TestClient) -> None:
         ws.receive_json()
         update = {"type": "realtime", "r1voice": {"false_interruption_timeout": 3}}
         ws.send_text(json.dumps({"type": "session.update", "session": update}))
-        events = receive_until(ws, lambda e: e["type"] == "session.updated")
+        events = receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)
     assert events[-1]["session"]["r1voice"]["false_interruption_timeout"] == 3
 
 

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.protocol.parsing import KNOWN_TYPES
+from app.protocol.server_events import ResponseDone, TextDelta, ga
 from app.realtime.session import Session
 from tests.conftest import user_text_item
 from tests.fakes import ScriptedLLM
@@ -105,7 +106,7 @@ async def play(components: Any, frames: list[tuple[str | bytes, str | None]]) ->
     ):
         await session.handle(json.dumps(event))
     for _ in range(600):  # the valid turn completes
-        finals = [e for e in seen[before:] if e["type"] == "response.done"]
+        finals = [e for e in seen[before:] if e["type"] == ResponseDone.TYPE]
         if finals and finals[-1]["response"]["status"] == "completed":
             break
         await asyncio.sleep(0.05)
@@ -144,7 +145,7 @@ def test_fuzzed_events_get_specific_errors_and_the_session_goes_on(
                 refusals = [e for e in events if e["type"] == "error"]
                 assert refusals[0]["error"]["event_id"] == event_id, (event_id, refusals)
     _, final = caused[-1]
-    done = [e for e in final if e["type"] == "response.done"]
+    done = [e for e in final if e["type"] == ResponseDone.TYPE]
     assert done and done[-1]["response"]["status"] == "completed", final[-5:]
-    text = "".join(e.get("delta", "") for e in final if e["type"] == "response.output_text.delta")
+    text = "".join(e.get("delta", "") for e in final if e["type"] == ga.RENAMED[TextDelta])
     assert text.endswith("Hi there.")

@@ -9,6 +9,15 @@ import json
 from typing import Any
 
 from app.llm import ChatMessage
+from app.protocol.server_events import (
+    AudioTranscriptDelta,
+    FunctionCallArgumentsDelta,
+    FunctionCallArgumentsDone,
+    ResponseDone,
+    SessionUpdated,
+    TextDelta,
+    ga,
+)
 from tests.app.protocol.test_ga_conformance import invalid_events
 from tests.conftest import client_with, receive_until, user_text_item
 from tests.fakes import ScriptedLLM
@@ -36,7 +45,7 @@ def send(ws: Any, event: dict[str, Any]) -> None:
 
 
 def done(event: dict[str, Any]) -> bool:
-    return event["type"] == "response.done"
+    return event["type"] == ResponseDone.TYPE
 
 
 def session_with(components: Any, llm: ScriptedLLM) -> Any:
@@ -50,12 +59,12 @@ def test_tool_call_round_trip(shared_components: Any) -> None:
         send(
             ws, {"type": "session.update", "session": {"type": "realtime", "tools": [WEATHER_TOOL]}}
         )
-        updated = receive_until(ws, lambda e: e["type"] == "session.updated")[-1]
+        updated = receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)[-1]
         assert updated["session"]["tools"][0]["name"] == "get_weather"
         send(ws, {"type": "conversation.item.create", "item": user_text_item("Weather in Paris?")})
         send(ws, {"type": "response.create", "response": {"output_modalities": ["audio"]}})
         first = receive_until(ws, done)
-        args_done = next(e for e in first if e["type"] == "response.function_call_arguments.done")
+        args_done = next(e for e in first if e["type"] == FunctionCallArgumentsDone.TYPE)
         assert (args_done["name"], json.loads(args_done["arguments"])) == (
             "get_weather",
             {"city": "Paris"},
@@ -75,14 +84,12 @@ def test_tool_call_round_trip(shared_components: Any) -> None:
         send(ws, {"type": "response.create", "response": {"output_modalities": ["text"]}})
         second = receive_until(ws, done)
     types = [e["type"] for e in first]
-    assert types.index("response.function_call_arguments.delta") < types.index(
-        "response.function_call_arguments.done"
+    assert types.index(FunctionCallArgumentsDelta.TYPE) < types.index(
+        FunctionCallArgumentsDone.TYPE
     )
-    spoken = "".join(
-        e["delta"] for e in first if e["type"] == "response.output_audio_transcript.delta"
-    )
+    spoken = "".join(e["delta"] for e in first if e["type"] == ga.RENAMED[AudioTranscriptDelta])
     assert spoken == "Checking. "  # the call itself is never spoken
-    output = first[-1]["response"]["output"] if first[-1]["type"] == "response.done" else []
+    output = first[-1]["response"]["output"] if first[-1]["type"] == ResponseDone.TYPE else []
     assert [o["type"] for o in output] == ["message", "function_call"]
     assert output[1]["call_id"] == call_id and output[1]["status"] == "completed"
     system = llm.prompts[0][0].content
@@ -104,7 +111,7 @@ def test_an_invalid_call_is_an_error_and_its_text_is_kept(shared_components: Any
         send(
             ws, {"type": "session.update", "session": {"type": "realtime", "tools": [WEATHER_TOOL]}}
         )
-        receive_until(ws, lambda e: e["type"] == "session.updated")
+        receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)
         send(ws, {"type": "conversation.item.create", "item": user_text_item("Weather?")})
         send(ws, {"type": "response.create", "response": {"output_modalities": ["text"]}})
         events = receive_until(ws, done)
@@ -112,7 +119,7 @@ def test_an_invalid_call_is_an_error_and_its_text_is_kept(shared_components: Any
     assert (
         error["code"] == "invalid_tool_call" and "'city' is a required property" in error["message"]
     )
-    text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+    text = "".join(e["delta"] for e in events if e["type"] == ga.RENAMED[TextDelta])
     assert text.startswith("<tool_call>")
     assert [o["type"] for o in events[-1]["response"]["output"]] == ["message"]
 
@@ -123,7 +130,7 @@ def test_tool_choice_none_offers_no_tools(shared_components: Any) -> None:
         ws.receive_json()
         session = {"type": "realtime", "tools": [WEATHER_TOOL], "tool_choice": "none"}
         send(ws, {"type": "session.update", "session": session})
-        receive_until(ws, lambda e: e["type"] == "session.updated")
+        receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)
         send(ws, {"type": "conversation.item.create", "item": user_text_item("Hi")})
         send(ws, {"type": "response.create", "response": {"output_modalities": ["text"]}})
         receive_until(ws, done)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from app.llm import ChatMessage, GenerationParams, LLMBackend, LLMBackendError, LLMDelta
+from app.protocol.server_events import ItemDeleted, ItemDone, ResponseDone, SessionUpdated, ga
 from app.realtime.history_summary import SUMMARY_LEAD
 from tests.conftest import ask, client_with, is_done, receive_until
 
@@ -73,7 +74,7 @@ def call(components: Any, llm: LLMBackend, history: str | None) -> Iterator[Any]
         if history is not None:
             session["r1voice"] = {"history": history}
         ws.send_text(json.dumps({"type": "session.update", "session": session}))
-        updated = receive_until(ws, lambda e: e["type"] == "session.updated")[-1]
+        updated = receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)[-1]
         assert updated["session"]["r1voice"]["history"] == (history or "summarize")
         yield ws
 
@@ -85,26 +86,24 @@ def talk_until_trimmed(ws: Any) -> tuple[list[str], list[dict[str, Any]]]:
     for n in range(MAX_TURNS):
         ask(ws, turn_text(n), {"max_output_tokens": ANSWER_TOKENS})
         events = receive_until(ws, is_done)
-        ids += [e["item"]["id"] for e in events if e["type"] == "conversation.item.added"]
-        if any(e["type"] == "conversation.item.deleted" for e in events):
+        ids += [e["item"]["id"] for e in events if e["type"] == ga.ITEM_ADDED]
+        if any(e["type"] == ItemDeleted.TYPE for e in events):
             return ids, events
     raise AssertionError(f"{MAX_TURNS} turns never outgrew {CONTEXT} tokens")
 
 
 def deleted(events: list[dict[str, Any]]) -> list[str]:
-    return [e["item_id"] for e in events if e["type"] == "conversation.item.deleted"]
+    return [e["item_id"] for e in events if e["type"] == ItemDeleted.TYPE]
 
 
 def system_items(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
-        e["item"]
-        for e in events
-        if e["type"] == "conversation.item.added" and e["item"]["role"] == "system"
+        e["item"] for e in events if e["type"] == ga.ITEM_ADDED and e["item"]["role"] == "system"
     ]
 
 
 def is_summary(event: dict[str, Any]) -> bool:
-    return bool(event["type"] == "conversation.item.added" and event["item"]["role"] == "system")
+    return bool(event["type"] == ga.ITEM_ADDED and event["item"]["role"] == "system")
 
 
 def test_summarize_deletes_the_oldest_turns_then_adds_their_summary(
@@ -121,12 +120,12 @@ def test_summarize_deletes_the_oldest_turns_then_adds_their_summary(
     assert gone == ids[: len(gone)] and len(gone) >= 2  # the oldest turns, in order
     types = [e["type"] for e in events]
     summary = events[-1]
-    assert types.index("response.done") < len(types) - 1  # written after the answer
-    assert max(i for i, t in enumerate(types) if t == "conversation.item.deleted") < len(types) - 1
+    assert types.index(ResponseDone.TYPE) < len(types) - 1  # written after the answer
+    assert max(i for i, t in enumerate(types) if t == ItemDeleted.TYPE) < len(types) - 1
     assert summary["previous_item_id"] is None  # the conversation's first item
     text = summary["item"]["content"][0]["text"]
     assert summary["item"]["content"][0]["type"] == "input_text" and text.startswith(SUMMARY_LEAD)
-    assert (done["type"], done["item"]["id"]) == ("conversation.item.done", summary["item"]["id"])
+    assert (done["type"], done["item"]["id"]) == (ItemDone.TYPE, summary["item"]["id"])
     (asked,) = llm.summaries()  # what it summarised: the turns deleted
     assert "Turn 0." in asked[1].content
     # the next answer's prompt holds the summary, after the instructions
@@ -175,10 +174,10 @@ def test_an_unknown_history_mode_is_refused_naming_the_field(
         ws.send_text(json.dumps({"type": "session.update", "session": update}))
         probe = {"type": "realtime"}  # its reply shows the session as the refusal left it
         ws.send_text(json.dumps({"type": "session.update", "session": probe}))
-        events = receive_until(ws, lambda e: e["type"] == "session.updated")
+        events = receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)
     errors = [(e["error"]["code"], e["error"]["param"]) for e in events if e["type"] == "error"]
     assert errors == [("invalid_value", "session.r1voice.history")]
-    assert [e["type"] for e in events] == ["error", "session.updated"]  # one reply each
+    assert [e["type"] for e in events] == ["error", SessionUpdated.TYPE]  # one reply each
     assert created["r1voice"]["history"] == events[-1]["session"]["r1voice"]["history"]
     assert created["r1voice"]["history"] == "summarize"
 

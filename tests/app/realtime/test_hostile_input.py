@@ -10,7 +10,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.protocol.dialect import GA
-from app.protocol.server_events import AudioDelta, SessionUpdated, ga, to_wire
+from app.protocol.server_events import (
+    AudioDelta,
+    InputAudioCleared,
+    ResponseDone,
+    SessionUpdated,
+    ga,
+    to_wire,
+)
 from app.realtime.outbox import Outbox, serialize
 from tests.conftest import user_text_item
 
@@ -43,7 +50,7 @@ def test_hostile_events_get_a_specific_error_and_the_session_goes_on(
         if "e1" in raw:
             assert error["error"]["event_id"] == "e1"
         ws.send_text(json.dumps({"type": "input_audio_buffer.clear"}))  # an empty buffer too
-        assert ws.receive_json()["type"] == "input_audio_buffer.cleared"
+        assert ws.receive_json()["type"] == InputAudioCleared.TYPE
 
 
 AUDIO = AudioDelta(response_id="resp_1", delta="A" * 1000, item_id="item_1")
@@ -135,7 +142,7 @@ def test_instructions_longer_than_the_context_are_the_clients_error(
             json.dumps({"type": "response.create", "event_id": "e7", "response": response})
         )
         seen = []
-        while (event := ws.receive_json())["type"] != "response.done":
+        while (event := ws.receive_json())["type"] != ResponseDone.TYPE:
             seen.append(event)
         errors = [e["error"] for e in seen if e["type"] == "error"]
         assert [(e["code"], e["type"], e["event_id"]) for e in errors] == [
@@ -166,6 +173,6 @@ def test_an_item_larger_than_the_context_is_refused_when_created(
         ws.send_text(
             json.dumps({"type": "response.create", "response": {"output_modalities": ["text"]}})
         )
-        while (event := ws.receive_json())["type"] != "response.done":
+        while (event := ws.receive_json())["type"] != ResponseDone.TYPE:
             pass
         assert event["response"]["status"] == "completed"  # the conversation goes on

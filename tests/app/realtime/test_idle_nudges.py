@@ -12,6 +12,18 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from app.protocol.server_events import (
+    AudioDelta,
+    InputAudioCommitted,
+    InputAudioTimeoutTriggered,
+    ItemDone,
+    ResponseCreated,
+    ResponseDone,
+    SessionUpdated,
+    SpeechStarted,
+    TranscriptionCompleted,
+    ga,
+)
 from tests.app.protocol.test_ga_conformance import invalid_events
 from tests.conftest import REALTIME_RATE, append_event, ask, load_clip, receive_until, respond
 
@@ -49,13 +61,13 @@ def _start(ws: Any, turn_detection: dict[str, Any], r1voice: dict[str, Any]) -> 
         "r1voice": r1voice,
     }
     ws.send_text(json.dumps({"type": "session.update", "session": session}))
-    updated = receive_until(ws, lambda e: e["type"] in ("session.updated", "error"))[-1]
-    assert updated["type"] == "session.updated", updated
+    updated = receive_until(ws, lambda e: e["type"] in (SessionUpdated.TYPE, "error"))[-1]
+    assert updated["type"] == SessionUpdated.TYPE, updated
     return dict(updated["session"])
 
 
 def _answered(ws: Any) -> list[dict[str, Any]]:
-    return receive_until(ws, lambda e: e["type"] == "response.done")
+    return receive_until(ws, lambda e: e["type"] == ResponseDone.TYPE)
 
 
 def _of(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -63,7 +75,7 @@ def _of(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 
 def _audio_s(events: list[dict[str, Any]]) -> float:
-    pieces = _of(events, "response.output_audio.delta")
+    pieces = _of(events, ga.RENAMED[AudioDelta])
     return sum(len(base64.b64decode(e["delta"])) for e in pieces) / 2 / REALTIME_RATE
 
 
@@ -81,29 +93,29 @@ def test_silence_after_an_answer_is_nudged_once_then_waits_for_the_user(
         # the answer plays out (the server sends it at most 0.3 s ahead), then 5 s of silence
         _speak(ws, _silence(TIMEOUT_MS / 1000 + 1.5))
         nudged = _synced(ws)
-        nudged += receive_until(ws, lambda e: e["type"] == "response.done")
+        nudged += receive_until(ws, lambda e: e["type"] == ResponseDone.TYPE)
         # the nudge plays out as the first answer did, then the timeout passes again with
         # room to spare: no second nudge (max 1)
         _speak(ws, _silence(TIMEOUT_MS / 1000 + 2))
         after = _synced(ws)
 
-    (timeout,) = _of(nudged, "input_audio_buffer.timeout_triggered")
+    (timeout,) = _of(nudged, InputAudioTimeoutTriggered.TYPE)
     assert TIMEOUT_MS <= timeout["audio_end_ms"] - timeout["audio_start_ms"] < TIMEOUT_MS + 100
     kinds = [e["type"] for e in nudged]
-    at = kinds.index("input_audio_buffer.timeout_triggered")
+    at = kinds.index(InputAudioTimeoutTriggered.TYPE)
     # OpenAI's order: the silence is committed as a user item (heard as nothing), answered
     assert kinds[at + 1 : at + 5] == [
-        "input_audio_buffer.committed",
-        "conversation.item.added",
-        "conversation.item.done",
-        "conversation.item.input_audio_transcription.completed",
+        InputAudioCommitted.TYPE,
+        ga.ITEM_ADDED,
+        ItemDone.TYPE,
+        TranscriptionCompleted.TYPE,
     ]
     committed = nudged[at + 1]
     assert committed["item_id"] == timeout["item_id"]
     assert committed["previous_item_id"] == first[-1]["response"]["output"][0]["id"]
     assert nudged[at + 4]["transcript"] == ""
-    assert len(_of(nudged, "response.created")) == 1
-    assert kinds.index("response.created") > at
+    assert len(_of(nudged, ResponseCreated.TYPE)) == 1
+    assert kinds.index(ResponseCreated.TYPE) > at
     done = nudged[-1]["response"]
     # answered in full, or cut at max_output_tokens (the model's words are not the point)
     assert done["status"] == "completed" or done["status_details"] == {
@@ -112,8 +124,8 @@ def test_silence_after_an_answer_is_nudged_once_then_waits_for_the_user(
     }, done
     assert done["output"][0]["content"][0]["transcript"]
     assert _audio_s(nudged) > 0  # the nudge is spoken
-    assert not _of(after, "input_audio_buffer.timeout_triggered")
-    assert not _of(after, "response.created")
+    assert not _of(after, InputAudioTimeoutTriggered.TYPE)
+    assert not _of(after, ResponseCreated.TYPE)
     assert invalid_events(first + nudged + after) == []  # the SDK's GA models parse them
 
 
@@ -137,11 +149,11 @@ def test_speech_before_the_timeout_cancels_it_and_without_create_response_none_a
         _speak(ws, np.concatenate([_silence(2), words, _silence(TIMEOUT_MS / 1000 + 2)]))
         spoken = _synced(ws)
 
-    assert len(_of(reported, "input_audio_buffer.timeout_triggered")) == 1
-    assert not _of(reported, "response.created")  # create_response is off
-    assert not _of(spoken, "input_audio_buffer.timeout_triggered")
-    started = {e["item_id"] for e in _of(spoken, "input_audio_buffer.speech_started")}
-    committed = {e["item_id"] for e in _of(spoken, "input_audio_buffer.committed")}
+    assert len(_of(reported, InputAudioTimeoutTriggered.TYPE)) == 1
+    assert not _of(reported, ResponseCreated.TYPE)  # create_response is off
+    assert not _of(spoken, InputAudioTimeoutTriggered.TYPE)
+    started = {e["item_id"] for e in _of(spoken, SpeechStarted.TYPE)}
+    committed = {e["item_id"] for e in _of(spoken, InputAudioCommitted.TYPE)}
     assert committed and committed <= started  # the words' turns, and no silence item
 
 
@@ -175,10 +187,10 @@ def test_a_bad_idle_setting_is_an_error_naming_the_field(
         ws.send_text(json.dumps({"type": "session.update", "session": update}))
         probe = {"type": "realtime"}  # its reply shows the session as the refusal left it
         ws.send_text(json.dumps({"type": "session.update", "session": probe}))
-        events = receive_until(ws, lambda e: e["type"] == "session.updated")
+        events = receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)
     errors = _of(events, "error")
     assert [(e["error"]["code"], e["error"]["param"]) for e in errors] == [("invalid_value", param)]
-    assert [e["type"] for e in events] == ["error", "session.updated"]  # one reply each
+    assert [e["type"] for e in events] == ["error", SessionUpdated.TYPE]  # one reply each
     updated = events[-1]["session"]
     assert updated["instructions"] == created["instructions"] != INSTRUCTIONS  # refused whole
     assert updated["r1voice"]["max_idle_nudges"] == created["r1voice"]["max_idle_nudges"] == 2

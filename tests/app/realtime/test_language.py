@@ -13,6 +13,12 @@ import numpy as np
 import pytest
 
 from app.models.languages import simplified
+from app.protocol.server_events import (
+    AudioDelta,
+    AudioTranscriptDelta,
+    SessionUpdated,
+    TranscriptionCompleted,
+)
 from app.protocol.session_schema import SEMANTIC_MAX_WAIT_MS
 from bench.voice.stats import word_errors
 from tests.conftest import (
@@ -24,7 +30,7 @@ from tests.conftest import (
     stream_audio,
 )
 
-TRANSCRIBED = "conversation.item.input_audio_transcription.completed"
+TRANSCRIBED = TranscriptionCompleted.TYPE
 QWEN = "qwen2.5-coder-0.5b-instruct"
 CLIP = "zh/funasr_asr_example.wav"
 REFERENCE = "欢迎大家来体验达摩院推出的语音识别模型"
@@ -34,7 +40,7 @@ def _update(ws: Any, session: dict[str, Any]) -> list[dict[str, Any]]:
     """Send a `session.update`; the events up to its one reply (`session.updated`, or
     an `error` when it is refused, and then it changed nothing)."""
     ws.send_text(json.dumps({"type": "session.update", "session": session}))
-    return receive_until(ws, lambda e: e["type"] in ("session.updated", "error"))
+    return receive_until(ws, lambda e: e["type"] in (SessionUpdated.TYPE, "error"))
 
 
 def _state(ws: Any) -> dict[str, Any]:
@@ -89,7 +95,7 @@ def test_a_bcp47_tag_is_read_by_its_language(shared_components: Any) -> None:
             "audio": {"input": {"transcription": {"model": "whisper-base", "language": "zh-CN"}}}
         }
         events = _update(ws, session)
-    assert [e["type"] for e in events] == ["session.updated"]
+    assert [e["type"] for e in events] == [SessionUpdated.TYPE]
     transcription = events[-1]["session"]["audio"]["input"]["transcription"]
     assert transcription == {"model": "whisper-base", "language": "zh"}
 
@@ -103,7 +109,7 @@ def test_a_mandarin_turn_is_heard_in_simplified_characters_and_answered_in_chine
         ws.receive_json()
         # the language left to Whisper's detection, the voice to the answer's language
         update = {**_transcription(None), "model": QWEN, "voice": "auto"}
-        assert [e["type"] for e in _update(ws, update)] == ["session.updated"]
+        assert [e["type"] for e in _update(ws, update)] == [SessionUpdated.TYPE]
         stream_audio(ws, np.concatenate([silence[:4800], speech, silence, silence]))
         events = receive_until(ws, is_done)
     transcribed = [e for e in events if e["type"] == TRANSCRIBED]
@@ -114,9 +120,9 @@ def test_a_mandarin_turn_is_heard_in_simplified_characters_and_answered_in_chine
     assert cer(REFERENCE, heard["transcript"]) <= 0.25  # whisper-base: near-misses happen
     done = events[-1]["response"]
     assert done["status"] == "completed"
-    answer = "".join(e["delta"] for e in events if e["type"] == "response.audio_transcript.delta")
+    answer = "".join(e["delta"] for e in events if e["type"] == AudioTranscriptDelta.TYPE)
     assert re.search(r"[\u4e00-\u9fff]", answer), answer  # Chinese characters
-    assert any(e["type"] == "response.audio.delta" for e in events)
+    assert any(e["type"] == AudioDelta.TYPE for e in events)
     assert done["audio"]["output"]["voice"] == "espeak-ng:cmn"  # a Mandarin voice spoke it
 
 
@@ -163,7 +169,7 @@ def test_switching_to_an_english_only_model_asks_for_its_language_in_the_same_up
 ) -> None:
     with client_with(shared_components).websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
-        assert [e["type"] for e in _update(ws, _transcription("zh"))] == ["session.updated"]
+        assert [e["type"] for e in _update(ws, _transcription("zh"))] == [SessionUpdated.TYPE]
         events = _update(ws, {"input_audio_transcription": {"model": "whisper-tiny.en"}})
         state = _state(ws)
         both = {"model": "whisper-tiny.en", "language": None}

@@ -13,6 +13,7 @@ import pytest
 
 from app.llm import LLMBackend
 from app.llm.catalog import LLMCatalog
+from app.protocol.server_events import SessionUpdated
 from tests.conftest import ask, client_with, is_done, receive_until
 
 QWEN = "qwen2.5-coder-0.5b-instruct"
@@ -24,7 +25,7 @@ def _update(ws: Any, session: dict[str, Any], event_id: str = "ev_1") -> list[di
     """Send a `session.update`; the events up to its one reply (`session.updated`, or
     an `error` when it is refused, and then it changed nothing)."""
     ws.send_text(json.dumps({"type": "session.update", "event_id": event_id, "session": session}))
-    return receive_until(ws, lambda e: e["type"] in ("session.updated", "error"))
+    return receive_until(ws, lambda e: e["type"] in (SessionUpdated.TYPE, "error"))
 
 
 def _state(ws: Any) -> dict[str, Any]:
@@ -76,7 +77,7 @@ def test_openai_model_names_keep_the_sessions_llm(
     with client_with(shared_components).websocket_connect(url) as ws:
         ws.receive_json()
         events = _update(ws, session)
-    assert [e["type"] for e in events] == ["session.updated"]  # nothing refused
+    assert [e["type"] for e in events] == [SessionUpdated.TYPE]  # nothing refused
     assert events[-1]["session"]["r1voice"]["model"] == shared_components.llm.model
 
 
@@ -86,7 +87,7 @@ def test_a_chosen_llm_answers_the_next_turn_and_others_keep_theirs(with_qwen: An
     with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         events = _update(ws, {"model": QWEN, "instructions": "Answer in one short sentence."})
-        assert [e["type"] for e in events] == ["session.updated"]  # loaded, nothing refused
+        assert [e["type"] for e in events] == [SessionUpdated.TYPE]  # loaded, nothing refused
         assert events[-1]["session"]["r1voice"]["model"] == QWEN
         qwen = with_qwen.llms.loaded(QWEN)
         assert qwen is not None

@@ -13,6 +13,7 @@ import numpy as np
 from fastapi.testclient import TestClient
 
 from app.audio import resample
+from app.protocol.server_events import InputAudioCommitted, SessionUpdated, TranscriptionCompleted
 from tests.conftest import REALTIME_RATE, load_clip, receive_until, stream_audio
 
 SENTENCE = "and so my fellow americans ask not what your country can do for you ask what you can do for your country"
@@ -40,13 +41,11 @@ def test_long_monologue_transcript_matches_one_pass_whisper(
         turn = {"type": "server_vad", "silence_duration_ms": 1500, "create_response": False}
         session = {"type": "realtime", "audio": {"input": {"turn_detection": turn}}}
         ws.send_text(json.dumps({"type": "session.update", "session": session}))
-        receive_until(ws, lambda e: e["type"] == "session.updated")
+        receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)
         silence = np.zeros(REALTIME_RATE, np.float32)
         stream_audio(ws, np.concatenate([silence, monologue, silence, silence]))
-        events = receive_until(
-            ws, lambda e: e["type"] == "conversation.item.input_audio_transcription.completed"
-        )
-    assert sum(e["type"] == "input_audio_buffer.committed" for e in events) == 1
+        events = receive_until(ws, lambda e: e["type"] == TranscriptionCompleted.TYPE)
+    assert sum(e["type"] == InputAudioCommitted.TYPE for e in events) == 1
     ours = wer(events[-1]["transcript"], truth.split())
     one_pass = shared_components.asr.transcribe(resample(monologue, REALTIME_RATE, 16_000)).text
     reference = wer(one_pass, truth.split())

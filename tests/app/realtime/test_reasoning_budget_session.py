@@ -13,6 +13,16 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.llm import ChatMessage, GenerationParams
+from app.protocol.server_events import (
+    AudioDelta,
+    AudioTranscriptDelta,
+    AudioTranscriptDone,
+    ReasoningDelta,
+    ReasoningDone,
+    ResponseDone,
+    SessionUpdated,
+    TextDelta,
+)
 from tests.app.llm.scripted import ScriptedLLM
 from tests.conftest import ask, client_with, is_done, receive_until
 
@@ -24,7 +34,7 @@ URL = "/v1/realtime?dialect=beta&r1voice_events=1"
 
 def update(ws: Any, session: dict[str, Any]) -> list[dict[str, Any]]:
     ws.send_text(json.dumps({"type": "session.update", "session": session}))
-    return receive_until(ws, lambda e: e["type"] == "session.updated")
+    return receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)
 
 
 def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -60,21 +70,21 @@ def test_thinking_is_cut_and_only_the_answer_is_spoken(thinking_client: TestClie
         ask(ws, QUESTION)
         events = receive_until(ws, is_done)
     assert not of_type(events, "error")
-    response = of_type(events, "response.done")[0]["response"]
+    response = of_type(events, ResponseDone.TYPE)[0]["response"]
     # the random model writes to its MAX_TOKENS: cut there, so `incomplete` (not `completed`)
     assert response["status"] == ("incomplete" if finish_reason == "length" else "completed")
     item_id = response["output"][0]["id"]
-    done = of_type(events, "r1voice.reasoning.done")
+    done = of_type(events, ReasoningDone.TYPE)
     assert [(e["item_id"], e["cut"]) for e in done] == [(item_id, True)]
     types = [e["type"] for e in events]
-    reasoning = of_type(events, "r1voice.reasoning.delta")
-    assert types.index("r1voice.reasoning.done") > types.index(reasoning[-1]["type"])
+    reasoning = of_type(events, ReasoningDelta.TYPE)
+    assert types.index(ReasoningDone.TYPE) > types.index(reasoning[-1]["type"])
     assert "".join(e["delta"] for e in reasoning) == thinking
-    spoken = "".join(e["delta"] for e in of_type(events, "response.audio_transcript.delta"))
+    spoken = "".join(e["delta"] for e in of_type(events, AudioTranscriptDelta.TYPE))
     assert spoken == answer.lstrip()
-    assert of_type(events, "response.audio_transcript.done")[0]["transcript"] == spoken
+    assert of_type(events, AudioTranscriptDone.TYPE)[0]["transcript"] == spoken
     assert "</think>" not in json.dumps([e for e in events if not e["type"].startswith("r1voice")])
-    assert of_type(events, "response.audio.delta")  # the answer was spoken
+    assert of_type(events, AudioDelta.TYPE)  # the answer was spoken
 
 
 def scripted_turn(
@@ -101,8 +111,8 @@ def test_every_answer_gets_the_sessions_budget(
     assert [params.max_reasoning_tokens for _, params in llm.requests] == [budget]
     if updated:
         assert updated[-1]["session"]["r1voice"]["max_reasoning_tokens"] == budget
-    assert [e["cut"] for e in of_type(events, "r1voice.reasoning.done")] == [False]
-    assert "".join(e["delta"] for e in of_type(events, "response.text.delta")) == "It is four."
+    assert [e["cut"] for e in of_type(events, ReasoningDone.TYPE)] == [False]
+    assert "".join(e["delta"] for e in of_type(events, TextDelta.TYPE)) == "It is four."
     # a client that did not ask for r1voice events gets none
     _, plain = scripted_turn(components, llm, "/v1/realtime?dialect=beta", None)
     assert not [e for e in plain if e["type"].startswith("r1voice.")]
@@ -117,7 +127,7 @@ def test_a_bad_budget_is_one_error_naming_the_field(thinking_client: TestClient,
         events = update(ws, {})  # its reply shows the session as the refusal left it
     errors = of_type(events, "error")
     assert [e["error"]["param"] for e in errors] == ["session.r1voice.max_reasoning_tokens"]
-    assert [e["type"] for e in events] == ["error", "session.updated"]  # one reply each
+    assert [e["type"] for e in events] == ["error", SessionUpdated.TYPE]  # one reply each
     assert events[-1]["session"]["instructions"] != INSTRUCTIONS  # refused whole
     assert events[-1]["session"]["r1voice"]["max_reasoning_tokens"] == 256
 

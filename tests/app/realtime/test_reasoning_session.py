@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from app.llm import ChatMessage
+from app.protocol.server_events import AudioTranscriptDelta, ReasoningDelta, ResponseDone
 from tests.conftest import (
     audio_seconds,
     client_with,
@@ -49,19 +50,19 @@ def test_reasoning_is_shown_not_spoken(
 ) -> None:
     llm = ScriptedLLM(deltas, opens)
     events = _turn(shared_components, llm)
-    first = events[: [e["type"] for e in events].index("response.done") + 1]
-    reasoning = "".join(e["delta"] for e in first if e["type"] == "r1voice.reasoning.delta")
-    spoken = "".join(e["delta"] for e in first if e["type"] == "response.audio_transcript.delta")
+    first = events[: [e["type"] for e in events].index(ResponseDone.TYPE) + 1]
+    reasoning = "".join(e["delta"] for e in first if e["type"] == ReasoningDelta.TYPE)
+    spoken = "".join(e["delta"] for e in first if e["type"] == AudioTranscriptDelta.TYPE)
     assert reasoning.strip() == "two plus two is four"
     assert spoken == "It is four."
-    assert "think" not in json.dumps([e for e in first if e["type"] != "r1voice.reasoning.delta"])
+    assert "think" not in json.dumps([e for e in first if e["type"] != ReasoningDelta.TYPE])
     assert audio_seconds(first) > 0.3  # "It is four." was spoken
     assert llm.prompts[1][-1] == ChatMessage("assistant", "It is four.")
 
 
 def test_no_think_block_is_all_content(shared_components: Any) -> None:
     events = _turn(shared_components, ScriptedLLM(["It is ", "four."]))
-    assert not [e for e in events if e["type"] == "r1voice.reasoning.delta"]
-    assert "".join(
-        e["delta"] for e in events if e["type"] == "response.audio_transcript.delta"
-    ).startswith("It is four.")
+    assert not [e for e in events if e["type"] == ReasoningDelta.TYPE]
+    assert "".join(e["delta"] for e in events if e["type"] == AudioTranscriptDelta.TYPE).startswith(
+        "It is four."
+    )

@@ -10,6 +10,12 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from app.protocol.server_events import (
+    InputAudioCommitted,
+    ItemDeleted,
+    SessionUpdated,
+    TranscriptionCompleted,
+)
 from tests.conftest import REALTIME_RATE, append_event, load_clip, receive_until, stream_audio
 
 
@@ -18,7 +24,7 @@ def _turns(app_client: TestClient, turn_detection: dict[str, object]) -> list[di
         ws.receive_json()
         session = {"type": "realtime", "audio": {"input": {"turn_detection": turn_detection}}}
         ws.send_text(json.dumps({"type": "session.update", "session": session}))
-        receive_until(ws, lambda e: e["type"] == "session.updated")
+        receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)
         silence = np.zeros(REALTIME_RATE, np.float32)
         # JFK, then enough silence for any window to close (auto waits at most 4 s)
         stream_audio(ws, np.concatenate([silence, load_clip("jfk.flac"), *[silence] * 5]))
@@ -31,11 +37,11 @@ def _turns(app_client: TestClient, turn_detection: dict[str, object]) -> list[di
 
 
 def _committed(events: list[dict[str, object]]) -> list[object]:
-    return [e["item_id"] for e in events if e["type"] == "input_audio_buffer.committed"]
+    return [e["item_id"] for e in events if e["type"] == InputAudioCommitted.TYPE]
 
 
 def _settled(events: list[dict[str, object]]) -> set[object]:
-    done = {"conversation.item.input_audio_transcription.completed", "conversation.item.deleted"}
+    done = {TranscriptionCompleted.TYPE, ItemDeleted.TYPE}
     return {e["item_id"] for e in events if e["type"] in done}
 
 
@@ -43,11 +49,7 @@ def _commits_and_last_transcript(
     app_client: TestClient, turn_detection: dict[str, object]
 ) -> tuple[int, str]:
     events = _turns(app_client, {**turn_detection, "create_response": False})
-    transcripts = [
-        str(e["transcript"])
-        for e in events
-        if e["type"] == "conversation.item.input_audio_transcription.completed"
-    ]
+    transcripts = [str(e["transcript"]) for e in events if e["type"] == TranscriptionCompleted.TYPE]
     return len(_committed(events)), transcripts[-1].lower()
 
 
@@ -86,24 +88,20 @@ def test_jfk_spoken_in_real_time_is_one_turn_with_nothing_deleted(
         turn = {"type": "semantic_vad", "create_response": False}
         session = {"type": "realtime", "audio": {"input": {"turn_detection": turn}}}
         ws.send_text(json.dumps({"type": "session.update", "session": session}))
-        receive_until(ws, lambda e: e["type"] == "session.updated")
+        receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)
         silence = np.zeros(REALTIME_RATE // 2, np.float32)
         # JFK up to the end of his sentence (10.2 s): the breath or noise that rises at
         # 10.7 s would be a new utterance after the turn, another test's matter
         jfk = load_clip("jfk.flac")[: int(10.4 * REALTIME_RATE)]
         lead = np.zeros(int(lead_s * REALTIME_RATE), np.float32)
         _speak(ws, np.concatenate([lead, jfk, *[silence] * 5]))
-        events = receive_until(
-            ws, lambda e: e["type"] == "conversation.item.input_audio_transcription.completed"
-        )
+        events = receive_until(ws, lambda e: e["type"] == TranscriptionCompleted.TYPE)
         ws.send_text(json.dumps({"type": "r1voice.sync"}))  # answered after every append
         events += receive_until(ws, lambda e: e["type"] == "error")
     kinds = [e["type"] for e in events]
-    assert kinds.count("input_audio_buffer.committed") == 1, kinds
-    assert "conversation.item.deleted" not in kinds
+    assert kinds.count(InputAudioCommitted.TYPE) == 1, kinds
+    assert ItemDeleted.TYPE not in kinds
     heard = next(
-        str(e["transcript"]).lower()
-        for e in events
-        if e["type"] == "conversation.item.input_audio_transcription.completed"
+        str(e["transcript"]).lower() for e in events if e["type"] == TranscriptionCompleted.TYPE
     )
     assert "americans" in heard and heard.count("country") == 2, heard

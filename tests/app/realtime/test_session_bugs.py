@@ -23,6 +23,22 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.llm import ChatMessage, LLMBackendError
+from app.protocol.server_events import (
+    ContentPartAdded,
+    InputAudioCleared,
+    InputAudioCommitted,
+    ItemCreated,
+    ItemDeleted,
+    ResponseCreated,
+    ResponseDone,
+    SessionCreated,
+    SessionUpdated,
+    SpeechStarted,
+    SpeechStopped,
+    TextDelta,
+    TranscriptionCompleted,
+    TranscriptionDelta,
+)
 from app.realtime.conversation import MESSAGE_OVERHEAD_TOKENS
 from app.realtime.turns import input_audio
 from tests.conftest import (
@@ -36,8 +52,8 @@ from tests.conftest import (
 )
 from tests.fakes import ScriptedLLM
 
-COMPLETED = "conversation.item.input_audio_transcription.completed"
-DELTA = "conversation.item.input_audio_transcription.delta"
+COMPLETED = TranscriptionCompleted.TYPE
+DELTA = TranscriptionDelta.TYPE
 FIRST_WORDS = {"fellow", "americans"}  # only in 0-4 s
 SECOND_WORDS = {"country"}  # only in 6-10 s
 
@@ -73,7 +89,7 @@ def _update(ws: Any, session: dict[str, Any], event_id: str | None = None) -> di
         fields["event_id"] = event_id
     _send(ws, "session.update", **fields)
     reply = ws.receive_json()
-    assert reply["type"] in ("session.updated", "error"), reply
+    assert reply["type"] in (SessionUpdated.TYPE, "error"), reply
     return reply
 
 
@@ -86,7 +102,7 @@ VAD_NO_ANSWER = {
 
 def _open(ws: Any) -> str:
     created = ws.receive_json()
-    assert created["type"] == "session.created"
+    assert created["type"] == SessionCreated.TYPE
     return created["session"]["id"]
 
 
@@ -97,7 +113,7 @@ def _voice_turn_events(ws: Any, audio: np.ndarray) -> list[dict[str, Any]]:
 
 
 def _committed_ids(events: list[dict[str, Any]]) -> list[str]:
-    return [e["item_id"] for e in events if e["type"] == "input_audio_buffer.committed"]
+    return [e["item_id"] for e in events if e["type"] == InputAudioCommitted.TYPE]
 
 
 # -- bug 1: clear, then speech --------------------------------------------------------
@@ -108,13 +124,13 @@ def test_bug1_clear_then_speech_is_a_new_turn(app_client: TestClient) -> None:
     continued the cleared turn, which was deleted, and its words came back again."""
     with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         _open(ws)
-        assert _update(ws, VAD_NO_ANSWER)["type"] == "session.updated"
+        assert _update(ws, VAD_NO_ANSWER)["type"] == SessionUpdated.TYPE
         first = _voice_turn_events(ws, np.concatenate([_silence(2), _jfk(0, 4), _silence(2)]))
         _send(ws, "input_audio_buffer.clear", event_id="clear-1")
-        cleared = receive_until(ws, _of_type("input_audio_buffer.cleared"))
+        cleared = receive_until(ws, _of_type(InputAudioCleared.TYPE))
         second = _voice_turn_events(ws, np.concatenate([_silence(2), _jfk(5.8, 10), _silence(2)]))
     events = first + cleared + second
-    assert "conversation.item.deleted" not in _types(events)
+    assert ItemDeleted.TYPE not in _types(events)
     assert "error" not in _types(events)
     committed = _committed_ids(events)
     assert len(committed) == 2 and committed[0] != committed[1], committed
@@ -135,28 +151,24 @@ def test_bug1b_manual_commit_then_vad_turn_is_a_new_turn(app_client: TestClient)
     right after it, must not reopen (delete) the manually committed item."""
     with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         _open(ws)
-        assert _update(ws, {"turn_detection": None})["type"] == "session.updated"
+        assert _update(ws, {"turn_detection": None})["type"] == SessionUpdated.TYPE
         stream_audio(ws, np.concatenate([_silence(0.5), _jfk(0, 4)]))
         _send(ws, "input_audio_buffer.commit", event_id="commit-1")
         manual = receive_until(ws, _of_type(COMPLETED))
-        assert _update(ws, VAD_NO_ANSWER)["type"] == "session.updated"
+        assert _update(ws, VAD_NO_ANSWER)["type"] == SessionUpdated.TYPE
         # speech again within the merge window (1.5 s) of the manual commit's end
         vad = _voice_turn_events(ws, np.concatenate([_silence(0.2), _jfk(5.8, 10), _silence(2)]))
-    assert _types(manual)[:2] == ["input_audio_buffer.committed", "conversation.item.created"]
-    assert "input_audio_buffer.speech_started" not in _types(manual)
+    assert _types(manual)[:2] == [InputAudioCommitted.TYPE, ItemCreated.TYPE]
+    assert SpeechStarted.TYPE not in _types(manual)
     events = manual + vad
-    assert "conversation.item.deleted" not in _types(events)
+    assert ItemDeleted.TYPE not in _types(events)
     assert "error" not in _types(events)
     committed = _committed_ids(events)
     assert len(committed) == 2 and committed[0] != committed[1], committed
     vad_types = _types(vad)
-    assert vad_types.index("input_audio_buffer.speech_started") < vad_types.index(
-        "input_audio_buffer.speech_stopped"
-    )
-    assert vad_types.index("input_audio_buffer.speech_stopped") < vad_types.index(
-        "input_audio_buffer.committed"
-    )
-    started = next(e for e in vad if e["type"] == "input_audio_buffer.speech_started")
+    assert vad_types.index(SpeechStarted.TYPE) < vad_types.index(SpeechStopped.TYPE)
+    assert vad_types.index(SpeechStopped.TYPE) < vad_types.index(InputAudioCommitted.TYPE)
+    started = next(e for e in vad if e["type"] == SpeechStarted.TYPE)
     assert started["item_id"] == committed[1]
     transcripts = {e["item_id"]: e["transcript"] for e in events if e["type"] == COMPLETED}
     assert _words(transcripts[committed[0]]) & FIRST_WORDS, transcripts
@@ -171,13 +183,13 @@ def test_bug3_vad_off_mid_turn_drops_the_open_turn(app_client: TestClient) -> No
     state = app_client.app.state.server  # type: ignore[attr-defined]
     with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         session_id = _open(ws)
-        assert _update(ws, VAD_NO_ANSWER)["type"] == "session.updated"
+        assert _update(ws, VAD_NO_ANSWER)["type"] == SessionUpdated.TYPE
         stream_audio(ws, np.concatenate([_silence(0.5), _jfk(0, 1.5)]))  # mid-sentence
-        before = receive_until(ws, _of_type("input_audio_buffer.speech_started"))
+        before = receive_until(ws, _of_type(SpeechStarted.TYPE))
         turn_item = before[-1]["item_id"]
         assert state.sessions[session_id].turns.turn is not None
         off = _update(ws, {"turn_detection": None}, event_id="vad-off")
-        assert off["type"] == "session.updated" and off["session"]["turn_detection"] is None
+        assert off["type"] == SessionUpdated.TYPE and off["session"]["turn_detection"] is None
         assert state.sessions[session_id].turns.turn is None
         stream_audio(ws, np.concatenate([_jfk(1.5, 4), _silence(2)]))  # the turn "ends" here
         _send(ws, "input_audio_buffer.commit", event_id="commit-1")
@@ -185,10 +197,10 @@ def test_bug3_vad_off_mid_turn_drops_the_open_turn(app_client: TestClient) -> No
         assert state.sessions[session_id].turns.turn is None
     types = _types(after)
     # nothing of the dropped turn after VAD went off: no stop, no commit, no partials
-    assert "input_audio_buffer.speech_stopped" not in types
-    assert "input_audio_buffer.speech_started" not in types
+    assert SpeechStopped.TYPE not in types
+    assert SpeechStarted.TYPE not in types
     assert not [e for e in after if e["type"] == DELTA and e["item_id"] == turn_item]
-    assert types[:2] == ["input_audio_buffer.committed", "conversation.item.created"], types
+    assert types[:2] == [InputAudioCommitted.TYPE, ItemCreated.TYPE], types
     committed = _committed_ids(after)
     assert len(committed) == 1 and committed[0] != turn_item
     assert "error" not in types
@@ -201,19 +213,19 @@ def test_bug3_vad_off_mid_turn_drops_the_open_turn(app_client: TestClient) -> No
 def _text_turn(ws: Any, text: str, **response: Any) -> list[dict[str, Any]]:
     item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
     _send(ws, "conversation.item.create", item=item)
-    assert ws.receive_json()["type"] == "conversation.item.created"
+    assert ws.receive_json()["type"] == ItemCreated.TYPE
     _send(ws, "response.create", response={"modalities": ["text"], **response})
     return receive_until(ws, is_done)
 
 
 def _assert_failed(events: list[dict[str, Any]], code: str, kind: str) -> None:
     types = _types(events)
-    assert types.count("error") == 1 and types.count("response.done") == 1, types
-    assert types.index("response.created") < types.index("error") < types.index("response.done")
+    assert types.count("error") == 1 and types.count(ResponseDone.TYPE) == 1, types
+    assert types.index(ResponseCreated.TYPE) < types.index("error") < types.index(ResponseDone.TYPE)
     error = events[types.index("error")]["error"]
     assert (error["code"], error["type"]) == (code, kind), error
     response = events[-1]["response"]
-    assert response["id"] == events[types.index("response.created")]["response"]["id"]
+    assert response["id"] == events[types.index(ResponseCreated.TYPE)]["response"]["id"]
     assert response["status"] == "failed", response
     assert response["status_details"]["type"] == "failed"
     assert response["status_details"]["error"]["code"] == code
@@ -232,10 +244,10 @@ def test_bug4_unexpected_exception_fails_the_response_and_the_session_goes_on(
         ok = _text_turn(ws, "Hello again?")
     _assert_failed(failed, "server_error", "server_error")
     assert "boom" in failed[_types(failed).index("error")]["error"]["message"]
-    assert "response.text.delta" not in _types(failed)
+    assert TextDelta.TYPE not in _types(failed)
     assert "error" not in _types(ok)
     assert ok[-1]["response"]["status"] == "completed"
-    assert "".join(e["delta"] for e in ok if e["type"] == "response.text.delta") == "All good."
+    assert "".join(e["delta"] for e in ok if e["type"] == TextDelta.TYPE) == "All good."
     # the failed response left nothing in the conversation: the second prompt has no answer
     assert [m.role for m in llm.prompts[1]] == ["system", "user", "user"]
     assert not llm.running
@@ -284,7 +296,7 @@ def _refused_limits(components: Any, limit: int) -> dict[str, Any]:
         _send(ws, "response.create", response={"modalities": ["text"], "max_output_tokens": 1})
         after = receive_until(ws, is_done)
         updated = _update(ws, {"max_response_output_tokens": "inf"})
-    assert updated["type"] == "session.updated"
+    assert updated["type"] == SessionUpdated.TYPE
     assert updated["session"]["max_response_output_tokens"] == 4096
     return {
         "default": created["session"]["max_response_output_tokens"],
@@ -309,7 +321,7 @@ def test_bug10_token_limits_must_be_positive(shared_components: Any, limit: int)
     assert session_error["error"]["event_id"] == f"ev-update-{limit}"
     # the refused events started nothing and changed nothing; the session goes on
     events = seen["after"]
-    assert _types(events)[0] == "response.created"  # the update's one reply was its error
+    assert _types(events)[0] == ResponseCreated.TYPE  # the update's one reply was its error
     assert "error" not in _types(events)
     assert events[-1]["response"]["status"] == "completed"
     assert len(seen["prompts"]) == 1
@@ -326,9 +338,9 @@ def test_bug6_oversized_append_is_refused_before_decoding(
 
     with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         _open(ws)
-        assert _update(ws, {"turn_detection": None})["type"] == "session.updated"
+        assert _update(ws, {"turn_detection": None})["type"] == SessionUpdated.TYPE
         ws.send_text(append_event(_silence(0.5)))  # fits: buffered
-        assert _update(ws, {})["type"] == "session.updated"  # the append was handled
+        assert _update(ws, {})["type"] == SessionUpdated.TYPE  # the append was handled
         monkeypatch.setattr(input_audio, "MAX_BUFFER_S", 1)
         monkeypatch.setattr(input_audio, "decode_audio", no_decoding)
         big = json.loads(append_event(_silence(0.6)))  # 0.5 s + 0.6 s > 1 s
@@ -347,7 +359,7 @@ def test_bug6_oversized_append_is_refused_before_decoding(
     assert decoded["type"] == "error" and decoded["error"]["code"] == "server_error", decoded
     assert decoded["error"]["event_id"] == "small"
     # the refused append added nothing: the buffer still holds the first 0.5 s
-    assert committed["type"] == "input_audio_buffer.committed", committed
+    assert committed["type"] == InputAudioCommitted.TYPE, committed
 
 
 # -- bug 8: the conversation fits the context ----------------------------------------
@@ -363,7 +375,7 @@ def test_bug8_oldest_turns_are_dropped_to_fit_the_context(shared_components: Any
         _open(ws)
         # the trim alone (history "drop"; the summary of what it drops: test_history_summary*)
         drop = {"instructions": instructions, "r1voice": {"history": "drop"}}
-        assert _update(ws, drop)["type"] == "session.updated"
+        assert _update(ws, drop)["type"] == SessionUpdated.TYPE
         for n in range(6):
             user_id = f"user-{n}"
             item = {
@@ -392,13 +404,13 @@ def test_bug8_oldest_turns_are_dropped_to_fit_the_context(shared_components: Any
     # the fourth fits again, and the fifth drops the two turns before it (issue 29: one
     # turn at a time moved the prompt's start every turn, a prefix-cache miss each time)
     for n, (_user, _answer, events) in enumerate(turns):
-        deleted = [e["item_id"] for e in events if e["type"] == "conversation.item.deleted"]
+        deleted = [e["item_id"] for e in events if e["type"] == ItemDeleted.TYPE]
         if n < 2 or n % 2:
             assert deleted == [], (n, deleted)
         else:  # the two turns kept so far: each user item, then its answer
             assert deleted == [*turns[n - 2][:2], *turns[n - 1][:2]], (n, deleted)
             types = _types(events)
-            assert types.index("response.created") < types.index("conversation.item.deleted")
+            assert types.index(ResponseCreated.TYPE) < types.index(ItemDeleted.TYPE)
         assert "error" not in _types(events)
     assert len(llm.prompts) == len(turns)
     for n, prompt in enumerate(llm.prompts):
@@ -428,20 +440,18 @@ def test_barge_in_within_one_append_is_not_taken_for_a_cough(shared_components: 
     client = client_with(dataclasses.replace(shared_components, llm=llm))
     with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         _open(ws)
-        assert _update(ws, VAD_NO_ANSWER)["type"] == "session.updated"
+        assert _update(ws, VAD_NO_ANSWER)["type"] == SessionUpdated.TYPE
         _send(ws, "response.create", response={"modalities": ["text"]})
-        answer = receive_until(ws, _of_type("response.content_part.added"))
+        answer = receive_until(ws, _of_type(ContentPartAdded.TYPE))
         ws.send_text(append_event(np.concatenate([_silence(0.5), _jfk(0, 4), _silence(2)])))
         events = receive_until(ws, is_done)
         assert events[-1]["response"]["status_details"]["reason"] == "turn_detected", events
         if COMPLETED not in _types(events):
             events += receive_until(ws, _of_type(COMPLETED))
     types = _types(events)
-    assert types.index("input_audio_buffer.speech_started") < types.index("response.done")
-    assert types.index("input_audio_buffer.speech_stopped") < types.index(
-        "input_audio_buffer.committed"
-    )
-    done = events[types.index("response.done")]["response"]
+    assert types.index(SpeechStarted.TYPE) < types.index(ResponseDone.TYPE)
+    assert types.index(SpeechStopped.TYPE) < types.index(InputAudioCommitted.TYPE)
+    done = events[types.index(ResponseDone.TYPE)]["response"]
     assert done["id"] == answer[0]["response"]["id"]
     assert done["status"] == "cancelled"
     assert done["status_details"] == {"type": "cancelled", "reason": "turn_detected"}

@@ -28,6 +28,16 @@ from hypothesis import strategies as st
 
 from app.audio import float_to_pcm16
 from app.protocol.dialect import BETA
+from app.protocol.server_events import (
+    AudioDelta,
+    ItemCreated,
+    ItemDeleted,
+    OutputItemAdded,
+    ResponseCreated,
+    ResponseDone,
+    SessionCreated,
+    TranscriptionCompleted,
+)
 from app.realtime.session import Session
 from tests.conftest import REALTIME_RATE, load_clip
 
@@ -112,7 +122,7 @@ def _client_event(
         item = {"type": "message", "role": action[1], "content": content}
         return {"type": "conversation.item.create", "item": item}
     if kind == "truncate":
-        answers = [e["item"]["id"] for e in seen if e["type"] == "response.output_item.added"]
+        answers = [e["item"]["id"] for e in seen if e["type"] == OutputItemAdded.TYPE]
         item_id = "item_bogus" if action[1] or not answers else answers[-1]
         return {
             "type": "conversation.item.truncate",
@@ -121,7 +131,7 @@ def _client_event(
             "audio_end_ms": action[2],
         }
     if kind == "delete":
-        items = [e["item"]["id"] for e in seen if e["type"] == "conversation.item.created"]
+        items = [e["item"]["id"] for e in seen if e["type"] == ItemCreated.TYPE]
         item_id = "item_bogus" if action[1] or not items else items[-1]
         return {"type": "conversation.item.delete", "item_id": item_id}
     assert kind == "wait"
@@ -197,29 +207,29 @@ async def _run_session(
 def _check(events: list[dict[str, Any]]) -> None:
     errors = [e["error"] for e in events if e["type"] == "error"]
     assert not [e for e in errors if e["code"] == "server_error"], errors
-    created = Counter(e["response"]["id"] for e in events if e["type"] == "response.created")
-    done = Counter(e["response"]["id"] for e in events if e["type"] == "response.done")
+    created = Counter(e["response"]["id"] for e in events if e["type"] == ResponseCreated.TYPE)
+    done = Counter(e["response"]["id"] for e in events if e["type"] == ResponseDone.TYPE)
     assert all(n == 1 for n in created.values()), created
     assert done == created, (created, done)
     failed = [
         e["response"]
         for e in events
-        if e["type"] == "response.done" and e["response"]["status"] == "failed"
+        if e["type"] == ResponseDone.TYPE and e["response"]["status"] == "failed"
     ]
     assert not failed, failed
-    assert events[0]["type"] == "session.created"
+    assert events[0]["type"] == SessionCreated.TYPE
     announced: set[str] = set()
     deleted: set[str] = set()
     open_responses: set[str] = set()
     for event in events:  # in order: nothing ends before it began, nothing goes twice
-        if event["type"] == "conversation.item.created":
+        if event["type"] == ItemCreated.TYPE:
             announced.add(event["item"]["id"])
-        elif event["type"] == "conversation.item.deleted":
+        elif event["type"] == ItemDeleted.TYPE:
             assert event["item_id"] in announced - deleted, event
             deleted.add(event["item_id"])
-        elif event["type"] == "response.created":
+        elif event["type"] == ResponseCreated.TYPE:
             open_responses.add(event["response"]["id"])
-        elif event["type"] == "response.done":
+        elif event["type"] == ResponseDone.TYPE:
             assert event["response"]["id"] in open_responses, event
             open_responses.discard(event["response"]["id"])
 
@@ -243,8 +253,8 @@ def fuzz_world(shared_components: Any) -> World:
     events = asyncio.run(_run_session(shared_components, chunks, warm))
     _check(events)
     types = [e["type"] for e in events]
-    assert "conversation.item.input_audio_transcription.completed" in types, types
-    assert "response.audio.delta" in types, types
+    assert TranscriptionCompleted.TYPE in types, types
+    assert AudioDelta.TYPE in types, types
     return World(shared_components, chunks, threading.active_count())
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from app.models.asr import WhisperASR
 from app.models.transcribers import TranscriberCatalog
+from app.protocol.server_events import SessionUpdated, TranscriptionCompleted
 from tests.conftest import (
     REALTIME_RATE,
     client_with,
@@ -23,7 +24,7 @@ from tests.conftest import (
 )
 from tests.fakes import spy_transcriptions
 
-TRANSCRIBED = "conversation.item.input_audio_transcription.completed"
+TRANSCRIBED = TranscriptionCompleted.TYPE
 
 
 def _choose(ws: Any, model: str, **more: Any) -> list[dict[str, Any]]:
@@ -31,13 +32,13 @@ def _choose(ws: Any, model: str, **more: Any) -> list[dict[str, Any]]:
     or an `error` when it is refused, and then it changed nothing)."""
     session = {"input_audio_transcription": {"model": model}, **more}
     ws.send_text(json.dumps({"type": "session.update", "event_id": "ev_1", "session": session}))
-    return receive_until(ws, lambda e: e["type"] in ("session.updated", "error"))
+    return receive_until(ws, lambda e: e["type"] in (SessionUpdated.TYPE, "error"))
 
 
 def _state(ws: Any) -> dict[str, Any]:
     """The session as it is (the reply to an empty update)."""
     ws.send_text(json.dumps({"type": "session.update", "session": {}}))
-    return receive_until(ws, lambda e: e["type"] == "session.updated")[-1]["session"]  # type: ignore[no-any-return]
+    return receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)[-1]["session"]  # type: ignore[no-any-return]
 
 
 def _question(components: Any) -> np.ndarray:
@@ -58,7 +59,7 @@ def test_a_chosen_model_transcribes_the_next_turn(
             "language": None,
         }
         events = _choose(ws, "whisper-base", instructions="Answer in one short sentence.")
-        assert [e["type"] for e in events] == ["session.updated"]  # nothing refused
+        assert [e["type"] for e in events] == [SessionUpdated.TYPE]  # nothing refused
         session = events[-1]["session"]
         assert session["input_audio_transcription"] == {"model": "whisper-base", "language": None}
         assert session["instructions"] == "Answer in one short sentence."
@@ -111,7 +112,7 @@ def test_a_model_that_fails_to_load_is_refused_and_the_session_keeps_its_own(
     assert "model.bin is truncated" in error["error"]["message"]
     assert f"kept '{default}'" in error["error"]["message"]
     assert state["input_audio_transcription"] == {"model": default, "language": None}
-    assert [e["type"] for e in text_turn] == ["session.updated"]
+    assert [e["type"] for e in text_turn] == [SessionUpdated.TYPE]
 
 
 def test_a_model_directory_the_user_brings_is_offered_and_transcribes(
@@ -143,7 +144,7 @@ def test_a_model_directory_the_user_brings_is_offered_and_transcribes(
         with client_with(components).websocket_connect("/v1/realtime?dialect=beta") as ws:
             ws.receive_json()
             events = _choose(ws, "my-whisper", instructions="Answer briefly.")
-            assert [e["type"] for e in events] == ["session.updated"]
+            assert [e["type"] for e in events] == [SessionUpdated.TYPE]
             stream_audio(ws, np.concatenate([silence[:4800], speech, silence, silence]))
             events = receive_until(ws, lambda e: e["type"] == TRANSCRIBED)
         assert events[-1]["language"] == "zh"

@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.testclient import WebSocketDenialResponse
 
+from app.protocol.server_events import SessionCreated
 from app.server.access import ClientSecrets
 from tests.conftest import client_with
 
@@ -85,10 +86,10 @@ def test_websocket_needs_the_key_or_a_client_secret(guarded: TestClient) -> None
     with guarded.websocket_connect(
         "/v1/realtime", subprotocols=["realtime", f"openai-insecure-api-key.{KEY}"]
     ) as ws:
-        assert ws.receive_json()["type"] == "session.created"
+        assert ws.receive_json()["type"] == SessionCreated.TYPE
     auth = {"Authorization": f"Bearer {KEY}"}
     with guarded.websocket_connect("/v1/realtime", headers=auth) as ws:
-        assert ws.receive_json()["type"] == "session.created"
+        assert ws.receive_json()["type"] == SessionCreated.TYPE
     assert guarded.post("/v1/realtime/client_secrets", json={}).status_code == 401
     minted = guarded.post(
         "/v1/realtime/client_secrets",
@@ -99,7 +100,7 @@ def test_websocket_needs_the_key_or_a_client_secret(guarded: TestClient) -> None
     assert minted["session"]["type"] == "realtime"
     secret = ["realtime", f"openai-insecure-api-key.{minted['value']}"]
     with guarded.websocket_connect("/v1/realtime", subprotocols=secret) as ws:
-        assert ws.receive_json()["type"] == "session.created"
+        assert ws.receive_json()["type"] == SessionCreated.TYPE
     # a client secret opens Realtime connections only
     secret_auth = {"Authorization": f"Bearer {minted['value']}"}
     assert guarded.get("/v1/models", headers=secret_auth).status_code == 401
@@ -126,10 +127,10 @@ def test_a_foreign_origin_cannot_open_the_websocket(shared_components: Any) -> N
     assert "R1VOICE_ALLOWED_ORIGINS" in refused.value.json()["error"]["message"]
     same = {"Origin": "http://testserver"}  # the page served by this server
     with client.websocket_connect("/v1/realtime", headers=same) as ws:
-        assert ws.receive_json()["type"] == "session.created"
+        assert ws.receive_json()["type"] == SessionCreated.TYPE
     allowed = client_with(shared_components, allowed_origins="http://evil.example")
     with allowed.websocket_connect("/v1/realtime", headers=evil) as ws:
-        assert ws.receive_json()["type"] == "session.created"
+        assert ws.receive_json()["type"] == SessionCreated.TYPE
 
 
 def test_a_foreign_host_is_refused(shared_components: Any) -> None:

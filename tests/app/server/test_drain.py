@@ -20,6 +20,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from app.llm import ChatMessage, GenerationParams, LLMDelta
+from app.protocol.server_events import ResponseDone, TextDelta, ga
 from app.server.drain import DrainingServer
 from tests.clients.conftest import start_uvicorn
 from tests.conftest import app_with, user_text_item
@@ -59,7 +60,7 @@ def open_turn(address: str) -> Any:
     ws.send(json.dumps({"type": "session.update", "session": update}))
     ws.send(json.dumps({"type": "conversation.item.create", "item": user_text_item("Hi")}))
     ws.send(json.dumps({"type": "response.create"}))
-    while json.loads(ws.recv())["type"] != "response.output_text.delta":
+    while json.loads(ws.recv())["type"] != ga.RENAMED[TextDelta]:
         pass  # the answer is streaming
     return ws
 
@@ -76,7 +77,7 @@ def finish_turn_why(ws: Any) -> tuple[str, str | None, int | None]:
     try:
         while True:
             event = json.loads(ws.recv(timeout=30))
-            if event["type"] == "response.done":
+            if event["type"] == ResponseDone.TYPE:
                 status = event["response"]["status"]
                 reason = (event["response"].get("status_details") or {}).get("reason")
     except ConnectionClosed:

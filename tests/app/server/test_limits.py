@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from starlette.testclient import WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 
+from app.protocol.server_events import SessionCreated, ga
 from tests.conftest import client_with, receive_until, user_text_item
 
 MODEL = "smollm2-135m-instruct"
@@ -20,7 +21,7 @@ MODEL = "smollm2-135m-instruct"
 def create(ws: Any, text: str, event_id: str) -> dict[str, Any]:
     item = {"type": "conversation.item.create", "event_id": event_id, "item": user_text_item(text)}
     ws.send_text(json.dumps(item))
-    return receive_until(ws, lambda e: e["type"] in ("error", "conversation.item.added"))[-1]
+    return receive_until(ws, lambda e: e["type"] in ("error", ga.ITEM_ADDED))[-1]
 
 
 def test_a_body_over_the_limit_is_refused_before_parsing(shared_components: Any) -> None:
@@ -51,11 +52,11 @@ def test_realtime_item_and_conversation_limits(shared_components: Any) -> None:
         ws.receive_json()
         big = create(ws, "x" * 1001, "evt_big")
         assert (big["error"]["code"], big["error"]["event_id"]) == ("invalid_value", "evt_big")
-        assert create(ws, "y" * 900, "evt_1")["type"] == "conversation.item.added"
+        assert create(ws, "y" * 900, "evt_1")["type"] == ga.ITEM_ADDED
         full = create(ws, "z" * 700, "evt_2")  # 900 + 700 characters > 1500
         assert (full["error"]["code"], full["error"]["event_id"]) == ("conversation_full", "evt_2")
-        assert create(ws, "short", "evt_3")["type"] == "conversation.item.added"
-        assert create(ws, "short", "evt_4")["type"] == "conversation.item.added"
+        assert create(ws, "short", "evt_3")["type"] == ga.ITEM_ADDED
+        assert create(ws, "short", "evt_4")["type"] == ga.ITEM_ADDED
         full = create(ws, "one more", "evt_5")  # a fourth item
         assert full["error"]["code"] == "conversation_full"
         assert "conversation.item.delete" in full["error"]["message"]
@@ -79,7 +80,7 @@ def test_sessions_past_the_limit_are_told_to_retry(shared_components: Any) -> No
         assert refused.value.code == 1013
         assert "R1VOICE_MAX_SESSIONS" in refused.value.reason
     with client.websocket_connect("/v1/realtime") as again:  # room again once it left
-        assert again.receive_json()["type"] == "session.created"
+        assert again.receive_json()["type"] == SessionCreated.TYPE
 
 
 def test_one_client_over_its_request_rate_is_told_when_to_retry(shared_components: Any) -> None:

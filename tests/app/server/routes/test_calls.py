@@ -20,6 +20,22 @@ import pytest
 import uvicorn
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 
+from app.protocol.server_events import (
+    AudioDelta,
+    AudioTranscriptDelta,
+    ItemRetrieved,
+    OutputAudioCleared,
+    OutputAudioStarted,
+    OutputAudioStopped,
+    ResponseDone,
+    SessionCreated,
+    SessionUpdated,
+    SpeechStarted,
+    SpeechStopped,
+    TextDelta,
+    TranscriptionCompleted,
+    ga,
+)
 from app.server.drain import DrainingServer
 from app.server.state import ServerState
 from app.server.webrtc.output_track import OutputTrack
@@ -106,11 +122,11 @@ async def _long_answer_playing(base: str) -> tuple[RtcClient, list[dict[str, Any
     """A call whose long answer has been heard for 200 ms; the events until it started."""
     client = RtcClient(base)
     assert (await client.offer()).status_code == 201
-    await client.until(lambda e: e["type"] == "session.created")
+    await client.until(lambda e: e["type"] == SessionCreated.TYPE)
     ask = "Tell me a long story about a dragon and a knight."
     client.send({"type": "conversation.item.create", "item": user_text_item(ask)})
     client.send({"type": "response.create"})
-    before = await client.until(lambda e: e["type"] == "output_audio_buffer.started")
+    before = await client.until(lambda e: e["type"] == OutputAudioStarted.TYPE)
     await client.hear(10)
     return client, before
 
@@ -129,7 +145,7 @@ def test_offer_answered_and_session_created_on_the_data_channel(
         assert reply.text.startswith("v=0")
         assert client.location and client.location.startswith("/v1/realtime/calls/rtc_")
         first = (await client.until(lambda e: True))[0]
-        assert first["type"] == "session.created"
+        assert first["type"] == SessionCreated.TYPE
         assert first["session"]["type"] == "realtime"  # the GA dialect
         await client.close()
 
@@ -144,23 +160,21 @@ def test_text_turn_answered_with_events_and_audio(rtc_server: tuple[str, ServerS
     async def main() -> None:
         client = RtcClient(base)
         assert (await client.offer()).status_code == 201
-        await client.until(lambda e: e["type"] == "session.created")
+        await client.until(lambda e: e["type"] == SessionCreated.TYPE)
         client.send({"type": "conversation.item.create", "item": user_text_item("Say hello.")})
         client.send({"type": "response.create"})
-        got = await client.until(lambda e: e["type"] == "output_audio_buffer.stopped")
+        got = await client.until(lambda e: e["type"] == OutputAudioStopped.TYPE)
         types = [e["type"] for e in got]
-        done = next(e for e in got if e["type"] == "response.done")
+        done = next(e for e in got if e["type"] == ResponseDone.TYPE)
         assert done["response"]["status"] == "completed"
         transcript = done["response"]["output"][0]["content"][0]["transcript"]
         assert transcript.strip()
         # the audio went over RTP, not the data channel
-        assert "response.output_audio.delta" not in types
-        assert "response.output_audio_transcript.delta" in types
-        started = next(e for e in got if e["type"] == "output_audio_buffer.started")
+        assert ga.RENAMED[AudioDelta] not in types
+        assert ga.RENAMED[AudioTranscriptDelta] in types
+        started = next(e for e in got if e["type"] == OutputAudioStarted.TYPE)
         assert started["response_id"] == done["response"]["id"]
-        assert types.index("output_audio_buffer.started") < types.index(
-            "output_audio_buffer.stopped"
-        )
+        assert types.index(OutputAudioStarted.TYPE) < types.index(OutputAudioStopped.TYPE)
         assert client.audible_frames() >= 10  # 200 ms of the answer heard at least
         assert not invalid_events(got)  # as the openai SDK's models have them
         await client.close()
@@ -178,21 +192,15 @@ def test_spoken_turn_transcribed_and_answered(rtc_server: tuple[str, ServerState
     async def main() -> None:
         client = RtcClient(base)
         assert (await client.offer()).status_code == 201
-        await client.until(lambda e: e["type"] == "session.created")
+        await client.until(lambda e: e["type"] == SessionCreated.TYPE)
         client.mic.say(speech)
-        got = await client.until(lambda e: e["type"] == "output_audio_buffer.stopped")
+        got = await client.until(lambda e: e["type"] == OutputAudioStopped.TYPE)
         types = [e["type"] for e in got]
-        assert types.index("input_audio_buffer.speech_started") < types.index(
-            "input_audio_buffer.speech_stopped"
-        )
-        transcripts = [
-            e["transcript"]
-            for e in got
-            if e["type"] == "conversation.item.input_audio_transcription.completed"
-        ]
+        assert types.index(SpeechStarted.TYPE) < types.index(SpeechStopped.TYPE)
+        transcripts = [e["transcript"] for e in got if e["type"] == TranscriptionCompleted.TYPE]
         heard = " ".join(transcripts).lower().replace(",", "")
         assert "ask not what your country can do for you" in heard, transcripts
-        done = [e for e in got if e["type"] == "response.done"][-1]
+        done = [e for e in got if e["type"] == ResponseDone.TYPE][-1]
         assert done["response"]["status"] == "completed"
         assert client.audible_frames() >= 10
         await client.close()
@@ -208,9 +216,9 @@ def test_output_audio_buffer_clear_stops_the_audio(rtc_server: tuple[str, Server
     async def main() -> None:
         client, before = await _long_answer_playing(base)
         client.send({"type": "output_audio_buffer.clear"})
-        got = await client.until(lambda e: e["type"] == "output_audio_buffer.cleared")
+        got = await client.until(lambda e: e["type"] == OutputAudioCleared.TYPE)
         cleared_at = len(client.seen)
-        done = await client.until(lambda e: e["type"] == "response.done")
+        done = await client.until(lambda e: e["type"] == ResponseDone.TYPE)
         assert not invalid_events(before + got + done)
         status = done[-1]["response"]["status"]
         assert status in ("cancelled", "completed"), status
@@ -220,7 +228,7 @@ def test_output_audio_buffer_clear_stops_the_audio(rtc_server: tuple[str, Server
             generated = "".join(
                 e["delta"]
                 for e in before + got + done
-                if e["type"] == "response.output_audio_transcript.delta"
+                if e["type"] == ga.RENAMED[AudioTranscriptDelta]
             )
             assert len(played) < len(generated)
         await asyncio.sleep(1.0)  # frames still arriving would be counted meanwhile
@@ -247,27 +255,23 @@ def test_speech_over_an_answer_stops_the_track_and_truncates_the_item(
         response_id = before[-1]["response_id"]
         client.mic.say(speech)  # words, not a backchannel: an interruption
         got = await client.until(
-            lambda e: e["type"] == "response.done" and e["response"]["id"] == response_id
+            lambda e: e["type"] == ResponseDone.TYPE and e["response"]["id"] == response_id
         )
         kinds = [e["type"] for e in got]
-        assert kinds.index("input_audio_buffer.speech_started") < kinds.index(
-            "output_audio_buffer.cleared"
-        )
-        cleared = next(e for e in got if e["type"] == "output_audio_buffer.cleared")
+        assert kinds.index(SpeechStarted.TYPE) < kinds.index(OutputAudioCleared.TYPE)
+        cleared = next(e for e in got if e["type"] == OutputAudioCleared.TYPE)
         assert cleared["response_id"] == response_id
         done = got[-1]["response"]
         assert done["status"] == "cancelled"
         assert done["status_details"]["reason"] == "turn_detected"
         kept = done["output"][0]["content"][0]["transcript"]
         generated = "".join(
-            e["delta"]
-            for e in before + got
-            if e["type"] == "response.output_audio_transcript.delta"
+            e["delta"] for e in before + got if e["type"] == ga.RENAMED[AudioTranscriptDelta]
         )
         assert len(kept) < len(generated)  # only what was played
         item_id = done["output"][0]["id"]
         client.send({"type": "conversation.item.retrieve", "item_id": item_id})
-        retrieved = await client.until(lambda e: e["type"] == "conversation.item.retrieved")
+        retrieved = await client.until(lambda e: e["type"] == ItemRetrieved.TYPE)
         assert retrieved[-1]["item"]["content"][0]["transcript"] == kept
         assert not invalid_events(before + got)
         await client.close()
@@ -301,15 +305,13 @@ def test_a_short_sound_over_an_answer_holds_the_track_and_loses_none_of_it(
     async def main() -> None:
         client, before = await _long_answer_playing(base)
         client.mic.say(sound)
-        got = await client.until(lambda e: e["type"] == "response.done")
+        got = await client.until(lambda e: e["type"] == ResponseDone.TYPE)
         assert calls == ["hold", "release"], calls
-        assert "input_audio_buffer.speech_started" not in [e["type"] for e in got]
+        assert SpeechStarted.TYPE not in [e["type"] for e in got]
         done = got[-1]["response"]
         assert done["status"] in ("completed", "incomplete"), done  # whole, or cut at its max
         generated = "".join(
-            e["delta"]
-            for e in before + got
-            if e["type"] == "response.output_audio_transcript.delta"
+            e["delta"] for e in before + got if e["type"] == ga.RENAMED[AudioTranscriptDelta]
         )
         assert done["output"][0]["content"][0]["transcript"] == generated
         await client.close()
@@ -325,7 +327,7 @@ def test_hangup_ends_the_call(rtc_server: tuple[str, ServerState]) -> None:
     async def main() -> None:
         client = RtcClient(base)
         assert (await client.offer()).status_code == 201
-        await client.until(lambda e: e["type"] == "session.created")
+        await client.until(lambda e: e["type"] == SessionCreated.TYPE)
         async with httpx.AsyncClient() as http:
             reply = await http.post(f"http://{base}{client.location}/hangup")
             assert reply.status_code == 200
@@ -455,8 +457,8 @@ def test_multipart_offer_applies_the_session(rtc_server: tuple[str, ServerState]
             reply = await http.post(f"http://{base}/v1/realtime/calls", files=files)
         assert reply.status_code == 201, reply.text
         await client.pc.setRemoteDescription(RTCSessionDescription(reply.text, "answer"))
-        got = await client.until(lambda e: e["type"] == "session.updated")
-        assert got[0]["type"] == "session.created"
+        got = await client.until(lambda e: e["type"] == SessionUpdated.TYPE)
+        assert got[0]["type"] == SessionCreated.TYPE
         assert got[-1]["session"]["instructions"] == "Answer like a pirate."
         await client.close()
 
@@ -487,7 +489,7 @@ def test_data_channel_message_that_is_not_json(rtc_server: tuple[str, ServerStat
     async def main() -> None:
         client = RtcClient(base)
         assert (await client.offer()).status_code == 201
-        await client.until(lambda e: e["type"] == "session.created")
+        await client.until(lambda e: e["type"] == SessionCreated.TYPE)
         client.channel.send("this is not json")
         client.channel.send(b"\xff\xfe binary")
         errors = []
@@ -497,7 +499,7 @@ def test_data_channel_message_that_is_not_json(rtc_server: tuple[str, ServerStat
         client.send(
             {"type": "session.update", "session": {"type": "realtime", "instructions": "Hi."}}
         )
-        await client.until(lambda e: e["type"] == "session.updated")
+        await client.until(lambda e: e["type"] == SessionUpdated.TYPE)
         await client.close()
 
     run(main())
@@ -511,11 +513,11 @@ def test_peer_that_leaves_mid_answer_frees_everything(rtc_server: tuple[str, Ser
     async def main() -> None:
         client = RtcClient(base)
         assert (await client.offer()).status_code == 201
-        await client.until(lambda e: e["type"] == "session.created")
+        await client.until(lambda e: e["type"] == SessionCreated.TYPE)
         ask = "Tell me a long story about a dragon and a knight."
         client.send({"type": "conversation.item.create", "item": user_text_item(ask)})
         client.send({"type": "response.create"})
-        await client.until(lambda e: e["type"] == "output_audio_buffer.started")
+        await client.until(lambda e: e["type"] == OutputAudioStarted.TYPE)
         await client.close()  # mid-answer: the LLM request and the call must go
 
     run(main())
@@ -577,7 +579,7 @@ def test_a_keyed_server_takes_the_key_or_a_client_secret(shared_components: Any)
                 assert bare.json()["error"]["code"] == "invalid_api_key"
             client = RtcClient(base, headers={"authorization": f"Bearer {secret}"})
             assert (await client.offer()).status_code == 201
-            await client.until(lambda e: e["type"] == "session.created")
+            await client.until(lambda e: e["type"] == SessionCreated.TYPE)
             async with httpx.AsyncClient(timeout=60) as http:  # hanging up takes the key
                 hangup = f"http://{base}{client.location}/hangup"
                 refused = await http.post(hangup, headers={"authorization": f"Bearer {secret}"})
@@ -629,14 +631,14 @@ def test_a_drain_lets_the_answer_finish_then_ends_the_call(shared_components: An
     async def main() -> None:
         client = RtcClient(base)
         assert (await client.offer()).status_code == 201
-        await client.until(lambda e: e["type"] == "session.created")
+        await client.until(lambda e: e["type"] == SessionCreated.TYPE)
         client.send({"type": "conversation.item.create", "item": user_text_item("Hi")})
         client.send({"type": "response.create", "response": {"output_modalities": ["text"]}})
-        await client.until(lambda e: e["type"] == "response.output_text.delta")
+        await client.until(lambda e: e["type"] == ga.RENAMED[TextDelta])
         server.handle_exit(signal.SIGTERM, None)
         late = await _post(base, await _offer_sdp())
         assert late.status_code == 503 and late.json()["error"]["code"] == "shutting_down"
-        done = await client.until(lambda e: e["type"] == "response.done")
+        done = await client.until(lambda e: e["type"] == ResponseDone.TYPE)
         assert done[-1]["response"]["status"] == "completed"
         async with asyncio.timeout(30):
             await client.closed.wait()

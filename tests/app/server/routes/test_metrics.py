@@ -6,6 +6,7 @@ import numpy as np
 from fastapi.testclient import TestClient
 from prometheus_client import generate_latest
 
+from app.protocol.server_events import TurnMetrics
 from app.server.metrics import Metrics
 from tests.conftest import REALTIME_RATE, is_done, receive_until, stream_audio
 
@@ -25,7 +26,7 @@ def test_voice_turn_is_measured(app_client: TestClient) -> None:
     with app_client.websocket_connect("/v1/realtime?dialect=beta&r1voice_events=1") as ws:
         ws.receive_json()
         stream_audio(ws, np.concatenate([speech, np.zeros(REALTIME_RATE, np.float32)]))
-        events = receive_until(ws, lambda e: e["type"] == "r1voice.turn.metrics")
+        events = receive_until(ws, lambda e: e["type"] == TurnMetrics.TYPE)
     assert any(is_done(e) for e in events)
     metrics = events[-1]
     order = ("first_token", "first_clause", "first_synthesized", "first_audio")

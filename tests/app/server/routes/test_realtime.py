@@ -7,6 +7,19 @@ import json
 import numpy as np
 from fastapi.testclient import TestClient
 
+from app.protocol.server_events import (
+    AudioDelta,
+    InputAudioCommitted,
+    ItemCreated,
+    OutputItemAdded,
+    ResponseCreated,
+    ResponseDone,
+    SessionCreated,
+    SessionUpdated,
+    SpeechStarted,
+    SpeechStopped,
+    TranscriptionCompleted,
+)
 from tests.conftest import (
     REALTIME_RATE,
     answer_text,
@@ -21,18 +34,14 @@ from tests.conftest import (
 
 
 def _transcripts(events: list[dict]) -> list[str]:
-    return [
-        e["transcript"]
-        for e in events
-        if e["type"] == "conversation.item.input_audio_transcription.completed"
-    ]
+    return [e["transcript"] for e in events if e["type"] == TranscriptionCompleted.TYPE]
 
 
 def test_session_created_first_and_realtime_subprotocol(app_client: TestClient) -> None:
     with app_client.websocket_connect("/v1/realtime?dialect=beta", subprotocols=["realtime"]) as ws:
         assert ws.accepted_subprotocol == "realtime"
         first = ws.receive_json()
-        assert first["type"] == "session.created"
+        assert first["type"] == SessionCreated.TYPE
         assert first["session"]["input_audio_format"] == "pcm16"
         turn_detection = first["session"]["turn_detection"]  # the default: semantic_vad, auto
         assert (turn_detection["type"], turn_detection["eagerness"]) == ("semantic_vad", "auto")
@@ -44,20 +53,16 @@ def test_jfk_round_trip(app_client: TestClient) -> None:
     speech = load_clip("jfk.flac")
     silence = np.zeros(REALTIME_RATE * 2, dtype=np.float32)
     with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
-        assert ws.receive_json()["type"] == "session.created"
+        assert ws.receive_json()["type"] == SessionCreated.TYPE
         stream_audio(ws, np.concatenate([speech, silence]))
         events = receive_until(ws, lambda e: is_done(e) and e["response"]["status"] == "completed")
     types = [e["type"] for e in events]
-    assert types.index("input_audio_buffer.speech_started") < types.index(
-        "input_audio_buffer.speech_stopped"
-    )
+    assert types.index(SpeechStarted.TYPE) < types.index(SpeechStopped.TYPE)
     transcripts = _transcripts(events)
     final = transcripts[-1].lower().replace(",", "")
     assert "ask not what your country can do for you" in final, transcripts
     # the answer comes after the final transcript, as audio, and is closed by response.done
-    assert types.index("response.created") > types.index(
-        "conversation.item.input_audio_transcription.completed"
-    )
+    assert types.index(ResponseCreated.TYPE) > types.index(TranscriptionCompleted.TYPE)
     assert audio_seconds(events) >= 0.5
     assert answer_text(events).strip()
     assert events[-1]["response"]["output"][0]["content"][0]["transcript"] == answer_text(events)
@@ -98,15 +103,15 @@ def test_manual_commit_at_16khz_with_turn_detection_off(app_client: TestClient) 
             )
         )
         updated = ws.receive_json()
-        assert updated["type"] == "session.updated"
+        assert updated["type"] == SessionUpdated.TYPE
         assert updated["session"]["turn_detection"] is None
         stream_audio(ws, question, rate=16_000)
         ws.send_text(json.dumps({"type": "input_audio_buffer.commit"}))
         ws.send_text(json.dumps({"type": "response.create"}))
         events = receive_until(ws, is_done)
     types = [e["type"] for e in events]
-    assert "input_audio_buffer.speech_started" not in types
-    assert types[0] == "input_audio_buffer.committed"
+    assert SpeechStarted.TYPE not in types
+    assert types[0] == InputAudioCommitted.TYPE
     heard = _transcripts(events)[0].lower()
     assert "what is the capital of" in heard  # its last word, as above, may be a near-miss
     if "france" in heard:
@@ -120,11 +125,11 @@ def test_text_turn_in_text_mode(app_client: TestClient) -> None:
         ws.receive_json()
         send_user_text(ws, "What is the capital of France?")
         created = ws.receive_json()
-        assert created["type"] == "conversation.item.created"
+        assert created["type"] == ItemCreated.TYPE
         respond(ws)
         events = receive_until(ws, is_done)
     types = [e["type"] for e in events]
-    assert "response.audio.delta" not in types
-    assert types[:2] == ["response.created", "response.output_item.added"]
-    assert types[-1] == "response.done"
+    assert AudioDelta.TYPE not in types
+    assert types[:2] == [ResponseCreated.TYPE, OutputItemAdded.TYPE]
+    assert types[-1] == ResponseDone.TYPE
     assert "paris" in answer_text(events).lower()

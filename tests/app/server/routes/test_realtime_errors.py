@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.protocol.server_events import AudioTranscriptDelta, SessionUpdated
 from tests.conftest import answer_text, ask, is_done, receive_until, respond
 
 AUDIO_ODD = base64.b64encode(b"\x01\x02\x03").decode()
@@ -215,7 +216,7 @@ def test_a_ga_update_is_refused_naming_the_field_as_the_client_wrote_it(
         assert "input_audio_format" not in error["error"]["message"]  # no beta names
         again = {"type": "session.update", "session": {"type": "realtime", "instructions": "Hi."}}
         ws.send_text(json.dumps(again))
-        assert ws.receive_json()["type"] == "session.updated"  # the session goes on
+        assert ws.receive_json()["type"] == SessionUpdated.TYPE  # the session goes on
 
 
 def test_error_echoes_client_event_id(app_client: TestClient) -> None:
@@ -241,13 +242,13 @@ def test_cancel_then_disconnect_leaves_no_running_request(app_client: TestClient
     with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         ask(ws, "Tell me a long story about a dragon.")
-        receive_until(ws, lambda e: e["type"] == "response.audio_transcript.delta")
+        receive_until(ws, lambda e: e["type"] == AudioTranscriptDelta.TYPE)
         ws.send_text(json.dumps({"type": "response.cancel"}))
         events = receive_until(ws, is_done)
         assert events[-1]["response"]["status"] == "cancelled"
         # a new answer starts, then the client vanishes mid-answer
         respond(ws)
-        receive_until(ws, lambda e: e["type"] == "response.audio_transcript.delta")
+        receive_until(ws, lambda e: e["type"] == AudioTranscriptDelta.TYPE)
     _wait_idle(llm)
     assert llm.stats()["num_running"] == 0
     assert not [t for t in threading.enumerate() if t.name == "hf-generate"]

@@ -13,6 +13,28 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.audio import encode_audio, resample
+from app.protocol.server_events import (
+    AudioDelta,
+    AudioTranscriptDelta,
+    ContentPartAdded,
+    ContentPartDone,
+    InputAudioCleared,
+    InputAudioCommitted,
+    ItemCreated,
+    ItemDeleted,
+    ItemDone,
+    ItemTruncated,
+    OutputItemAdded,
+    OutputItemDone,
+    ResponseCreated,
+    ResponseDone,
+    SessionUpdated,
+    SpeechStarted,
+    SpeechStopped,
+    TranscriptionCompleted,
+    TranscriptionDelta,
+    ga,
+)
 from tests.conftest import (
     REALTIME_RATE,
     answer_text,
@@ -26,19 +48,19 @@ from tests.conftest import (
 )
 
 ORDER = [
-    "input_audio_buffer.speech_started",
-    "input_audio_buffer.speech_stopped",
-    "input_audio_buffer.committed",
-    "conversation.item.input_audio_transcription.completed",
-    "response.created",
-    "response.output_item.added",
-    "response.content_part.added",
+    SpeechStarted.TYPE,
+    SpeechStopped.TYPE,
+    InputAudioCommitted.TYPE,
+    TranscriptionCompleted.TYPE,
+    ResponseCreated.TYPE,
+    OutputItemAdded.TYPE,
+    ContentPartAdded.TYPE,
     "{audio}.delta",
     "{audio}.done",
     "{transcript}.done",
-    "response.content_part.done",
-    "response.output_item.done",
-    "response.done",
+    ContentPartDone.TYPE,
+    OutputItemDone.TYPE,
+    ResponseDone.TYPE,
 ]
 
 
@@ -87,22 +109,22 @@ def test_same_audio_turn_in_both_dialects(
     positions = [types.index(t) for t in expected]
     assert positions == sorted(positions), list(zip(expected, positions, strict=True))
     beta_only = {
-        "response.audio.delta",
-        "response.audio_transcript.delta",
-        "conversation.item.created",
+        AudioDelta.TYPE,
+        AudioTranscriptDelta.TYPE,
+        ItemCreated.TYPE,
     }
     ga_only = {
-        "response.output_audio.delta",
-        "response.output_audio_transcript.delta",
-        "conversation.item.added",
-        "conversation.item.done",
+        ga.RENAMED[AudioDelta],
+        ga.RENAMED[AudioTranscriptDelta],
+        ga.ITEM_ADDED,
+        ItemDone.TYPE,
     }
     present = set(types)
     if dialect == "beta":
         assert beta_only <= present and not (ga_only & present)
     else:
-        assert (ga_only - {"conversation.item.done"}) <= present and not (beta_only & present)
-        part = next(e for e in events if e["type"] == "response.content_part.added")["part"]
+        assert (ga_only - {ItemDone.TYPE}) <= present and not (beta_only & present)
+        part = next(e for e in events if e["type"] == ContentPartAdded.TYPE)["part"]
         assert part["type"] == "audio"  # content parts keep audio/text in GA too
     transcript = "".join(e["delta"] for e in events if e["type"] == f"{transcript_name}.delta")
     assert "paris" in transcript.lower()
@@ -119,21 +141,18 @@ def test_partial_transcripts_come_first_and_start_the_final_one(app_client: Test
         # a window longer than JFK's ~1 s pauses: his whole sentence is one turn
         vad = {"type": "server_vad", "silence_duration_ms": 1500}
         ws.send_text(json.dumps({"type": "session.update", "session": {"turn_detection": vad}}))
-        receive_until(ws, lambda e: e["type"] == "session.updated")
+        receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)
         step = REALTIME_RATE // 50
         for i in range(0, speech.size, step):  # real time, as a microphone would
             stream_audio(ws, speech[i : i + step])
             time.sleep(0.02)
         stream_audio(ws, np.zeros(REALTIME_RATE * 2, dtype=np.float32))
         events = receive_until(ws, lambda e: is_done(e) and e["response"]["status"] == "completed")
-    final = [
-        e for e in events if e["type"] == "conversation.item.input_audio_transcription.completed"
-    ][-1]
+    final = [e for e in events if e["type"] == TranscriptionCompleted.TYPE][-1]
     deltas = [
         e
         for e in events
-        if e["type"] == "conversation.item.input_audio_transcription.delta"
-        and e["item_id"] == final["item_id"]
+        if e["type"] == TranscriptionDelta.TYPE and e["item_id"] == final["item_id"]
     ]
     assert deltas, "no partial transcript before the final one"
     assert events.index(deltas[0]) < events.index(final)
@@ -162,8 +181,8 @@ def test_barge_in_cancels_frees_and_keeps_only_what_was_played(
         ws.receive_json()
         session = next(iter(state.sessions.values())) if len(state.sessions) == 1 else None
         ask(ws, "Tell me a long story about a dragon and a knight.")
-        before = receive_until(ws, lambda e: e["type"] == "response.audio.delta")
-        while sum(e["type"] == "response.audio.delta" for e in before) < 15:  # ~1.5 s played
+        before = receive_until(ws, lambda e: e["type"] == AudioDelta.TYPE)
+        while sum(e["type"] == AudioDelta.TYPE for e in before) < 15:  # ~1.5 s played
             before.append(ws.receive_json())
         stream_audio(ws, _question(shared_components, "Stop, what is the capital of France?"))
         events = receive_until(ws, lambda e: is_done(e) and e["response"]["status"] == "completed")
@@ -172,7 +191,7 @@ def test_barge_in_cancels_frees_and_keeps_only_what_was_played(
     assert done[0]["response"]["status"] == "cancelled"
     assert done[0]["response"]["status_details"]["reason"] == "turn_detected"
     types = [e["type"] for e in everything]
-    assert types.index("input_audio_buffer.speech_started") < types.index("response.done")
+    assert types.index(SpeechStarted.TYPE) < types.index(ResponseDone.TYPE)
     streamed = answer_text(everything[: everything.index(done[0])])
     kept = done[0]["response"]["output"][0]["content"][0]["transcript"]
     assert _words(kept) == _words(streamed)[: len(_words(kept))]
@@ -194,13 +213,13 @@ def test_cough_during_answer_does_not_interrupt(
     with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         ask(ws, "What is the capital of France?")
-        receive_until(ws, lambda e: e["type"] == "response.audio.delta")
+        receive_until(ws, lambda e: e["type"] == AudioDelta.TYPE)
         rng = np.random.default_rng(0)
         cough = (rng.standard_normal(REALTIME_RATE // 8) * 0.3).astype(np.float32)  # 125 ms burst
         stream_audio(ws, np.concatenate([cough, np.zeros(REALTIME_RATE, np.float32)]))
         events = receive_until(ws, is_done)
     assert events[-1]["response"]["status"] == "completed"
-    assert "input_audio_buffer.speech_started" not in [e["type"] for e in events]
+    assert SpeechStarted.TYPE not in [e["type"] for e in events]
 
 
 def test_truncate_and_delete_items(app_client: TestClient) -> None:
@@ -223,7 +242,7 @@ def test_truncate_and_delete_items(app_client: TestClient) -> None:
         )
         truncated = ws.receive_json()
         assert (truncated["type"], truncated["item_id"], truncated["audio_end_ms"]) == (
-            "conversation.item.truncated",
+            ItemTruncated.TYPE,
             assistant_id,
             0,
         )
@@ -239,7 +258,7 @@ def test_truncate_and_delete_items(app_client: TestClient) -> None:
         assert ws.receive_json()["error"]["param"] == "audio_end_ms"
         ws.send_text(json.dumps({"type": "conversation.item.delete", "item_id": user_id}))
         deleted = ws.receive_json()
-        assert (deleted["type"], deleted["item_id"]) == ("conversation.item.deleted", user_id)
+        assert (deleted["type"], deleted["item_id"]) == (ItemDeleted.TYPE, user_id)
         ws.send_text(json.dumps({"type": "conversation.item.delete", "item_id": user_id}))
         error = ws.receive_json()
         assert error["error"]["code"] == "item_not_found"
@@ -286,13 +305,11 @@ def test_g711_ulaw_in_and_out(app_client: TestClient, shared_components: Any, di
     # at times ("friends": tiny.en on telephone-band audio), so it is not what is checked
     assert (
         "what is the capital of"
-        in events[
-            [e["type"] for e in events].index(
-                "conversation.item.input_audio_transcription.completed"
-            )
-        ]["transcript"].lower()
+        in events[[e["type"] for e in events].index(TranscriptionCompleted.TYPE)][
+            "transcript"
+        ].lower()
     )
-    deltas = ("response.audio.delta", "response.output_audio.delta")
+    deltas = (AudioDelta.TYPE, ga.RENAMED[AudioDelta])
     audio = b"".join(base64.b64decode(e["delta"]) for e in events if e["type"] in deltas)
     assert len(audio) / 8000 >= 0.5  # one byte per sample at 8 kHz
 
@@ -323,4 +340,4 @@ def test_without_vad_the_buffer_is_bounded(
         error = receive_until(ws, lambda e: e["type"] == "error")[-1]
         assert error["error"]["code"] == "input_audio_buffer_full"
         ws.send_text(json.dumps({"type": "input_audio_buffer.clear"}))
-        assert ws.receive_json()["type"] == "input_audio_buffer.cleared"
+        assert ws.receive_json()["type"] == InputAudioCleared.TYPE

@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.protocol.server_events import TurnMetrics
 from tests.conftest import REALTIME_RATE, app_with, ask, is_done, receive_until, stream_audio
 
 MODEL = "smollm2-135m-instruct"
@@ -105,7 +106,7 @@ def test_a_realtime_answer_and_a_voice_turn_are_counted(shared_components: Any) 
         receive_until(ws, is_done)
         speech = shared_components.tts.synthesize("What is the capital of France?", REALTIME_RATE)
         stream_audio(ws, np.concatenate([speech, np.zeros(REALTIME_RATE, np.float32)]))
-        receive_until(ws, lambda e: e["type"] == "r1voice.turn.metrics")
+        receive_until(ws, lambda e: e["type"] == TurnMetrics.TYPE)
     _, after = scrape(client)
     stop = ("vllm:request_success_total", (("finished_reason", "stop"), *M))
     assert after[stop] - before.get(stop, 0.0) == 2
