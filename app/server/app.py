@@ -21,7 +21,6 @@ from app.server.body_limit import BodyLimit
 from app.server.client_rates import ClientRates
 from app.server.json_body import JsonByDefault
 from app.server.routes import (
-    calls,
     client_secrets,
     completions,
     health,
@@ -30,6 +29,7 @@ from app.server.routes import (
     openai_api,
     page,
     realtime,
+    webrtc,
 )
 from app.server.routes import components as components_route
 from app.server.state import ServerState
@@ -68,7 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             loader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await loader
-            await state.calls.close()
+            await state.peers.close()
             await state.heap.close()
             if state.components is not None:
                 await components_module.close_components(state.components)
@@ -83,7 +83,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(kserve.router)
     app.include_router(components_route.router)
     app.include_router(client_secrets.router)
-    app.include_router(calls.router)
+    app.include_router(webrtc.router)
     policy = AccessPolicy.from_settings(state.settings)
     DeniedHandshakeLog.install()
     settings = state.settings

@@ -11,10 +11,10 @@ from fastapi import Depends, Request, WebSocket
 from app.models.components import Components
 from app.realtime.session import Session
 from app.server.access import ClientSecrets
-from app.server.calls import Calls
 from app.server.drain import Drain
 from app.server.heap_trimmer import HeapTrimmer
 from app.server.metrics import Metrics
+from app.server.webrtc.peers import Peers
 from app.settings import Settings
 
 
@@ -32,7 +32,7 @@ class ServerState:
     client_secrets: ClientSecrets = field(default_factory=ClientSecrets)
     drain: Drain = field(default_factory=Drain)
     heap: HeapTrimmer = field(default_factory=HeapTrimmer)  # trimmed as sessions close
-    calls: Calls = field(default_factory=Calls)  # open WebRTC calls (their sessions: above)
+    peers: Peers = field(default_factory=Peers)  # open WebRTC peers (their sessions: above)
 
 
 def _state_from_http(request: Request) -> ServerState:

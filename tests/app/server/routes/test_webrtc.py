@@ -77,7 +77,7 @@ def assert_nothing_left(state: ServerState, threads_before: set[str]) -> None:
     def clean() -> bool:
         stats = llm.stats() if llm else {}
         return (
-            len(state.calls) == 0
+            len(state.peers) == 0
             and not state.sessions
             and state.admitting == 0
             and stats.get("num_running", 0) == 0
@@ -87,7 +87,7 @@ def assert_nothing_left(state: ServerState, threads_before: set[str]) -> None:
 
     while not clean() and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert len(state.calls) == 0 and not state.sessions and state.admitting == 0
+    assert len(state.peers) == 0 and not state.sessions and state.admitting == 0
     assert _open_peer_connections() == 0
     assert _call_threads() <= threads_before, _call_threads() - threads_before
     if llm is not None:
@@ -534,7 +534,7 @@ def test_offers_that_never_connect_are_closed(rtc_server: tuple[str, ServerState
         offers = [await _offer_sdp() for _ in range(4)]
         replies = await asyncio.gather(*(_post(base, sdp) for sdp in offers))
         assert [r.status_code for r in replies] == [201] * 4
-        assert len(state.calls) == 4
+        assert len(state.peers) == 4
 
     run(main())
     assert_nothing_left(state, threads)

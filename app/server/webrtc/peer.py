@@ -1,8 +1,9 @@
-"""One WebRTC call: a peer connection, and the session's transport over it.
+"""One WebRTC peer (a "call" in OpenAI's API): a peer connection, and the session's
+transport over it.
 
 Events travel on the `oai-events` data channel the client opens (text, as the WebSocket
 carries them); the microphone comes in on the audio track (input_reader.py) and answers
-go out on ours (output_track.py). The call ends when the data channel or the peer
+go out on ours (output_track.py). The peer ends when the data channel or the peer
 connection closes or fails, when ICE/DTLS has not connected within the connect timeout,
 or when the session ends; `shutdown` then frees all of it (peer connection, tracks,
 tasks). aiortc runs ICE, DTLS, SCTP and SRTP on the event loop, and the Opus codec on
@@ -34,7 +35,7 @@ from app.server.webrtc.output_track import OutputTrack
 log = logging.getLogger("r1voice.webrtc")
 
 EVENTS_CHANNEL = "oai-events"
-# Messages read off the call and not yet taken by the session's inbox: the inbox has its
+# Messages read off the peer and not yet taken by the session's inbox: the inbox has its
 # own bound and reads as they come, so this fills only when the server cannot keep up.
 MAX_INBOUND = 1024
 # The data channel's send buffer: past HIGH the sender waits until it is below LOW (the
@@ -43,11 +44,11 @@ SEND_BUFFER_HIGH = 1024 * 1024
 SEND_BUFFER_LOW = 256 * 1024
 
 
-class Call:
+class Peer:
     """A `Transport` (app/server/transport.py) over one RTCPeerConnection."""
 
-    def __init__(self, call_id: str, ice_servers: list[dict[str, Any]]) -> None:
-        self.id = call_id
+    def __init__(self, peer_id: str, ice_servers: list[dict[str, Any]]) -> None:
+        self.id = peer_id
         servers = [RTCIceServer(**server) for server in ice_servers]
         # an empty list, not None: aiortc's default adds Google's STUN server
         self._pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
@@ -101,7 +102,7 @@ class Call:
         self._end("hung up")
 
     def watch_connect(self, timeout_s: float) -> None:
-        """End the call if ICE/DTLS has not connected within `timeout_s`."""
+        """End the peer if ICE/DTLS has not connected within `timeout_s`."""
         self._spawn(self._connect_watchdog(timeout_s))
 
     async def _connect_watchdog(self, timeout_s: float) -> None:
@@ -166,14 +167,14 @@ class Call:
             await self._until(self._send_room)
 
     async def close(self, code: int, reason: str) -> None:
-        """The session ends the call (the code has no place on WebRTC: the reason is logged)."""
+        """The session ends the peer (the code has no place on WebRTC: the reason is logged)."""
         self._end(reason)
         await self.shutdown()
 
     # -- lifetime -----------------------------------------------------------------------
 
     async def _until(self, event: asyncio.Event) -> None:
-        """Wait for `event`; ConnectionError if the call ends first."""
+        """Wait for `event`; ConnectionError if the peer ends first."""
         if not event.is_set():
             waiter = asyncio.ensure_future(event.wait())
             ender = asyncio.ensure_future(self._ended.wait())
@@ -199,7 +200,7 @@ class Call:
         task.add_done_callback(self._tasks.discard)
 
     async def shutdown(self) -> None:
-        """Close the peer connection and stop every task of the call (idempotent)."""
+        """Close the peer connection and stop every task of the peer (idempotent)."""
         self._end("closed")
         self.track.stop()
         with contextlib.suppress(Exception):

@@ -3,10 +3,11 @@
 The body is the browser's SDP offer (`Content-Type: application/sdp`), or a multipart
 form with `sdp` and an optional `session` (the object `session.update` carries, applied
 before any other event). The answer is `201` with the SDP answer and a `Location` naming
-the call; `POST /v1/realtime/calls/{call_id}/hangup` ends it. Access is as for the
-WebSocket: the API key, or a client secret from /v1/realtime/client_secrets.
-The session is the WebSocket's (one implementation, two transports: session_runner.py),
-in the GA dialect; only the audio travels differently (app/server/webrtc/call.py).
+the call; `POST /v1/realtime/calls/{call_id}/hangup` ends it. "Call" is the API's word
+for it; inside, the WebRTC side is a `Peer` (webrtc/peer.py, webrtc/peers.py), and "call"
+means a function call. Access is as for the WebSocket: the API key, or a client secret
+from /v1/realtime/client_secrets. The session is the WebSocket's (one implementation, two
+transports: session_runner.py), in the GA dialect; only the audio travels differently.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from app.server.refusal import Refusal
 from app.server.routes.openai_common import OpenAIError
 from app.server.session_runner import SessionRunner, create_session
 from app.server.state import HttpState, ServerState
-from app.server.webrtc.call import Call
 from app.server.webrtc.offer import Offer, OfferError
+from app.server.webrtc.peer import Peer
 
 log = logging.getLogger("r1voice.webrtc")
 router = APIRouter(prefix="/v1/realtime", tags=["realtime"])
@@ -75,13 +76,13 @@ def _session_object(given: Any) -> dict[str, Any]:
     return session
 
 
-async def _run(state: ServerState, session: Session, call: Call) -> None:
-    """The call's life: its session, then everything it held freed."""
+async def _run(state: ServerState, session: Session, peer: Peer) -> None:
+    """The peer's life: its session, then everything it held freed."""
     state.admitting -= 1  # the session counts from here on (in state.sessions)
     try:
-        await SessionRunner(state, session, call).run()
+        await SessionRunner(state, session, peer).run()
     finally:
-        await call.shutdown()
+        await peer.shutdown()
 
 
 @router.post("/calls", status_code=201, response_class=Response)
@@ -94,7 +95,7 @@ async def create_call(request: Request, state: HttpState) -> Response:
         )
     client = request.client.host if request.client else "unknown"
     limit = state.settings.client_max_sessions
-    if limit and state.calls.of_client(client) >= limit:  # as ClientRates does for sockets
+    if limit and state.peers.of_client(client) >= limit:  # as ClientRates does for sockets
         raise OpenAIError(
             429,
             f"{client} has {limit} WebRTC calls open (R1VOICE_CLIENT_MAX_SESSIONS); "
@@ -103,33 +104,33 @@ async def create_call(request: Request, state: HttpState) -> Response:
             headers={"Retry-After": "1"},
         )
     state.admitting += 1  # counted before the first await: no race past max_sessions
-    call = Call(events.new_id("rtc"), state.settings.ice_server_list())
+    peer = Peer(events.new_id("rtc"), state.settings.ice_server_list())
     started = False
     try:
-        answer = await call.answer(offer)
+        answer = await peer.answer(offer)
         if await request.is_disconnected():  # the peer left while ICE gathered
-            log.info("call %s: the client left before its answer", call.id)
+            log.info("call %s: the client left before its answer", peer.id)
             return Response(status_code=499)
         extensions = request.query_params.get("r1voice_events", "") in ("1", "true")
-        session = create_session(state, GA, extensions, playback=call.track)
+        session = create_session(state, GA, extensions, playback=peer.track)
         if session_object is not None:
-            call.preface(json.dumps({"type": "session.update", "session": session_object}))
-        call.watch_connect(state.settings.webrtc_connect_timeout_s)
-        state.calls.start(call.id, _run(state, session, call), call.hang_up, client)
+            peer.preface(json.dumps({"type": "session.update", "session": session_object}))
+        peer.watch_connect(state.settings.webrtc_connect_timeout_s)
+        state.peers.start(peer.id, _run(state, session, peer), peer.hang_up, client)
         started = True
     except OfferError as exc:
         raise OpenAIError(400, exc.message, code=exc.code, param="sdp") from None
     finally:
         if not started:
             state.admitting -= 1
-            await call.shutdown()
-    location = f"/v1/realtime/calls/{call.id}"
+            await peer.shutdown()
+    location = f"/v1/realtime/calls/{peer.id}"
     return Response(answer, 201, {"Location": location}, media_type="application/sdp")
 
 
 @router.post("/calls/{call_id}/hangup")
 async def hang_up(call_id: str, state: HttpState) -> dict[str, Any]:
-    if not await state.calls.hang_up(call_id):
+    if not await state.peers.hang_up(call_id):
         raise OpenAIError(
             404, f"no open call {call_id!r} (it ended, or never was)", code="call_not_found"
         )
