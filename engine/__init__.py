@@ -20,7 +20,8 @@ ties them together (AsyncLLM runs it on its own thread). Around the core:
                  budgets, prompt clustering, backpressure
     stats/       accounting: where the time goes, the counters stats() returns
     loading/     a model name -> weights on disk -> our (quantized) model
-    models/, layers/  our own Llama/Qwen2 forward pass (quantized linears included)
+    architectures/, layers/  our own Llama/Qwen2 forward pass (quantized linears
+                 included)
     kernels/     our C++ CPU kernels and the code that builds and loads them
 
 The core imports these folders, and none of them imports the core's engine,

@@ -6,12 +6,12 @@ import logging
 
 import torch
 
+from engine.architectures import LlamaForCausalLM
+from engine.architectures.llama import LlamaAttention
 from engine.config import EngineConfig
 from engine.errors import ConfigError
 from engine.kernels.cpu_kernels import BF16_SCORES, BF16_TILES, BF16_VALUES, CpuKernels, cpu_flags
 from engine.layers.attention import AttentionMetadata, PagedAttention, sdpa_mask
-from engine.models import LlamaForCausalLM
-from engine.models.llama import LlamaAttention
 from engine.sampler import Sampler
 from engine.scheduler import SchedulerOutput
 from engine.scheduling.scheduler_output import Sampled

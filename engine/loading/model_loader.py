@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from engine.architectures import MODEL_REGISTRY, LlamaForCausalLM
 from engine.errors import ConfigError, ModelLoadError
 from engine.layers import quantization as quantization_module
 from engine.loading import model_store, quantized_model
 from engine.loading.gguf_weights import load_gguf_weights, quant_cache
 from engine.loading.model_store import gguf_source, resolve_model
-from engine.models import MODEL_REGISTRY, LlamaForCausalLM
 
 if TYPE_CHECKING:
     from engine.config import EngineConfig

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from engine import LLM, ModelLoadError, SamplingParams
+from engine.architectures import MODEL_REGISTRY
 from engine.layers.int4_linear import Int4Linear
 from engine.layers.quantization import QUANTIZE_CALLS, Int8Linear, dequantize_int4, unpack_nibbles
 from engine.loading import gguf_weights
@@ -20,7 +21,6 @@ from engine.loading.gguf_file import GGUFFile
 from engine.loading.gguf_weights import load_gguf_weights, quant_cache
 from engine.loading.model_loader import load_config, write_quantized_cache
 from engine.loading.model_store import COMPLETE_MARKER, GGUF_SOURCE, gguf_source
-from engine.models import MODEL_REGISTRY
 from tests.engine.tiny_models import build_tiny, hf_greedy
 
 gguf = pytest.importorskip("gguf")

@@ -7,13 +7,13 @@ from typing import Any
 import torch
 from torch import nn
 
+from engine.architectures.flat_forward import FlatForward
 from engine.kernels.cpu_kernels import CpuKernels
 from engine.layers.activation import SiluAndMul
 from engine.layers.attention import AttentionMetadata, PagedAttention
 from engine.layers.linear import Linear, make_linear
 from engine.layers.norm import RMSNorm
 from engine.layers.rotary import RotaryEmbedding
-from engine.models.flat_forward import FlatForward
 
 
 def rope_settings(config: Any) -> tuple[float, dict[str, Any]]:

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from engine import LLM, SamplingParams
+from engine.architectures.flat_forward import linear_kernel
 from engine.kernels.cpu_kernels import CpuKernels
 from engine.layers.quantization import Int8Linear
-from engine.models.flat_forward import linear_kernel
 from tests.engine.test_exactness import prompts
 
 needs_kernels = pytest.mark.skipif(

@@ -1,6 +1,6 @@
 """Model architectures the engine implements, by Hugging Face ``model_type``."""
 
-from engine.models.llama import LlamaForCausalLM, Qwen2ForCausalLM
+from engine.architectures.llama import LlamaForCausalLM, Qwen2ForCausalLM
 
 MODEL_REGISTRY: dict[str, type[LlamaForCausalLM]] = {
     "llama": LlamaForCausalLM,
