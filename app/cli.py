@@ -83,7 +83,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _models(args: argparse.Namespace) -> int:
-    from app.models import registry as model_registry
+    from app.catalog import registry as model_registry
 
     if args.action == "list":
         for row in model_registry.list_models():

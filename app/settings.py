@@ -43,14 +43,14 @@ class Settings:
     temperature: float = 0.0  # greedy by default: the small model answers best that way
     asr_threads: int = 2
     # A clip under 30 s is encoded over a window this long at least (its length + 2 s),
-    # not Whisper's padded 30 s (app/models/asr.py); 30: always the full window.
+    # not Whisper's padded 30 s (app/speech/asr.py); 30: always the full window.
     asr_min_window_s: float = 12.0
     # Partial transcripts come from a worker process of their own, stopped while a final
-    # pass runs (app/models/partial_passes.py); false: one executor for both, and no
+    # pass runs (app/speech/partial_passes.py); false: one executor for both, and no
     # worker process (its RSS: 174 MB with tiny.en, 273 MB with whisper-base).
     asr_partials_apart: bool = True
     # Beam width of the final pass over a turn not known to be English (1: greedy; see
-    # app/models/asr.py for what 5 buys and costs).
+    # app/speech/asr.py for what 5 buys and costs).
     asr_final_beam: int = 5
     # How a session's turns end unless it says otherwise: "server_vad" (silence) or
     # "semantic_vad" (the Smart Turn model hears the utterance complete).

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from app.llm import ChatMessage, FinishReason, GenerationParams, LLMBackend, LLMDelta
-from app.models.asr import Transcript
+from app.speech.asr import Transcript
 
 
 class ScriptedLLM(LLMBackend):
@@ -145,7 +145,7 @@ class ScriptedVoices:
 def spy_transcriptions(monkeypatch: Any) -> list[str]:
     """Record the model name of every real Whisper pass (partial or final), in order: what
     the server used, whatever the client was told."""
-    from app.models.asr import WhisperASR
+    from app.speech.asr import WhisperASR
 
     used: list[str] = []
     real = WhisperASR.transcribe

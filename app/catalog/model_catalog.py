@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from app.catalog import registry as model_registry
 from app.executor import ModelExecutor
-from app.models import registry as model_registry
 
 log = logging.getLogger("r1voice")
 

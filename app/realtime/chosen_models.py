@@ -7,14 +7,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from app.catalog.registry import ModelError
+from app.components import Components
 from app.llm import LLMBackend
 from app.llm.catalog import LLMCatalog
-from app.models.components import Components
-from app.models.languages import language_error
-from app.models.registry import ModelError
-from app.models.transcribers import ChosenTranscriber, TranscriberCatalog
 from app.protocol.errors import ProtocolError
 from app.realtime.session_config import SessionConfig
+from app.speech.languages import language_error
+from app.speech.transcribers import ChosenTranscriber, TranscriberCatalog
 
 log = logging.getLogger("r1voice.session")
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.llm import ChatMessage
-from app.models.languages import language_name
 from app.protocol import events
 from app.protocol.errors import ProtocolError
+from app.speech.languages import language_name
 
 # Chat-template tokens around each message (role header, end marker); a safe overestimate
 # for the Llama/Qwen2/SmolLM2 templates, so an estimate that fits really fits.

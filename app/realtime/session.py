@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from app.components import Components
 from app.llm import LLMBackend
-from app.models.components import Components
 from app.protocol import client_events as client
 from app.protocol import events
 from app.protocol.dialect import GA

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.models.languages import WHISPER_LANGUAGES, language_error, normalize
 from app.protocol.errors import ProtocolError
 from app.protocol.session_schema import (
     BETA_FORMATS,
@@ -23,6 +22,7 @@ from app.protocol.session_schema import (
     TurnDetection,
 )
 from app.settings import Settings
+from app.speech.languages import WHISPER_LANGUAGES, language_error, normalize
 
 
 def _format(value: str | AudioFormat) -> AudioFormat:

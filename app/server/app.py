@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from app.models import components as components_module
+from app import components as components_module
 from app.server import client_noise
 from app.server.access import AccessGuard, AccessPolicy, DeniedHandshakeLog
 from app.server.body_limit import BodyLimit

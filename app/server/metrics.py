@@ -9,8 +9,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from app.components import Components
 from app.llm import LLMBackend
-from app.models.components import Components
 from app.realtime.responses.spec import ResponseOutcome
 from app.server.llm_metrics import LLMMetrics, StatsCollector
 from app.server.metered_llm import MeteredLLM

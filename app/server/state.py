@@ -8,7 +8,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request, WebSocket
 
-from app.models.components import Components
+from app.components import Components
 from app.realtime.session import Session
 from app.server.access import ClientSecrets
 from app.server.drain import Drain

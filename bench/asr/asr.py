@@ -1,7 +1,7 @@
 """Whisper's encoder window: WER and time of a pass over a fitted window against 30 s.
 
 faster-whisper pads every clip to Whisper's 30 s window; r1voice encodes a clip under
-30 s over its length + 2 s (at least `--min-window` seconds, app/models/asr.py). This
+30 s over its length + 2 s (at least `--min-window` seconds, app/speech/asr.py). This
 transcribes the same clips, one pass each, with each window setting, interleaved clip by
 clip (the machine is shared): the human recordings of bench voice (jfk, the MIT
 licence), Piper's questions and sentences, and espeak-ng's, each followed by the
@@ -65,9 +65,9 @@ def _clips(quick: bool) -> list[tuple[str, str, Any]]:
     import numpy as np
 
     from app.audio import PROTOCOL_RATE, resample
-    from app.models import registry as model_registry
-    from app.models.espeak_tts import EspeakTTS
-    from app.models.piper_tts import PiperTTS
+    from app.catalog import registry as model_registry
+    from app.speech.espeak_tts import EspeakTTS
+    from app.speech.piper_tts import PiperTTS
     from bench.voice.workload import (
         ECHO_QUESTIONS,
         INTERRUPTION,
@@ -105,7 +105,7 @@ def _zh_clips(quick: bool) -> list[tuple[str, str, Any]]:
     import soundfile as sf
 
     from app.audio import resample
-    from app.models.espeak_tts import EspeakTTS
+    from app.speech.espeak_tts import EspeakTTS
     from bench.voice.workload import QUESTIONS_ZH, speech_dir, trim_silence
 
     folder = speech_dir() / "zh"
@@ -130,7 +130,7 @@ def run_language(args: argparse.Namespace) -> dict[str, Any]:
 
     import numpy as np
 
-    from app.models.asr import WhisperASR
+    from app.speech.asr import WhisperASR
     from bench.kit.log import log as bench_log
     from bench.voice.stats import word_errors
 
@@ -222,8 +222,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return run_language(args)
     import numpy as np
 
-    from app.models import registry as model_registry
-    from app.models.asr import WhisperASR
+    from app.catalog import registry as model_registry
+    from app.speech.asr import WhisperASR
     from bench.kit.log import log as bench_log
 
     log = functools.partial(bench_log, bench="asr")

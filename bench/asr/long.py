@@ -111,9 +111,9 @@ def jfk_twice_and_a_half_then_licence() -> tuple[str, Any]:
 
 def english_clips(quick: bool) -> list[tuple[str, str, Any]]:
     """(name, what was said, float32 samples at 16 kHz), each over 30 s."""
-    from app.models import registry as model_registry
-    from app.models.espeak_tts import EspeakTTS
-    from app.models.piper_tts import PiperTTS
+    from app.catalog import registry as model_registry
+    from app.speech.espeak_tts import EspeakTTS
+    from app.speech.piper_tts import PiperTTS
     from bench.voice.workload import TTS_VOICE
 
     jfk, mit = jfk_and_licence()
@@ -156,7 +156,7 @@ def mandarin_clips(quick: bool) -> list[tuple[str, str, Any]]:
 
 def mandarin_questions() -> tuple[str, Any]:
     """(what was said, samples): espeak-ng's Mandarin questions twice over, 32 s."""
-    from app.models.espeak_tts import EspeakTTS
+    from app.speech.espeak_tts import EspeakTTS
     from bench.voice.workload import QUESTIONS_ZH
 
     questions = QUESTIONS_ZH * 2
@@ -211,7 +211,7 @@ def _compare(asr: Any, language: str, clips: list[tuple[str, str, Any]], log: An
 def run(args: Any) -> dict[str, Any]:
     from pathlib import Path
 
-    from app.models.asr import WhisperASR
+    from app.speech.asr import WhisperASR
     from bench.asr.passes import locate
     from bench.kit.log import log as bench_log
     from bench.kit.machine import describe

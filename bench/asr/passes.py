@@ -10,7 +10,7 @@ def locate(model: str) -> Any:
     """An ASR model's directory: the path given, else the bundled model of that name."""
     from pathlib import Path
 
-    from app.models import registry as model_registry
+    from app.catalog import registry as model_registry
 
     path = Path(model)
     return path if path.is_dir() else model_registry.locate(model, "asr")
@@ -18,8 +18,8 @@ def locate(model: str) -> Any:
 
 def alone(model: Any, audio: Any, language: str | None) -> Any:
     """faster-whisper as its users call it: the full 30 s window, beam 5, its defaults."""
-    from app.models.asr import FRAMES_PER_S, WINDOW_S, Transcript
-    from app.models.languages import simplified
+    from app.speech.asr import FRAMES_PER_S, WINDOW_S, Transcript
+    from app.speech.languages import simplified
     from app.text_units import join
 
     model.window_frames = WINDOW_S * FRAMES_PER_S

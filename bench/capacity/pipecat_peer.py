@@ -22,7 +22,7 @@ class PeerUnavailable(RuntimeError):
 
 def models(llm_model: str, asr_model: str, voice: str) -> dict[str, Path]:
     """The files both systems load: the GGUF, the Whisper directory, the Piper voice."""
-    from app.models import registry
+    from app.catalog import registry
     from bench.engine.peers import gguf_path
 
     gguf = gguf_path(llm_model)

@@ -114,7 +114,7 @@ def run_memory(args: argparse.Namespace) -> dict[str, Any]:
 async def _run_model(
     model: str, modes: list[str], turns: list[str], context: int, max_tokens: int
 ) -> list[dict[str, Any]]:
-    from app.models.components import close_components, load_components
+    from app.components import close_components, load_components
     from app.settings import Settings
 
     components = await asyncio.to_thread(load_components, Settings(llm_model=model, warmup=False))

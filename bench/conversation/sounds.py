@@ -51,9 +51,9 @@ def _round_robin(groups: list[list[Overlap]]) -> list[Overlap]:
 
 
 def load_voices() -> dict[str, Any]:
-    from app.models import registry as model_registry
-    from app.models.espeak_tts import EspeakTTS
-    from app.models.piper_tts import PiperTTS
+    from app.catalog import registry as model_registry
+    from app.speech.espeak_tts import EspeakTTS
+    from app.speech.piper_tts import PiperTTS
     from bench.voice.workload import TTS_VOICE
 
     piper = PiperTTS(model_registry.locate(TTS_VOICE, "tts"), name=TTS_VOICE)

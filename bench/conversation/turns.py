@@ -55,9 +55,9 @@ def _utterances(quick: bool, seed: int) -> list[tuple[str, str, Any]]:
     import numpy as np
 
     from app.audio import PROTOCOL_RATE
-    from app.models import registry as model_registry
-    from app.models.espeak_tts import EspeakTTS
-    from app.models.piper_tts import PiperTTS
+    from app.catalog import registry as model_registry
+    from app.speech.espeak_tts import EspeakTTS
+    from app.speech.piper_tts import PiperTTS
     from bench.voice.workload import prepare_clips, trim_silence
 
     rng = random.Random(seed)

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from app.models.mandarin import read_numbers
+from app.speech.mandarin import read_numbers
 from app.text_units import has_han, units
 from bench.voice.common import ANSWERED, TARGETS_MS
 

@@ -142,8 +142,8 @@ def prepare_clips(human: list[str], language: str | None = None) -> dict[str, Cl
     import soundfile as sf
 
     from app.audio import resample
-    from app.models import registry as model_registry
-    from app.models.piper_tts import PiperTTS
+    from app.catalog import registry as model_registry
+    from app.speech.piper_tts import PiperTTS
 
     clips: dict[str, Clip] = {}
     folder = speech_dir()
@@ -166,7 +166,7 @@ def prepare_clips(human: list[str], language: str | None = None) -> dict[str, Cl
         clips[name] = Clip(name, "human", text, trim_silence(samples, PROTOCOL_RATE, lead_db=-40))
     tts: Any
     if language == "zh":
-        from app.models.espeak_tts import EspeakTTS
+        from app.speech.espeak_tts import EspeakTTS
 
         tts, texts = EspeakTTS("cmn"), [*QUESTIONS_ZH, INTERRUPTION_ZH]
     else:

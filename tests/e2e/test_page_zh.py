@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from app.catalog import registry
 from app.llm.catalog import LLMCatalog
-from app.models import registry
 from tests.conftest import SPEECH_DIR
 from tests.e2e.conftest import ServerHandle, Snapper, speech_wav
 from tests.e2e.helpers import (

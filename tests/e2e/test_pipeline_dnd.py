@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, Route, expect
 
+from app.catalog import registry
 from app.llm.catalog import LLMCatalog
-from app.models import registry
 from tests.e2e.conftest import ServerHandle, Snapper, speech_wav, spy_voices
 from tests.e2e.helpers import (
     HEARD,

@@ -8,9 +8,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from app.models.voices import text_language
 from app.realtime.responses.speaker import Speaker
 from app.realtime.responses.spec import ResponseDeps, ResponseSpec
+from app.speech.voices import text_language
 
 
 class AnswerVoice:

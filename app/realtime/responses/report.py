@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.models.voices import AUTO
 from app.protocol import events
 from app.protocol.server_events import (
     AudioDelta,
@@ -25,6 +24,7 @@ from app.protocol.server_events import (
 )
 from app.realtime.handoff import EventSink
 from app.realtime.responses.spec import ResponseSpec
+from app.speech.voices import AUTO
 
 
 class ResponseReport:

@@ -14,11 +14,11 @@ from collections.abc import Callable
 import numpy as np
 
 from app.audio import PIPELINE_RATE, AudioBuffer, StreamResampler, decode_audio
-from app.models.vad import FRAME, SileroModel
 from app.protocol.errors import ProtocolError
 from app.protocol.parsing import decode_base64
 from app.protocol.session_schema import AudioFormat, TurnDetection
 from app.realtime.turns.vad_stream import VADConfig, VADEvent, VADStream
+from app.speech.vad import FRAME, SileroModel
 
 MAX_BUFFER_S = 15 * 60  # without VAD, a client must commit at least this often
 MIN_COMMIT_MS = 100  # a manual commit of less is refused (the spec's error)

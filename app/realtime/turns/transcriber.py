@@ -24,8 +24,8 @@ from typing import Protocol
 import numpy as np
 
 from app.audio import PIPELINE_RATE
-from app.models.asr import Transcript
 from app.realtime.turns.agreement import LocalAgreement
+from app.speech.asr import Transcript
 
 log = logging.getLogger("r1voice.asr")
 PARTIAL_INTERVAL_S = 1.0

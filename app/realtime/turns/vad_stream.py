@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.models.vad import CONTEXT, FRAME, RATE, SileroModel
+from app.speech.vad import CONTEXT, FRAME, RATE, SileroModel
 
 # A frame is silence below `threshold - HYSTERESIS` (as Silero's own VADIterator: a soft
 # syllable just under the threshold does not start a pause), and below SILENCE_FLOOR

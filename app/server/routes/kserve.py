@@ -21,8 +21,8 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.components import Components
 from app.llm import GenerationParams, LLMBackendError, LLMDelta
-from app.models.components import Components
 from app.server.routes.completions import first_delta
 from app.server.routes.health import served_models
 from app.server.routes.openai_common import OpenAIError, check_http_priority, ready_components

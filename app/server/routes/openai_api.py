@@ -19,6 +19,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from app.components import Components
 from app.llm import (
     ChatMessage,
     GenerationParams,
@@ -37,7 +38,6 @@ from app.llm.tool_calls import (
     tagged,
     tools_prompt,
 )
-from app.models.components import Components
 from app.server.routes.openai_common import (
     OpenAIError,
     ReadyComponents,

@@ -8,8 +8,8 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException
 
+from app.components import Components
 from app.llm import LLMBackendError, LLMBusyError
-from app.models.components import Components
 from app.server.state import HttpState
 
 KINDS = {400: "invalid_request_error", 404: "not_found_error", 429: "rate_limit_error"}

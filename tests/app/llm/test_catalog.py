@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from app.catalog import registry
+from app.catalog.registry import ModelError
 from app.llm.catalog import LLMCatalog
-from app.models import registry
-from app.models.registry import ModelError
 from app.settings import Settings
 from tests.app.llm.scripted import ScriptedLLM
 

@@ -30,8 +30,8 @@ from fastapi.testclient import TestClient
 
 from app.llm import ChatMessage, GenerationParams, LLMDelta
 from app.llm.remote import DEFAULT_CONTEXT_LENGTH, RemoteBackend
-from app.models.espeak_tts import EspeakTTS
 from app.settings import DEFAULT_SYSTEM_PROMPT
+from app.speech.espeak_tts import EspeakTTS
 from tests.conftest import REALTIME_RATE, app_with, ask, is_done, receive_until, stream_audio
 
 if importlib.util.find_spec("llama_cpp") is None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from app.catalog import registry
 from app.llm.catalog import LLMCatalog
-from app.models import registry
 
 QWEN = "qwen2.5-coder-0.5b-instruct"
 

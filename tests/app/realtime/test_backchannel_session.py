@@ -103,7 +103,7 @@ def test_an_uh_huh_over_a_real_socket_lets_the_answer_end_whole(
     resumes, plays to its end, and its final item holds the whole text. The barge-in hold
     is 150 ms here: Piper's "Uh-huh." (0.29 s) sits at the default 300 ms hold's edge, and
     a sound shorter than the hold never pauses the answer (which then plays on anyway)."""
-    from app.models.espeak_tts import EspeakTTS
+    from app.speech.espeak_tts import EspeakTTS
     from bench.conversation.sounds import spoken
     from bench.conversation.trial import overlap_trial
     from tests.clients.conftest import serve

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.models.languages import simplified
 from app.protocol.server_events import (
     AudioDelta,
     AudioTranscriptDelta,
@@ -20,6 +19,7 @@ from app.protocol.server_events import (
     TranscriptionCompleted,
 )
 from app.protocol.session_schema import SEMANTIC_MAX_WAIT_MS
+from app.speech.languages import simplified
 from bench.voice.stats import word_errors
 from tests.conftest import (
     REALTIME_RATE,
@@ -141,7 +141,7 @@ def test_the_servers_default_language_reaches_the_asr_without_an_update(
 ) -> None:
     """Bug: R1VOICE_ASR_LANGUAGE showed in session.created but reached the ASR only after
     a session.update."""
-    from app.models.asr import Transcript, WhisperASR
+    from app.speech.asr import Transcript, WhisperASR
 
     seen: list[str | None] = []
     original = WhisperASR.run

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.models.asr import WhisperASR
-from app.models.transcribers import TranscriberCatalog
 from app.protocol.server_events import SessionUpdated, TranscriptionCompleted
+from app.speech.asr import WhisperASR
+from app.speech.transcribers import TranscriberCatalog
 from tests.conftest import (
     REALTIME_RATE,
     client_with,
@@ -121,7 +121,7 @@ def test_a_model_directory_the_user_brings_is_offered_and_transcribes(
     """R1VOICE_ASR_MODELS: each faster-whisper directory in it is offered by its name
     (here whisper-base's files under another name); what is not a model is listed
     with why, and the server starts anyway."""
-    from app.models import registry
+    from app.catalog import registry
     from bench.voice.stats import word_errors
 
     base = registry.locate("whisper-base", "asr")

@@ -23,7 +23,7 @@ def test_quick_run_reports_each_window_over_the_same_passes() -> None:
 def test_an_unbundled_model_is_refused_by_name() -> None:
     import pytest
 
-    from app.models.registry import ModelError
+    from app.catalog.registry import ModelError
 
     args = build_parser().parse_args(["bench", "asr", "--quick", "--model", "whisper-huge"])
     with pytest.raises(ModelError, match="whisper-huge"):

@@ -4,7 +4,6 @@ and the response object, which names the voice an `auto` answer was spoken in.""
 from __future__ import annotations
 
 from app.llm import GenerationParams
-from app.models.voices import AUTO
 from app.protocol.server_events import (
     AudioDone,
     AudioTranscriptDone,
@@ -20,6 +19,7 @@ from app.protocol.server_events import (
 from app.protocol.session_schema import AudioFormat
 from app.realtime.responses.report import ResponseReport
 from app.realtime.responses.spec import ResponseSpec
+from app.speech.voices import AUTO
 
 
 def report(

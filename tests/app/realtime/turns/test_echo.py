@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from app.audio import PIPELINE_RATE, float_to_pcm16
-from app.models import registry as model_registry
-from app.models.piper_tts import PiperTTS
+from app.catalog import registry as model_registry
 from app.protocol.session_schema import AudioFormat
 from app.realtime.turns.echo import ECHO_CORRELATION, WINDOW, EchoReference, echo_correlation
+from app.speech.piper_tts import PiperTTS
 from tests.conftest import load_clip
 
 PCM_16K = AudioFormat(type="audio/pcm", rate=PIPELINE_RATE)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from app.audio import PIPELINE_RATE
-from app.models.asr import Transcript
 from app.realtime.turns import transcriber
 from app.realtime.turns.transcriber import TurnTranscriber
+from app.speech.asr import Transcript
 from tests.fakes import HeldASR, ScriptedASR
 
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from app.audio import resample
-from app.models import registry as model_registry
-from app.models.vad import SileroModel
+from app.catalog import registry as model_registry
 from app.realtime.turns.vad_stream import VADConfig, VADStream
+from app.speech.vad import SileroModel
 from tests.conftest import load_clip
 
 

@@ -71,7 +71,7 @@ def test_lists_each_stage_with_availability(shared_components: Any) -> None:
 def test_an_unprepared_llm_is_listed_with_its_reason(
     shared_components: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.models import registry
+    from app.catalog import registry
 
     reason = f"model '{QWEN}' is not prepared: run `r1voice models prepare {QWEN}`"
     rows = [registry.ModelRow(QWEN, "llm", "not prepared", reason)]

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
-from app.models import components as components_module
+from app import components as components_module
 from app.server.app import create_app
 from tests.conftest import client_with, make_settings
 from tests.fakes import ScriptedLLM

@@ -1,11 +1,11 @@
-"""How a Whisper pass decodes (app/models/whisper_decoding.py), without a model: the
+"""How a Whisper pass decodes (app/speech/whisper_decoding.py), without a model: the
 fitted encoder window and the loops that make a pass decode again."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.models.whisper_decoding import repeats, window_frames
+from app.speech.whisper_decoding import repeats, window_frames
 
 
 def test_short_clips_are_encoded_over_a_fitted_window() -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from app.models import registry
-from app.models.piper_tts import PiperTTS
-from app.models.voices import VoiceCatalog, text_language
+from app.catalog import registry
+from app.speech.piper_tts import PiperTTS
+from app.speech.voices import VoiceCatalog, text_language
 
 DEFAULT = "piper-en_US-joe-medium"
 

@@ -1,4 +1,4 @@
-"""Partial passes in a worker process of their own (app/models/partial_passes.py), with
+"""Partial passes in a worker process of their own (app/speech/partial_passes.py), with
 the bundled tiny.en model and real speech."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import time
 import pytest
 
 from app.audio import resample
-from app.models import registry as model_registry
-from app.models.asr import WhisperASR
-from app.models.partial_passes import MAX_BUSY_SHARE, DutyCycle
+from app.catalog import registry as model_registry
+from app.speech.asr import WhisperASR
+from app.speech.partial_passes import MAX_BUSY_SHARE, DutyCycle
 from tests.conftest import load_clip
 
 

@@ -1,4 +1,4 @@
-"""faster-whisper's model as the server loads it (app/models/whisper_loader.py)."""
+"""faster-whisper's model as the server loads it (app/speech/whisper_loader.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from app.audio import resample
-from app.models import registry as model_registry
-from app.models.asr import WhisperASR
+from app.catalog import registry as model_registry
+from app.speech.asr import WhisperASR
 from tests.conftest import load_clip
 
 

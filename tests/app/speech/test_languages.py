@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.models.languages import (
+from app.speech.languages import (
     ENGLISH_ONLY,
     WHISPER_LANGUAGES,
     language_error,

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import numpy as np
 
+from app.catalog import registry as model_registry
 from app.llm import ChatMessage, GenerationParams, LLMBackend, create_backend
 from app.llm.catalog import LLMCatalog
-from app.models import registry as model_registry
-from app.models.asr import WhisperASR
-from app.models.languages import language_error, normalize
-from app.models.piper_tts import PiperTTS
-from app.models.transcribers import TranscriberCatalog
-from app.models.turn_model import SmartTurnModel
-from app.models.vad import SileroModel
-from app.models.voices import AUTO, VoiceCatalog
 from app.settings import Settings
+from app.speech.asr import WhisperASR
+from app.speech.languages import language_error, normalize
+from app.speech.piper_tts import PiperTTS
+from app.speech.transcribers import TranscriberCatalog
+from app.speech.turn_model import SmartTurnModel
+from app.speech.vad import SileroModel
+from app.speech.voices import AUTO, VoiceCatalog
 from engine import os_thread_named
 
 log = logging.getLogger("r1voice")

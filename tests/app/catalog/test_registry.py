@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from app.catalog import registry as model_registry
 from app.cli import main
-from app.models import registry as model_registry
 
 
 def test_every_bundled_name_is_ready() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from app.models.whisper_loader import FRAMES_PER_S, WINDOW_S
+from app.speech.whisper_loader import FRAMES_PER_S, WINDOW_S
 from app.text_units import is_cjk_letter, units
 
 # A clip shorter than Whisper's window is encoded over a window fitted to it (its length
@@ -25,7 +25,7 @@ MIN_WINDOW_S = 12.0
 #   beam 5        7.4%   4.8%   6.3%   4.2%   (faster-whisper alone, beam 5, 30 s: 4.2%)
 # so a final pass over a turn not known to be English decodes with beam 5 (`final_beam`,
 # R1VOICE_ASR_FINAL_BEAM) over 15 s at least: 0.47 s a pass, as long as greedy over 20 s
-# took before the decoder moved to one thread (app/models/whisper_loader.py). English and partial
+# took before the decoder moved to one thread (app/speech/whisper_loader.py). English and partial
 # passes stay greedy: tiny.en's English gained nothing from a beam.
 MIN_WINDOW_OTHER_S = 15.0
 WINDOW_MARGIN_S = 2.0

@@ -12,7 +12,7 @@ import soundfile as sf
 
 from app.audio import resample
 from app.executor import CancelToken
-from app.models.mandarin import PINYIN_VOICE, to_pinyin
+from app.speech.mandarin import PINYIN_VOICE, to_pinyin
 from app.text_units import has_han
 
 WORDS_PER_MINUTE = 175  # espeak-ng's default rate, scaled by the session's speed

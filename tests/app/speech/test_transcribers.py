@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.models.registry import ModelError
-from app.models.transcribers import TranscriberCatalog
+from app.catalog.registry import ModelError
+from app.speech.transcribers import TranscriberCatalog
 
 
 class _Model:
@@ -86,7 +86,7 @@ def test_close_stops_the_loaded_models_but_not_before(shared_components: Any) ->
 def test_a_model_not_prepared_is_listed_with_what_to_run(
     shared_components: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.models import registry
+    from app.catalog import registry
 
     reason = "model 'whisper-base' is not prepared: run `r1voice models prepare whisper-base`"
     rows = [

@@ -5,7 +5,7 @@ A partial pass is optional work, a final pass is not, but CTranslate2 cannot sto
 part way: on one executor a final that came while a partial ran waited for it, 0.03-0.46 s
 for 7 of 10 final passes in `bench voice --language zh` (whisper-base), added to
 voice-to-voice. So the partial passes of a model run in a worker process of their own
-(`app/models/partial_asr.py`, the same model loaded again), which is stopped for as long
+(`app/speech/partial_asr.py`, the same model loaded again), which is stopped for as long
 as a final pass runs (see app/pausable_process.py). A partial whose turn has ended (its
 caller cancelled) is not finished: the process is stopped (or stays stopped after the
 final) until the next partial is asked for, so that stale rest does not take the cores
@@ -62,7 +62,7 @@ class PartialPasses:
     def __init__(self, model_dir: Path, name: str, threads: int, min_window_s: float) -> None:
         args = [str(model_dir), name, str(threads), str(min_window_s)]
         self.name = name
-        self._process = PausableProcess("asr-partial", "app.models.partial_asr", args)
+        self._process = PausableProcess("asr-partial", "app.speech.partial_asr", args)
         self._executor = ModelExecutor("asr-partial", workers=1, max_pending=4)
         self._lock = threading.Lock()
         self._abandoned = False  # the partial in the process now has no caller any more

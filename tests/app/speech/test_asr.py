@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from app.audio import resample
+from app.catalog import registry as model_registry
 from app.executor import CancelToken
-from app.models import registry as model_registry
-from app.models.asr import Transcript, WhisperASR
-from app.models.whisper_decoding import repeats
+from app.speech.asr import Transcript, WhisperASR
+from app.speech.whisper_decoding import repeats
 from tests.conftest import load_clip
 
 
@@ -132,7 +132,7 @@ def test_the_fitted_window_loses_no_words_against_the_full_window() -> None:
     fitted window makes no more word errors than the full 30 s window, give or take two
     (they differ on a few clips either way: 43 vs 48 errors over three pause lengths),
     and none of its passes loops (the failure of too short a window: 8 s loops)."""
-    from app.models.espeak_tts import EspeakTTS
+    from app.speech.espeak_tts import EspeakTTS
     from bench.voice.stats import word_errors
     from bench.voice.workload import PAUSED_SENTENCES, QUESTIONS, trim_silence
 
@@ -188,7 +188,7 @@ def test_a_short_pass_decodes_no_more_tokens_than_the_clip_can_hold(
     448-token limit at each fallback temperature: 10 s for a 2 s question."""
     from types import SimpleNamespace
 
-    from app.models.whisper_decoding import max_new_tokens
+    from app.speech.whisper_decoding import max_new_tokens
 
     asked: list[int] = []
 
@@ -256,7 +256,7 @@ def test_a_short_turn_transcribes_the_same_every_time() -> None:
     """Whisper's temperature fallback sampled this espeak-ng question into a different text on
     almost every pass over the full window (once a loop); a turn's transcript is a function
     of its audio."""
-    from app.models.espeak_tts import EspeakTTS
+    from app.speech.espeak_tts import EspeakTTS
     from bench.voice.workload import trim_silence
 
     speech = trim_silence(
@@ -273,7 +273,7 @@ def test_no_pass_falls_back_to_sampling(asr: WhisperASR, monkeypatch: pytest.Mon
     """Short and long turns alike decode at temperature 0 alone: faster-whisper's default
     falls back to sampling at rising temperatures, which made transcripts random. A long
     English turn's windows are not conditioned on the text before them; Mandarin's are."""
-    import app.models.whisper_decoding as decoding
+    import app.speech.whisper_decoding as decoding
 
     seen: list[Any] = []
 
@@ -304,7 +304,7 @@ def test_a_pass_keeps_every_token_its_bound_allows(monkeypatch: pytest.MonkeyPat
     """Bug: CTranslate2 returns at most half the tokens faster-whisper asks for, so the
     bound per second of audio was half the intended one: with the bound set to just the
     tokens this clip needs (30 in 8 s), its transcript lost its second half."""
-    import app.models.whisper_decoding as decoding
+    import app.speech.whisper_decoding as decoding
 
     base = WhisperASR(model_registry.locate("whisper-base", "asr"), name="whisper-base")
     speech = load_clip("zh/triton_mini_zh_long.wav", 16_000)

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from app.executor import CancelToken, ModelExecutor
-from app.models.languages import ENGLISH_ONLY, model_languages, simplified
-from app.models.partial_passes import PartialPasses
-from app.models.whisper_decoding import (
+from app.speech.languages import ENGLISH_ONLY, model_languages, simplified
+from app.speech.partial_passes import PartialPasses
+from app.speech.whisper_decoding import (
     MIN_WINDOW_OTHER_S,
     MIN_WINDOW_S,
     NO_SPEECH_PROB_MAX,
@@ -24,7 +24,7 @@ from app.models.whisper_decoding import (
     repeats,
     window_frames,
 )
-from app.models.whisper_loader import FRAMES_PER_S, WINDOW_S, load_whisper
+from app.speech.whisper_loader import FRAMES_PER_S, WINDOW_S, load_whisper
 from app.text_units import join
 
 log = logging.getLogger("r1voice.asr")
@@ -43,7 +43,7 @@ class WhisperASR:
     `min_window_s` is the shortest encoder window for a clip under 30 s (see
     whisper_decoding.MIN_WINDOW_S); 30 encodes every clip over Whisper's full window, as faster-whisper does.
     `decode_apart` decodes on one thread of a second copy of the model (~130 MB more with
-    whisper-base; see app/models/whisper_loader.py).
+    whisper-base; see app/speech/whisper_loader.py).
     """
 
     def __init__(
@@ -82,7 +82,7 @@ class WhisperASR:
         self._lock = threading.Lock()
         self.executor = ModelExecutor("asr", workers=1, max_pending=32)
         # `partials_apart`: partial passes run in a worker process of their own, stopped
-        # while a final pass runs (app/models/partial_passes.py)
+        # while a final pass runs (app/speech/partial_passes.py)
         self._partials = (
             PartialPasses(model_dir, name, threads, min_window_s) if partials_apart else None
         )

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from app.models.mandarin import read_numbers, to_pinyin, zh_number
+from app.speech.mandarin import read_numbers, to_pinyin, zh_number
 
 
 @pytest.mark.parametrize(
@@ -43,8 +43,8 @@ def test_to_pinyin() -> None:
 
 @pytest.fixture(scope="module")
 def whisper_base():  # type: ignore[no-untyped-def]
-    from app.models import registry
-    from app.models.asr import WhisperASR
+    from app.catalog import registry
+    from app.speech.asr import WhisperASR
 
     return WhisperASR(registry.locate("whisper-base", "asr"), name="whisper-base")
 
@@ -54,7 +54,7 @@ def whisper_base():  # type: ignore[no-untyped-def]
 def test_the_cmn_voice_speaks_chinese_not_digits(whisper_base, text: str) -> None:  # type: ignore[no-untyped-def]
     """Bug: Debian's espeak-ng `cmn` read most characters as English letters and tone
     digits; Whisper heard "1-5-0-1-1-1" for 一个星期有几天."""
-    from app.models.espeak_tts import EspeakTTS
+    from app.speech.espeak_tts import EspeakTTS
 
     audio = EspeakTTS("cmn").synthesize(text, 16_000)
     heard = whisper_base.transcribe(audio, language="zh").text

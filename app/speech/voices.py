@@ -27,8 +27,8 @@ from typing import Protocol
 import numpy as np
 
 from app.executor import CancelToken, ModelExecutor
-from app.models.espeak_tts import EspeakTTS, espeak_languages
-from app.models.piper_tts import PiperTTS, piper_language
+from app.speech.espeak_tts import EspeakTTS, espeak_languages
+from app.speech.piper_tts import PiperTTS, piper_language
 from app.text_units import has_han
 
 log = logging.getLogger("r1voice.tts")
@@ -216,7 +216,7 @@ class VoiceCatalog:
         if name in self._piper:
             return PiperTTS(self._piper[name], name=name)
         if name == "coqui":
-            from app.models.coqui_tts import CoquiTTS
+            from app.speech.coqui_tts import CoquiTTS
 
             return CoquiTTS(Path(os.environ.get("R1VOICE_COQUI_MODEL", "")))
         raise RuntimeError(f"unknown voice '{name}'")

@@ -1,4 +1,4 @@
-"""The partial passes' worker process (`python -m app.models.partial_asr MODEL_DIR NAME
+"""The partial passes' worker process (`python -m app.speech.partial_asr MODEL_DIR NAME
 THREADS MIN_WINDOW_S`): the same Whisper model as the server's, transcribing the
 requests of `WhisperASR.run(partial=True)` one at a time (see app/pausable_process.py)."""
 
@@ -16,7 +16,7 @@ def main(argv: list[str]) -> None:
     model_dir, name, threads, min_window_s = argv
 
     def load() -> Callable[[Any], tuple[str, str, float]]:
-        from app.models.asr import WhisperASR
+        from app.speech.asr import WhisperASR
 
         # greedy partials decode no faster apart: not worth a second copy of the model
         asr = WhisperASR(

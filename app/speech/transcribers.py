@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
+from app.catalog import registry as model_registry
 from app.catalog.model_catalog import ModelCatalog
-from app.models import registry as model_registry
-from app.models.asr import Transcript, WhisperASR
-from app.models.languages import model_languages
+from app.speech.asr import Transcript, WhisperASR
+from app.speech.languages import model_languages
 
 Loader = Callable[[str], WhisperASR]
 

@@ -1,4 +1,4 @@
-"""What the server loads and warms before its first user (app/models/components.py)."""
+"""What the server loads and warms before its first user (app/components.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.models.components import _may_answer_in_chinese
-from app.models.languages import ENGLISH_ONLY
+from app.components import _may_answer_in_chinese
 from app.settings import Settings
+from app.speech.languages import ENGLISH_ONLY
 
 MULTILINGUAL = ("en", "zh", "de")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.catalog import registry as model_registry
 from app.executor import CancelToken
-from app.models import registry as model_registry
-from app.models.piper_tts import PiperTTS
+from app.speech.piper_tts import PiperTTS
 
 
 def test_piper_speaks_at_the_requested_rate() -> None:
