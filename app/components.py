@@ -84,6 +84,7 @@ def load_components(settings: Settings) -> Components:
             settings.quantization,
             settings.llm_max_queue_delay_s,
             settings.llm_clustering,
+            engine=settings.engine_options(),
             **settings.remote_llm_options(),
         ),
     )

@@ -9,6 +9,7 @@ from typing import Any
 
 from engine import DEFAULT_LLM
 
+SPECULATIVE_MODES = ("off", "ngram", "draft", "auto")
 DEFAULT_SYSTEM_PROMPT = (
     "You are a friendly voice assistant. Answer in one or two short spoken sentences, "
     "without lists, markdown or emojis, in the language the user speaks."
@@ -28,6 +29,10 @@ class Settings:
     # embedded engine: prompt clustering for KV retention (engine.scheduling.clustering; opt-in: it
     # pays off only when the prompts' shared prefixes outgrow the KV pool, see README)
     llm_clustering: bool = False
+    # embedded engine: exact speculative decoding (docs/engine.md): "off", "ngram" (prompt
+    # lookup), "draft" (llm_draft_model drafts) or "auto" (per sequence, the better one)
+    llm_speculative: str = "off"
+    llm_draft_model: str = ""  # a bundled name or path of the same vocabulary as llm_model
     asr_model: str = "whisper-tiny.en"
     # a directory of faster-whisper model directories, offered beside the bundled models
     asr_models: str = ""
@@ -117,6 +122,16 @@ class Settings:
             )
         if self.llm_backend == "remote" and not self.llm_url:
             raise ValueError("the remote LLM backend needs llm_url (R1VOICE_LLM_URL, --llm-url)")
+        if self.llm_speculative not in SPECULATIVE_MODES:
+            raise ValueError(
+                f"llm_speculative (R1VOICE_LLM_SPECULATIVE) must be one of {SPECULATIVE_MODES}, "
+                f"got {self.llm_speculative!r}"
+            )
+        if self.llm_speculative in ("draft", "auto") and not self.llm_draft_model:
+            raise ValueError(
+                f"llm_speculative={self.llm_speculative!r} needs a draft model: set "
+                "R1VOICE_LLM_DRAFT_MODEL (e.g. qwen2.5-coder-0.5b-instruct for the 1.5B)"
+            )
         if self.turn_detection not in ("server_vad", "semantic_vad"):
             raise ValueError(
                 f"turn_detection must be 'server_vad' or 'semantic_vad', got {self.turn_detection!r}"
@@ -148,6 +163,11 @@ class Settings:
         for name in ("max_sessions", "session_idle_timeout_s", "session_max_s", "client_burst"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1 (R1VOICE_{name.upper()})")
+
+    def engine_options(self) -> dict[str, Any]:
+        """The embedded engine's settings beyond the model (EngineConfig fields)."""
+        draft = {"draft_model": self.llm_draft_model} if self.llm_draft_model else {}
+        return {"speculative": self.llm_speculative, **draft}
 
     def ice_server_list(self) -> list[dict[str, Any]]:
         """`ice_servers` parsed and checked: each has `urls` (a string or a list of

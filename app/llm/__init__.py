@@ -34,12 +34,15 @@ def create_backend(
     quantization: str = "int8",
     max_queue_delay_s: float = 0.0,
     clustering: bool = False,
+    *,
+    engine: dict[str, Any] | None = None,
     **remote: Any,
 ) -> LLMBackend:
     """Build the configured backend (blocking: loads weights). `remote` holds the remote
     backend's options (url, api_key, timeouts, ...: see RemoteBackend); others ignore it.
     `max_queue_delay_s` is our engine's overload refusal (engine.scheduling.backpressure);
-    `clustering` its prompt clustering for KV retention (engine.scheduling.clustering)."""
+    `clustering` its prompt clustering for KV retention (engine.scheduling.clustering);
+    `engine` more of its EngineConfig fields (speculative decoding)."""
     if kind == "remote":
         from app.llm.remote import RemoteBackend
 
@@ -56,5 +59,6 @@ def create_backend(
             quantization=quantization,
             max_queue_delay_s=max_queue_delay_s,
             semantic_clustering=clustering,
+            **(engine or {}),
         )
     raise ValueError(f"unknown LLM backend {kind!r}; use 'embedded', 'transformers' or 'remote'")

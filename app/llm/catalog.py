@@ -48,6 +48,7 @@ class LLMCatalog(ModelCatalog[LLMBackend]):
                 settings.quantization,
                 settings.llm_max_queue_delay_s,
                 settings.llm_clustering,
+                engine=settings.engine_options(),
             )
             try:
                 backend.warmup()

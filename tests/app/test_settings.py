@@ -53,3 +53,23 @@ def test_an_unknown_eagerness_is_refused_naming_the_variable() -> None:
     with pytest.raises(ValueError, match="R1VOICE_TURN_EAGERNESS") as refused:
         Settings(turn_eagerness="eager")
     assert "'eager'" in str(refused.value)
+
+
+def test_speculation_reaches_the_engine_as_its_config_fields() -> None:
+    assert Settings().engine_options() == {"speculative": "off"}
+    spec = Settings(llm_speculative="draft", llm_draft_model="qwen2.5-coder-0.5b-instruct")
+    assert spec.engine_options() == {
+        "speculative": "draft",
+        "draft_model": "qwen2.5-coder-0.5b-instruct",
+    }
+
+
+def test_an_unknown_speculation_mode_is_refused_naming_the_variable() -> None:
+    with pytest.raises(ValueError, match="R1VOICE_LLM_SPECULATIVE") as refused:
+        Settings(llm_speculative="medusa")
+    assert "'ngram'" in str(refused.value)
+
+
+def test_a_draft_mode_without_a_draft_model_says_which_variable_to_set() -> None:
+    with pytest.raises(ValueError, match="R1VOICE_LLM_DRAFT_MODEL"):
+        Settings(llm_speculative="auto")

@@ -179,3 +179,33 @@ def test_r1voice_llm_clustering_turns_the_engines_clustering_on(
     finally:
         asyncio.run(clustered.close())
     assert Settings().llm_clustering is False  # opt-in
+
+
+def test_a_speculating_backend_says_what_decoding_without_it_says(
+    smollm2_path: Path, reference: LLM
+) -> None:
+    """R1VOICE_LLM_SPECULATIVE=ngram reaches the engine (its drafts are verified) and the
+    answer's text is that of the engine without speculation."""
+    from app.llm import create_backend
+
+    spec = create_backend("embedded", MODEL, "none", engine={"speculative": "ngram"})
+    try:
+        messages = [
+            ChatMessage(
+                "user",
+                "Read this back to me exactly: a table for four at seven, a table for four "
+                "at seven, under the name Martin, a table for four at seven.",
+            )
+        ]
+        prompt = chat_ids(reference.tokenizer, as_dicts(messages))
+        expected = reference.generate([prompt], SamplingParams(max_tokens=40, temperature=0.0))
+        *texts, final = collect(spec, messages, GenerationParams(max_tokens=40))
+        assert "".join(d.text for d in texts) == reference.tokenizer.decode(
+            expected[0].token_ids, skip_special_tokens=True
+        )
+        assert final.completion_tokens == len(expected[0].token_ids)
+        assert isinstance(spec, EmbeddedBackend)
+        speculator = spec.llm.engine.scheduler.speculator
+        assert speculator is not None and speculator.num_accepted > 0  # drafts were taken
+    finally:
+        asyncio.run(spec.close())
