@@ -16,13 +16,12 @@ import pytest
 import soundfile as sf
 from fastapi.testclient import TestClient
 
-from app.audio import float_to_pcm16, resample
+from app.audio import PROTOCOL_RATE, float_to_pcm16, resample
 from app.protocol.server_events import AudioDelta, AudioTranscriptDelta, ResponseDone, TextDelta
 from app.server.app import create_app
 from app.settings import Settings
 
 SPEECH_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "speech"
-REALTIME_RATE = 24_000
 
 
 def make_settings(**overrides: Any) -> Settings:
@@ -50,7 +49,7 @@ def app_client() -> Iterator[TestClient]:
     yield from serve(make_settings())
 
 
-def load_clip(name: str, rate: int = REALTIME_RATE) -> np.ndarray:
+def load_clip(name: str, rate: int = PROTOCOL_RATE) -> np.ndarray:
     """A human speech clip from ../shared/data/speech as float32 mono at `rate`."""
     path = SPEECH_DIR / name
     if not path.is_file():
@@ -69,7 +68,7 @@ def append_event(samples: np.ndarray) -> str:
 
 
 def stream_audio(
-    ws: Any, samples: np.ndarray, rate: int = REALTIME_RATE, chunk_ms: int = 20
+    ws: Any, samples: np.ndarray, rate: int = PROTOCOL_RATE, chunk_ms: int = 20
 ) -> None:
     step = rate * chunk_ms // 1000
     for i in range(0, samples.size, step):
@@ -119,7 +118,7 @@ def is_done(event: dict[str, Any]) -> bool:
     return event["type"] == ResponseDone.TYPE
 
 
-def audio_seconds(events: list[dict[str, Any]], rate: int = REALTIME_RATE) -> float:
+def audio_seconds(events: list[dict[str, Any]], rate: int = PROTOCOL_RATE) -> float:
     total = sum(len(base64.b64decode(e["delta"])) for e in events if e["type"] == AudioDelta.TYPE)
     return total / 2 / rate
 

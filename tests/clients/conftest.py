@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 import uvicorn
 
-from app.audio import float_to_pcm16
-from tests.conftest import REALTIME_RATE, app_with, load_clip
+from app.audio import PROTOCOL_RATE, float_to_pcm16
+from tests.conftest import app_with, load_clip
 from tests.fakes import ScriptedLLM
 
 # GA is the default dialect, so GA clients use the plain URL (kept as a name so one
@@ -41,9 +41,9 @@ SENTENCE_S = 10.4
 def speech_pcm(seconds_of_clip: float = SENTENCE_S) -> bytes:
     """jfk.flac (its sentence, or only its first seconds) between silences: the PCM16
     mono 24 kHz that Realtime clients send by default."""
-    clip = load_clip("jfk.flac")[: int(seconds_of_clip * REALTIME_RATE)]
-    silence = np.zeros(REALTIME_RATE, np.float32)
-    return float_to_pcm16(np.concatenate([silence[: REALTIME_RATE // 2], clip, silence, silence]))
+    clip = load_clip("jfk.flac")[: int(seconds_of_clip * PROTOCOL_RATE)]
+    silence = np.zeros(PROTOCOL_RATE, np.float32)
+    return float_to_pcm16(np.concatenate([silence[: PROTOCOL_RATE // 2], clip, silence, silence]))
 
 
 def start_uvicorn(

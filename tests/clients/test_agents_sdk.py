@@ -16,6 +16,7 @@ from agents import function_tool
 from agents.realtime import RealtimeAgent, RealtimeRunner, RealtimeSession
 from agents.realtime.openai_realtime import get_server_event_type_adapter
 
+from app.audio import PROTOCOL_RATE
 from tests.app.protocol.test_ga_conformance import invalid_events
 from tests.clients.conftest import (
     BARGE_IN_S,
@@ -25,7 +26,6 @@ from tests.clients.conftest import (
     ScriptedServer,
     speech_pcm,
 )
-from tests.conftest import REALTIME_RATE
 
 # websockets' legacy module, imported by the SDK's dependencies, warns on import.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -146,7 +146,7 @@ def transcript(item: Any) -> str:
 
 
 async def send_pcm(session: RealtimeSession, pcm: bytes, realtime: bool = False) -> None:
-    step = REALTIME_RATE * 2 // 50  # 20 ms of PCM16
+    step = PROTOCOL_RATE * 2 // 50  # 20 ms of PCM16
     for i in range(0, len(pcm), step):
         await session.send_audio(pcm[i : i + step])
         if realtime:
@@ -213,7 +213,7 @@ async def test_audio_turn(scripted_server: ScriptedServer) -> None:
     assert answers and transcript(answers[-1]) == whole
     assert all(whole.startswith(transcript(a)) for a in answers), answers
     audio = b"".join(e.audio.data for e in recorder.events if e.type == "audio")
-    assert len(audio) / 2 / REALTIME_RATE >= 0.5, " ".join(_story(recorder))
+    assert len(audio) / 2 / PROTOCOL_RATE >= 0.5, " ".join(_story(recorder))
     assert invalid_events(recorder.raw) == []
 
 
@@ -246,7 +246,7 @@ def _heard_answer_after(recorder: Recorder, item_id: str, text: str) -> bool:
         pcm = b"".join(
             e.audio.data for e in recorder.events if e.type == "audio" and e.item_id == item.item_id
         )
-        if len(pcm) / 2 / REALTIME_RATE >= 0.5:
+        if len(pcm) / 2 / PROTOCOL_RATE >= 0.5:
             return True
     return False
 

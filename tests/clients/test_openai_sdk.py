@@ -21,8 +21,9 @@ from openai.types.beta.realtime import RealtimeServerEvent as BetaServerEvent
 from openai.types.realtime import RealtimeServerEvent as GAServerEvent
 from pydantic import BaseModel, ValidationError
 
+from app.audio import PROTOCOL_RATE
 from tests.clients.conftest import BARGE_IN_S, LONG_ANSWER, SHORT_ANSWER, ScriptedServer, speech_pcm
-from tests.conftest import REALTIME_RATE, user_text_item
+from tests.conftest import user_text_item
 
 # websockets' legacy module, imported by the SDK, warns on import.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -95,7 +96,7 @@ class Client:
         return bad
 
     async def send_pcm(self, pcm: bytes, realtime: bool = False) -> None:
-        step = REALTIME_RATE * 2 // 50  # 20 ms of PCM16
+        step = PROTOCOL_RATE * 2 // 50  # 20 ms of PCM16
         for i in range(0, len(pcm), step):
             chunk = base64.b64encode(pcm[i : i + step]).decode()
             await self.connection.input_audio_buffer.append(audio=chunk)
@@ -187,7 +188,7 @@ def test_audio_turn(scripted_server: ScriptedServer, dialect: str) -> None:
     (done,) = client.of("response.done")
     assert transcript_of(client, done["response"]["id"]) == "".join(SHORT_ANSWER)
     audio = b"".join(base64.b64decode(e["delta"]) for e in client.of(NAMES[dialect]["audio"]))
-    assert len(audio) / 2 / REALTIME_RATE >= 0.5
+    assert len(audio) / 2 / PROTOCOL_RATE >= 0.5
     assert client.invalid() == []
 
 

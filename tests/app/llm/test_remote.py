@@ -20,10 +20,11 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.audio import PROTOCOL_RATE
 from app.llm import ChatMessage, GenerationParams, LLMBackendError, LLMBusyError, LLMDelta
 from app.llm.remote import RemoteBackend
 from tests.app.llm.scripted import ScriptedLLM
-from tests.conftest import REALTIME_RATE, app_with, ask, is_done, receive_until, stream_audio
+from tests.conftest import app_with, ask, is_done, receive_until, stream_audio
 
 MODEL = "smollm2-135m-instruct"
 
@@ -125,8 +126,8 @@ def test_barge_in_closes_the_stream_and_the_second_server_aborts(
         before = receive_until(ws, lambda e: e["type"] == "response.audio.delta")
         while sum(e["type"] == "response.audio.delta" for e in before) < 10:
             before.append(ws.receive_json())
-        speech = shared_components.tts.synthesize("Stop, please.", REALTIME_RATE)
-        silence = np.zeros(REALTIME_RATE, dtype=np.float32)
+        speech = shared_components.tts.synthesize("Stop, please.", PROTOCOL_RATE)
+        silence = np.zeros(PROTOCOL_RATE, dtype=np.float32)
         stream_audio(ws, np.concatenate([silence[:4800], speech, silence]))
         events = receive_until(ws, lambda e: is_done(e) and e["response"]["status"] != "cancelled")
     done = [e for e in before + events if is_done(e)]

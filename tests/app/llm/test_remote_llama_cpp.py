@@ -28,11 +28,12 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from app.audio import PROTOCOL_RATE
 from app.llm import ChatMessage, GenerationParams, LLMDelta
 from app.llm.remote import DEFAULT_CONTEXT_LENGTH, RemoteBackend
 from app.settings import DEFAULT_SYSTEM_PROMPT
 from app.speech.espeak_tts import EspeakTTS
-from tests.conftest import REALTIME_RATE, app_with, ask, is_done, receive_until, stream_audio
+from tests.conftest import app_with, ask, is_done, receive_until, stream_audio
 
 if importlib.util.find_spec("llama_cpp") is None:
     pytest.skip(
@@ -194,8 +195,8 @@ def test_a_voice_turn_is_answered_by_llama_cpp(shared_components: Any, llama: Ll
     assert client.get("/v2/health/ready").status_code == 200
     # espeak-ng's speech is the same each time (Piper's varies: tiny.en once heard
     # "the capital of friends")
-    speech = EspeakTTS("en-us").synthesize(CAPITAL, REALTIME_RATE)
-    silence = np.zeros(REALTIME_RATE, dtype=np.float32)
+    speech = EspeakTTS("en-us").synthesize(CAPITAL, PROTOCOL_RATE)
+    silence = np.zeros(PROTOCOL_RATE, dtype=np.float32)
     with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         stream_audio(ws, np.concatenate([silence[:4800], speech, silence]))
@@ -264,8 +265,8 @@ def test_barge_in_closes_the_stream_and_llama_cpp_aborts(
         before = receive_until(ws, lambda e: e["type"] == "response.audio.delta")
         while sum(e["type"] == "response.audio.delta" for e in before) < 10:
             before.append(ws.receive_json())
-        speech = shared_components.tts.synthesize("Stop, please.", REALTIME_RATE)
-        silence = np.zeros(REALTIME_RATE, dtype=np.float32)
+        speech = shared_components.tts.synthesize("Stop, please.", PROTOCOL_RATE)
+        silence = np.zeros(PROTOCOL_RATE, dtype=np.float32)
         stream_audio(ws, np.concatenate([silence[:4800], speech, silence]))
         events = receive_until(ws, lambda e: is_done(e) and e["response"]["status"] != "cancelled")
     done = [e for e in before + events if is_done(e)]

@@ -12,14 +12,8 @@ from fastapi.testclient import TestClient
 from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter, ValidationError
 
-from tests.conftest import (
-    REALTIME_RATE,
-    client_with,
-    load_clip,
-    receive_until,
-    stream_audio,
-    user_text_item,
-)
+from app.audio import PROTOCOL_RATE
+from tests.conftest import client_with, load_clip, receive_until, stream_audio, user_text_item
 from tests.fakes import ScriptedLLM
 
 SERVER_EVENT: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
@@ -92,10 +86,10 @@ def test_default_dialect_is_ga_and_every_event_validates(app_client: TestClient)
         )
         events += receive_until(ws, done)
         # a spoken turn, answered in audio
-        silence = np.zeros(REALTIME_RATE, np.float32)
+        silence = np.zeros(PROTOCOL_RATE, np.float32)
         stream_audio(
             ws,
-            np.concatenate([silence, load_clip("jfk.flac")[: 4 * REALTIME_RATE], *[silence] * 5]),
+            np.concatenate([silence, load_clip("jfk.flac")[: 4 * PROTOCOL_RATE], *[silence] * 5]),
         )
         # jfk pauses after "my fellow Americans": a first answer may start there and be
         # interrupted or merged away (deleted) when he goes on; the completed one stands
@@ -261,9 +255,9 @@ def test_transcription_null_sends_no_transcripts(app_client: TestClient) -> None
         )
         updated = receive_until(ws, lambda e: e["type"] == "session.updated")[-1]
         assert updated["session"]["audio"]["input"]["transcription"] is None
-        silence = np.zeros(REALTIME_RATE, np.float32)
+        silence = np.zeros(PROTOCOL_RATE, np.float32)
         stream_audio(
-            ws, np.concatenate([silence, load_clip("jfk.flac")[: 3 * REALTIME_RATE], silence])
+            ws, np.concatenate([silence, load_clip("jfk.flac")[: 3 * PROTOCOL_RATE], silence])
         )
         ws.send_text(json.dumps({"type": "sync.marker"}))  # handled after every append
         events = receive_until(ws, lambda e: e["type"] == "error")

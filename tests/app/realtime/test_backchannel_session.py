@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from app.audio import PROTOCOL_RATE
 from app.protocol.server_events import (
     AudioDelta,
     Interruption,
@@ -21,7 +22,7 @@ from app.protocol.server_events import (
     SpeechStarted,
     TranscriptionCompleted,
 )
-from tests.conftest import REALTIME_RATE, answer_text, ask, is_done, receive_until, stream_audio
+from tests.conftest import answer_text, ask, is_done, receive_until, stream_audio
 
 COMPLETED = TranscriptionCompleted.TYPE
 
@@ -35,8 +36,8 @@ def test_an_answer_overlapped_by_a_backchannel_plays_to_its_end(
 ) -> None:
     """Before, any speech past the barge-in hold cancelled the answer and kept only what
     had been heard; a "yeah" over it now pauses it, and it resumes and ends whole."""
-    silence = np.zeros(REALTIME_RATE, np.float32)
-    yeah = np.concatenate([shared_components.tts.synthesize("Yeah.", REALTIME_RATE), silence])
+    silence = np.zeros(PROTOCOL_RATE, np.float32)
+    yeah = np.concatenate([shared_components.tts.synthesize("Yeah.", PROTOCOL_RATE), silence])
     with app_client.websocket_connect("/v1/realtime?dialect=beta&r1voice_events=1") as ws:
         ws.receive_json()
         ask(ws, "Tell me a long story about a dragon and a knight.")

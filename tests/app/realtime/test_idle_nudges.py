@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from app.audio import PROTOCOL_RATE
 from app.protocol.server_events import (
     AudioDelta,
     InputAudioCommitted,
@@ -25,7 +26,7 @@ from app.protocol.server_events import (
     ga,
 )
 from tests.app.protocol.test_ga_conformance import invalid_events
-from tests.conftest import REALTIME_RATE, append_event, ask, load_clip, receive_until, respond
+from tests.conftest import append_event, ask, load_clip, receive_until, respond
 
 TIMEOUT_MS = 5000  # OpenAI's least idle_timeout_ms
 INSTRUCTIONS = "Answer in one short sentence."
@@ -33,7 +34,7 @@ INSTRUCTIONS = "Answer in one short sentence."
 
 def _speak(ws: Any, samples: np.ndarray, chunk_ms: int = 20) -> None:
     """Send audio as a microphone does: each 20 ms chunk once it has been "spoken"."""
-    step = REALTIME_RATE * chunk_ms // 1000
+    step = PROTOCOL_RATE * chunk_ms // 1000
     start = time.monotonic()
     for n, i in enumerate(range(0, samples.size, step)):
         time.sleep(max(0.0, start + n * chunk_ms / 1000 - time.monotonic()))
@@ -41,7 +42,7 @@ def _speak(ws: Any, samples: np.ndarray, chunk_ms: int = 20) -> None:
 
 
 def _silence(seconds: float) -> np.ndarray:
-    return np.zeros(round(REALTIME_RATE * seconds), np.float32)
+    return np.zeros(round(PROTOCOL_RATE * seconds), np.float32)
 
 
 def _synced(ws: Any) -> list[dict[str, Any]]:
@@ -76,7 +77,7 @@ def _of(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 def _audio_s(events: list[dict[str, Any]]) -> float:
     pieces = _of(events, ga.RENAMED[AudioDelta])
-    return sum(len(base64.b64decode(e["delta"])) for e in pieces) / 2 / REALTIME_RATE
+    return sum(len(base64.b64decode(e["delta"])) for e in pieces) / 2 / PROTOCOL_RATE
 
 
 def test_silence_after_an_answer_is_nudged_once_then_waits_for_the_user(
@@ -145,7 +146,7 @@ def test_speech_before_the_timeout_cancels_it_and_without_create_response_none_a
         reported = _synced(ws)
         respond(ws, {"output_modalities": ["text"]})
         _answered(ws)
-        words = load_clip("jfk.flac")[: 3 * REALTIME_RATE]  # "And so, my fellow Americans"
+        words = load_clip("jfk.flac")[: 3 * PROTOCOL_RATE]  # "And so, my fellow Americans"
         _speak(ws, np.concatenate([_silence(2), words, _silence(TIMEOUT_MS / 1000 + 2)]))
         spoken = _synced(ws)
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from app.audio import PROTOCOL_RATE
 from app.protocol.server_events import (
     AudioDelta,
     AudioTranscriptDelta,
@@ -21,14 +22,7 @@ from app.protocol.server_events import (
 from app.protocol.session_schema import SEMANTIC_MAX_WAIT_MS
 from app.speech.languages import simplified
 from bench.voice.stats import word_errors
-from tests.conftest import (
-    REALTIME_RATE,
-    client_with,
-    is_done,
-    load_clip,
-    receive_until,
-    stream_audio,
-)
+from tests.conftest import client_with, is_done, load_clip, receive_until, stream_audio
 
 TRANSCRIBED = TranscriptionCompleted.TYPE
 QWEN = "qwen2.5-coder-0.5b-instruct"
@@ -104,7 +98,7 @@ def test_a_mandarin_turn_is_heard_in_simplified_characters_and_answered_in_chine
     with_qwen: Any,
 ) -> None:
     speech = load_clip(CLIP)
-    silence = np.zeros(REALTIME_RATE, dtype=np.float32)
+    silence = np.zeros(PROTOCOL_RATE, dtype=np.float32)
     with client_with(with_qwen).websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         # the language left to Whisper's detection, the voice to the answer's language
@@ -151,10 +145,10 @@ def test_the_servers_default_language_reaches_the_asr_without_an_update(
         return await original(self, audio, prefix=prefix, language=language, prompt=prompt)
 
     monkeypatch.setattr(WhisperASR, "run", run)
-    speech = shared_components.tts.synthesize("Hello there, how are you?", REALTIME_RATE)
+    speech = shared_components.tts.synthesize("Hello there, how are you?", PROTOCOL_RATE)
     # past semantic_vad's longest wait: the turn ends whatever English heard as Chinese
     # sounds like (a transcript that sounds unfinished waits up to SEMANTIC_MAX_WAIT_MS)
-    silence = np.zeros(REALTIME_RATE * (SEMANTIC_MAX_WAIT_MS["auto"] // 1000 + 1), np.float32)
+    silence = np.zeros(PROTOCOL_RATE * (SEMANTIC_MAX_WAIT_MS["auto"] // 1000 + 1), np.float32)
     client = client_with(shared_components, asr_language="zh")
     with client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         created = ws.receive_json()

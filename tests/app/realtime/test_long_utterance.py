@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 from fastapi.testclient import TestClient
 
-from app.audio import resample
+from app.audio import PROTOCOL_RATE, resample
 from app.protocol.server_events import InputAudioCommitted, SessionUpdated, TranscriptionCompleted
-from tests.conftest import REALTIME_RATE, load_clip, receive_until, stream_audio
+from tests.conftest import load_clip, receive_until, stream_audio
 
 SENTENCE = "and so my fellow americans ask not what your country can do for you ask what you can do for your country"
 
@@ -33,7 +33,7 @@ def test_long_monologue_transcript_matches_one_pass_whisper(
     app_client: TestClient, shared_components: Any
 ) -> None:
     jfk = load_clip("jfk.flac")
-    pause = np.zeros(int(0.8 * REALTIME_RATE), np.float32)
+    pause = np.zeros(int(0.8 * PROTOCOL_RATE), np.float32)
     monologue = np.concatenate([jfk, pause] * 4)
     truth = (SENTENCE + " ") * 4
     with app_client.websocket_connect("/v1/realtime") as ws:
@@ -42,12 +42,12 @@ def test_long_monologue_transcript_matches_one_pass_whisper(
         session = {"type": "realtime", "audio": {"input": {"turn_detection": turn}}}
         ws.send_text(json.dumps({"type": "session.update", "session": session}))
         receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)
-        silence = np.zeros(REALTIME_RATE, np.float32)
+        silence = np.zeros(PROTOCOL_RATE, np.float32)
         stream_audio(ws, np.concatenate([silence, monologue, silence, silence]))
         events = receive_until(ws, lambda e: e["type"] == TranscriptionCompleted.TYPE)
     assert sum(e["type"] == InputAudioCommitted.TYPE for e in events) == 1
     ours = wer(events[-1]["transcript"], truth.split())
-    one_pass = shared_components.asr.transcribe(resample(monologue, REALTIME_RATE, 16_000)).text
+    one_pass = shared_components.asr.transcribe(resample(monologue, PROTOCOL_RATE, 16_000)).text
     reference = wer(one_pass, truth.split())
     # What the bug did: whole sentences repeated or lost at the 30 s window edge (25% WER
     # on this clip). tiny.en's word-level readings of the turn's audio (which starts and

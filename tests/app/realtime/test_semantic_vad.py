@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from app.audio import PROTOCOL_RATE
 from app.protocol.server_events import (
     InputAudioCommitted,
     ItemDeleted,
     SessionUpdated,
     TranscriptionCompleted,
 )
-from tests.conftest import REALTIME_RATE, append_event, load_clip, receive_until, stream_audio
+from tests.conftest import append_event, load_clip, receive_until, stream_audio
 
 
 def _turns(app_client: TestClient, turn_detection: dict[str, object]) -> list[dict[str, object]]:
@@ -25,7 +26,7 @@ def _turns(app_client: TestClient, turn_detection: dict[str, object]) -> list[di
         session = {"type": "realtime", "audio": {"input": {"turn_detection": turn_detection}}}
         ws.send_text(json.dumps({"type": "session.update", "session": session}))
         receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)
-        silence = np.zeros(REALTIME_RATE, np.float32)
+        silence = np.zeros(PROTOCOL_RATE, np.float32)
         # JFK, then enough silence for any window to close (auto waits at most 4 s)
         stream_audio(ws, np.concatenate([silence, load_clip("jfk.flac"), *[silence] * 5]))
         ws.send_text(json.dumps({"type": "r1voice.sync"}))  # answered after every append
@@ -66,7 +67,7 @@ def test_semantic_vad_keeps_jfks_sentence_open_across_his_pauses(app_client: Tes
 
 def _speak(ws: object, samples: np.ndarray, chunk_ms: int = 20) -> None:
     """Send audio as a microphone does: each 20 ms chunk once it has been "spoken"."""
-    step = REALTIME_RATE * chunk_ms // 1000
+    step = PROTOCOL_RATE * chunk_ms // 1000
     start = time.monotonic()
     for n, i in enumerate(range(0, samples.size, step)):
         time.sleep(max(0.0, start + n * chunk_ms / 1000 - time.monotonic()))
@@ -89,11 +90,11 @@ def test_jfk_spoken_in_real_time_is_one_turn_with_nothing_deleted(
         session = {"type": "realtime", "audio": {"input": {"turn_detection": turn}}}
         ws.send_text(json.dumps({"type": "session.update", "session": session}))
         receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)
-        silence = np.zeros(REALTIME_RATE // 2, np.float32)
+        silence = np.zeros(PROTOCOL_RATE // 2, np.float32)
         # JFK up to the end of his sentence (10.2 s): the breath or noise that rises at
         # 10.7 s would be a new utterance after the turn, another test's matter
-        jfk = load_clip("jfk.flac")[: int(10.4 * REALTIME_RATE)]
-        lead = np.zeros(int(lead_s * REALTIME_RATE), np.float32)
+        jfk = load_clip("jfk.flac")[: int(10.4 * PROTOCOL_RATE)]
+        lead = np.zeros(int(lead_s * PROTOCOL_RATE), np.float32)
         _speak(ws, np.concatenate([lead, jfk, *[silence] * 5]))
         events = receive_until(ws, lambda e: e["type"] == TranscriptionCompleted.TYPE)
         ws.send_text(json.dumps({"type": "r1voice.sync"}))  # answered after every append

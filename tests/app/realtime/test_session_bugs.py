@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from app.audio import PROTOCOL_RATE
 from app.llm import ChatMessage, LLMBackendError
 from app.protocol.server_events import (
     ContentPartAdded,
@@ -42,7 +43,6 @@ from app.protocol.server_events import (
 from app.realtime.conversation import MESSAGE_OVERHEAD_TOKENS
 from app.realtime.turns import input_audio
 from tests.conftest import (
-    REALTIME_RATE,
     append_event,
     client_with,
     is_done,
@@ -59,11 +59,11 @@ SECOND_WORDS = {"country"}  # only in 6-10 s
 
 
 def _silence(seconds: float) -> np.ndarray:
-    return np.zeros(int(seconds * REALTIME_RATE), dtype=np.float32)
+    return np.zeros(int(seconds * PROTOCOL_RATE), dtype=np.float32)
 
 
 def _jfk(start_s: float, end_s: float) -> np.ndarray:
-    return load_clip("jfk.flac")[int(start_s * REALTIME_RATE) : int(end_s * REALTIME_RATE)]
+    return load_clip("jfk.flac")[int(start_s * PROTOCOL_RATE) : int(end_s * PROTOCOL_RATE)]
 
 
 def _words(text: str) -> set[str]:

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from app.audio import float_to_pcm16
+from app.audio import PROTOCOL_RATE, float_to_pcm16
 from app.protocol.dialect import BETA
 from app.protocol.server_events import (
     AudioDelta,
@@ -39,7 +39,7 @@ from app.protocol.server_events import (
     TranscriptionCompleted,
 )
 from app.realtime.session import Session
-from tests.conftest import REALTIME_RATE, load_clip
+from tests.conftest import load_clip
 
 SPEECH_S = 1.0  # one append of speech (jfk.flac from one of these offsets) ...
 SPEECH_STARTS_S = [0.3, 1.0, 2.0, 3.0, 5.8, 7.0, 8.5]
@@ -54,17 +54,17 @@ def _append(samples: np.ndarray) -> dict[str, Any]:
 
 
 def _chunks() -> dict[str, dict[str, Any]]:
-    n = int(SPEECH_S * REALTIME_RATE)
+    n = int(SPEECH_S * PROTOCOL_RATE)
     jfk = load_clip("jfk.flac")
     chunks = {
-        f"speech{i}": _append(jfk[int(s * REALTIME_RATE) :][:n])
+        f"speech{i}": _append(jfk[int(s * PROTOCOL_RATE) :][:n])
         for i, s in enumerate(SPEECH_STARTS_S)
     }
-    silence = np.zeros(int(SILENCE_S * REALTIME_RATE), dtype=np.float32)
+    silence = np.zeros(int(SILENCE_S * PROTOCOL_RATE), dtype=np.float32)
     chunks["silence"] = _append(silence)
     for i, s in enumerate(SPEECH_STARTS_S):  # a whole VAD turn in one append
         chunks[f"utterance{i}"] = _append(
-            np.concatenate([jfk[int(s * REALTIME_RATE) :][:n], silence])
+            np.concatenate([jfk[int(s * PROTOCOL_RATE) :][:n], silence])
         )
     return chunks
 

@@ -11,17 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from app.audio import PROTOCOL_RATE
 from app.protocol.server_events import SessionUpdated, TranscriptionCompleted
 from app.speech.asr import WhisperASR
 from app.speech.transcribers import TranscriberCatalog
-from tests.conftest import (
-    REALTIME_RATE,
-    client_with,
-    is_done,
-    load_clip,
-    receive_until,
-    stream_audio,
-)
+from tests.conftest import client_with, is_done, load_clip, receive_until, stream_audio
 from tests.fakes import spy_transcriptions
 
 TRANSCRIBED = TranscriptionCompleted.TYPE
@@ -42,8 +36,8 @@ def _state(ws: Any) -> dict[str, Any]:
 
 
 def _question(components: Any) -> np.ndarray:
-    silence = np.zeros(REALTIME_RATE, dtype=np.float32)
-    speech = components.tts.synthesize("What is the capital of France?", REALTIME_RATE)
+    silence = np.zeros(PROTOCOL_RATE, dtype=np.float32)
+    speech = components.tts.synthesize("What is the capital of France?", PROTOCOL_RATE)
     return np.concatenate([silence[:4800], speech, silence])
 
 
@@ -139,7 +133,7 @@ def test_a_model_directory_the_user_brings_is_offered_and_transcribes(
     assert "whisper-tiny.en" not in catalog.unavailable()  # the bundled one stays offered
     components = dataclasses.replace(shared_components, transcribers=catalog)
     speech = load_clip("zh/funasr_asr_example.wav")
-    silence = np.zeros(REALTIME_RATE, dtype=np.float32)
+    silence = np.zeros(PROTOCOL_RATE, dtype=np.float32)
     try:
         with client_with(components).websocket_connect("/v1/realtime?dialect=beta") as ws:
             ws.receive_json()

@@ -6,9 +6,10 @@ import numpy as np
 from fastapi.testclient import TestClient
 from prometheus_client import generate_latest
 
+from app.audio import PROTOCOL_RATE
 from app.protocol.server_events import TurnMetrics
 from app.server.metrics import Metrics
-from tests.conftest import REALTIME_RATE, is_done, receive_until, stream_audio
+from tests.conftest import is_done, receive_until, stream_audio
 
 
 def _sample(text: str, name: str) -> float:
@@ -22,10 +23,10 @@ def _sample(text: str, name: str) -> float:
 def test_voice_turn_is_measured(app_client: TestClient) -> None:
     before = app_client.get("/metrics").text
     tts = app_client.app.state.server.components.tts  # type: ignore[attr-defined]
-    speech = tts.synthesize("What is the capital of France?", REALTIME_RATE)
+    speech = tts.synthesize("What is the capital of France?", PROTOCOL_RATE)
     with app_client.websocket_connect("/v1/realtime?dialect=beta&r1voice_events=1") as ws:
         ws.receive_json()
-        stream_audio(ws, np.concatenate([speech, np.zeros(REALTIME_RATE, np.float32)]))
+        stream_audio(ws, np.concatenate([speech, np.zeros(PROTOCOL_RATE, np.float32)]))
         events = receive_until(ws, lambda e: e["type"] == TurnMetrics.TYPE)
     assert any(is_done(e) for e in events)
     metrics = events[-1]

@@ -7,6 +7,7 @@ import json
 import numpy as np
 from fastapi.testclient import TestClient
 
+from app.audio import PROTOCOL_RATE
 from app.protocol.server_events import (
     AudioDelta,
     InputAudioCommitted,
@@ -21,7 +22,6 @@ from app.protocol.server_events import (
     TranscriptionCompleted,
 )
 from tests.conftest import (
-    REALTIME_RATE,
     answer_text,
     audio_seconds,
     is_done,
@@ -51,7 +51,7 @@ def test_session_created_first_and_realtime_subprotocol(app_client: TestClient) 
 def test_jfk_round_trip(app_client: TestClient) -> None:
     """Human speech in 20 ms chunks then silence -> transcript -> spoken answer -> done."""
     speech = load_clip("jfk.flac")
-    silence = np.zeros(REALTIME_RATE * 2, dtype=np.float32)
+    silence = np.zeros(PROTOCOL_RATE * 2, dtype=np.float32)
     with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         assert ws.receive_json()["type"] == SessionCreated.TYPE
         stream_audio(ws, np.concatenate([speech, silence]))
@@ -70,8 +70,8 @@ def test_jfk_round_trip(app_client: TestClient) -> None:
 
 def test_spoken_question_gets_answer_about_paris(app_client: TestClient) -> None:
     tts = app_client.app.state.server.components.tts  # type: ignore[attr-defined]
-    question = tts.synthesize("What is the capital of France?", REALTIME_RATE)
-    silence = np.zeros(REALTIME_RATE, dtype=np.float32)
+    question = tts.synthesize("What is the capital of France?", PROTOCOL_RATE)
+    silence = np.zeros(PROTOCOL_RATE, dtype=np.float32)
     with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         ws.receive_json()
         stream_audio(ws, np.concatenate([silence[:4800], question, silence]))

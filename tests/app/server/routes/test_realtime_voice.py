@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from app.audio import encode_audio, resample
+from app.audio import PROTOCOL_RATE, encode_audio, resample
 from app.protocol.server_events import (
     AudioDelta,
     AudioTranscriptDelta,
@@ -36,7 +36,6 @@ from app.protocol.server_events import (
     ga,
 )
 from tests.conftest import (
-    REALTIME_RATE,
     answer_text,
     ask,
     is_done,
@@ -65,8 +64,8 @@ ORDER = [
 
 
 def _question(components: Any, text: str = "What is the capital of France?") -> np.ndarray:
-    silence = np.zeros(REALTIME_RATE, dtype=np.float32)
-    return np.concatenate([silence[:4800], components.tts.synthesize(text, REALTIME_RATE), silence])
+    silence = np.zeros(PROTOCOL_RATE, dtype=np.float32)
+    return np.concatenate([silence[:4800], components.tts.synthesize(text, PROTOCOL_RATE), silence])
 
 
 def _audio_turn(ws: Any, audio: np.ndarray) -> list[dict[str, Any]]:
@@ -142,11 +141,11 @@ def test_partial_transcripts_come_first_and_start_the_final_one(app_client: Test
         vad = {"type": "server_vad", "silence_duration_ms": 1500}
         ws.send_text(json.dumps({"type": "session.update", "session": {"turn_detection": vad}}))
         receive_until(ws, lambda e: e["type"] == SessionUpdated.TYPE)
-        step = REALTIME_RATE // 50
+        step = PROTOCOL_RATE // 50
         for i in range(0, speech.size, step):  # real time, as a microphone would
             stream_audio(ws, speech[i : i + step])
             time.sleep(0.02)
-        stream_audio(ws, np.zeros(REALTIME_RATE * 2, dtype=np.float32))
+        stream_audio(ws, np.zeros(PROTOCOL_RATE * 2, dtype=np.float32))
         events = receive_until(ws, lambda e: is_done(e) and e["response"]["status"] == "completed")
     final = [e for e in events if e["type"] == TranscriptionCompleted.TYPE][-1]
     deltas = [
@@ -215,8 +214,8 @@ def test_cough_during_answer_does_not_interrupt(
         ask(ws, "What is the capital of France?")
         receive_until(ws, lambda e: e["type"] == AudioDelta.TYPE)
         rng = np.random.default_rng(0)
-        cough = (rng.standard_normal(REALTIME_RATE // 8) * 0.3).astype(np.float32)  # 125 ms burst
-        stream_audio(ws, np.concatenate([cough, np.zeros(REALTIME_RATE, np.float32)]))
+        cough = (rng.standard_normal(PROTOCOL_RATE // 8) * 0.3).astype(np.float32)  # 125 ms burst
+        stream_audio(ws, np.concatenate([cough, np.zeros(PROTOCOL_RATE, np.float32)]))
         events = receive_until(ws, is_done)
     assert events[-1]["response"]["status"] == "completed"
     assert SpeechStarted.TYPE not in [e["type"] for e in events]
@@ -289,7 +288,7 @@ def test_g711_ulaw_in_and_out(app_client: TestClient, shared_components: Any, di
         else:  # echoed as OpenAI's GA server does: no rate
             assert updated["audio"]["input"]["format"] == {"type": "audio/pcmu"}
             assert updated["audio"]["output"]["format"] == {"type": "audio/pcmu"}
-        question = resample(_question(shared_components), REALTIME_RATE, 8000)
+        question = resample(_question(shared_components), PROTOCOL_RATE, 8000)
         data = encode_audio(question, "audio/pcmu")
         for i in range(0, len(data), 160):  # 20 ms at 8 kHz, one byte per sample
             ws.send_text(
@@ -319,7 +318,7 @@ def test_silence_between_turns_does_not_pile_up(app_client: TestClient) -> None:
     state = app_client.app.state.server  # type: ignore[attr-defined]
     with app_client.websocket_connect("/v1/realtime?dialect=beta") as ws:
         session_id = ws.receive_json()["session"]["id"]
-        stream_audio(ws, np.zeros(REALTIME_RATE * 30, dtype=np.float32), chunk_ms=200)
+        stream_audio(ws, np.zeros(PROTOCOL_RATE * 30, dtype=np.float32), chunk_ms=200)
         ws.send_text(json.dumps({"type": "sync.please"}))  # events are handled in order
         assert ws.receive_json()["error"]["code"] == "unknown_event_type"
         buffered_s = state.sessions[session_id].turns.audio.buffer.size / 16_000
@@ -336,7 +335,7 @@ def test_without_vad_the_buffer_is_bounded(
         ws.receive_json()
         ws.send_text(json.dumps({"type": "session.update", "session": {"turn_detection": None}}))
         ws.receive_json()
-        stream_audio(ws, np.zeros(REALTIME_RATE * 5 // 2, dtype=np.float32), chunk_ms=500)
+        stream_audio(ws, np.zeros(PROTOCOL_RATE * 5 // 2, dtype=np.float32), chunk_ms=500)
         error = receive_until(ws, lambda e: e["type"] == "error")[-1]
         assert error["error"]["code"] == "input_audio_buffer_full"
         ws.send_text(json.dumps({"type": "input_audio_buffer.clear"}))

@@ -10,8 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.audio import PROTOCOL_RATE
 from app.protocol.server_events import TurnMetrics
-from tests.conftest import REALTIME_RATE, app_with, ask, is_done, receive_until, stream_audio
+from tests.conftest import app_with, ask, is_done, receive_until, stream_audio
 
 MODEL = "smollm2-135m-instruct"
 M = (("model_name", MODEL),)
@@ -104,8 +105,8 @@ def test_a_realtime_answer_and_a_voice_turn_are_counted(shared_components: Any) 
         ws.receive_json()
         ask(ws, "What is the capital of France?", {"modalities": ["text"]})
         receive_until(ws, is_done)
-        speech = shared_components.tts.synthesize("What is the capital of France?", REALTIME_RATE)
-        stream_audio(ws, np.concatenate([speech, np.zeros(REALTIME_RATE, np.float32)]))
+        speech = shared_components.tts.synthesize("What is the capital of France?", PROTOCOL_RATE)
+        stream_audio(ws, np.concatenate([speech, np.zeros(PROTOCOL_RATE, np.float32)]))
         receive_until(ws, lambda e: e["type"] == TurnMetrics.TYPE)
     _, after = scrape(client)
     stop = ("vllm:request_success_total", (("finished_reason", "stop"), *M))
