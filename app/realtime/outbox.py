@@ -17,7 +17,8 @@ import json
 from typing import Any
 
 from app.protocol import events
-from app.protocol.server_events import ServerEvent, to_wire
+from app.protocol.server_events import ServerEvent
+from app.protocol.server_events.wire import to_wire
 
 MAX_EVENTS = 20_000
 MAX_BYTES = 32 * 1024 * 1024  # about five minutes of 24 kHz answer audio, base64

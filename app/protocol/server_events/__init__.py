@@ -1,6 +1,7 @@
 """Every event the server sends, one documented frozen dataclass each (base.py says what
-they share), and `to_wire`, which says one in a client's dialect (wire.py). Import them
-from here: `from app.protocol.server_events import ResponseDone`.
+they share). Import them from here: `from app.protocol.server_events import ResponseDone`.
+How a client of each dialect receives one is `server_events.wire.to_wire` (one module per
+dialect), imported from there: this package does not import its dialects back.
 """
 
 from app.protocol.server_events.audio_buffers import (
@@ -52,7 +53,6 @@ from app.protocol.server_events.session import (
     SessionCreated,
     SessionUpdated,
 )
-from app.protocol.server_events.wire import to_wire
 
 __all__ = [
     "EVENT_TYPES",
@@ -97,5 +97,4 @@ __all__ = [
     "TranscriptionFailed",
     "TurnMetrics",
     "Wire",
-    "to_wire",
 ]

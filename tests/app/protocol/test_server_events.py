@@ -19,9 +19,9 @@ from app.protocol.server_events import (
     ServerEvent,
     TranscriptionCompleted,
     Wire,
-    to_wire,
     wire,
 )
+from app.protocol.server_events.wire import to_wire
 from app.realtime.outbox import Outbox
 from tests.app.protocol.golden_cases import cases
 

@@ -16,8 +16,8 @@ from app.protocol.server_events import (
     ResponseDone,
     SessionUpdated,
     ga,
-    to_wire,
 )
+from app.protocol.server_events.wire import to_wire
 from app.realtime.outbox import Outbox, serialize
 from tests.conftest import user_text_item
 
