@@ -138,6 +138,6 @@ def test_agents_sdk_webrtc_transport_in_chromium(
         browser.close()
     state = server.state
     deadline = time.monotonic() + 30
-    while (len(state.calls) or state.sessions) and time.monotonic() < deadline:
+    while (len(state.peers) or state.sessions) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert len(state.calls) == 0 and not state.sessions
+    assert len(state.peers) == 0 and not state.sessions
