@@ -153,7 +153,12 @@ def test_the_track_is_held_once_while_heard_and_released_once() -> None:
 
 
 def test_without_a_track_nothing_is_held() -> None:
+    """Speech heard over an answer with no server track (a WebSocket client plays the
+    audio itself): no hold, no event, and the answer is neither paused nor interrupted."""
     responses = FakeResponses(responding=True)
-    barge_in = BargeIn(responses, lambda _e: None, Tasks(), 1.5)
+    emitted: list[object] = []
+    barge_in = BargeIn(responses, emitted.append, Tasks(), 1.5)
     barge_in.hold_while_heard(True)
     barge_in.release_output()  # nothing to release: no error
+    assert emitted == [] and responses.interrupts == []
+    assert not responses.playing.paused and barge_in.interruption is None
