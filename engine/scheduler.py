@@ -111,8 +111,10 @@ class Scheduler:
             # behind a long prompt's big chunk.
             low_budget = self.reserve_tokens
         timer = self._step_budget(high_pending)
-        planned = sum(s.num_tokens - s.num_computed_tokens for s in self.running)
-        spec_room = self.speculator.room(planned + self.waiting_tokens) if self.speculator else 0
+        spec_room = 0
+        if self.speculator is not None:  # off: no walk over the running batch each step
+            planned = sum(s.num_tokens - s.num_computed_tokens for s in self.running)
+            spec_room = self.speculator.room(planned + self.waiting_tokens)
         kv_pressure = False
         i = 0
         while i < len(self.running) and budget > 0:
