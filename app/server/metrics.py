@@ -37,6 +37,18 @@ class Metrics:
         self.sessions = Gauge(
             "r1voice_active_sessions", "Open Realtime sessions", registry=self.registry
         )
+        self.sessions_opened = Counter(
+            "r1voice_sessions",
+            "Sessions opened, by transport (realtime, webrtc, twilio, xiaozhi)",
+            ["transport"],
+            registry=self.registry,
+        )
+        self.transport_errors = Counter(
+            "r1voice_transport_errors",
+            "Malformed messages a transport refused (the session closed or told), by code",
+            ["transport", "code"],
+            registry=self.registry,
+        )
         self.ready = Gauge(
             "r1voice_ready", "1 once models are loaded and warmed up", registry=self.registry
         )
@@ -99,6 +111,14 @@ class Metrics:
             cached = (llm, MeteredLLM(llm, self.llm, model_name=llm.model))
             self._metered_llms[id(llm)] = cached
         return cached[1]
+
+    def record_session(self, transport: str) -> None:
+        """A session opened over `transport` ("realtime", "webrtc", "twilio", "xiaozhi")."""
+        self.sessions_opened.labels(transport=transport).inc()
+
+    def record_transport_error(self, transport: str, code: str) -> None:
+        """`transport` refused a malformed message with the error `code`."""
+        self.transport_errors.labels(transport=transport, code=code).inc()
 
     def record_merge(self, turn_detection: str) -> None:
         """A turn was continued (merged with the next speech): semantic_vad should rarely."""

@@ -76,8 +76,12 @@ async def _expired(session: Session, idle_s: float, max_s: float) -> tuple[str, 
 
 
 class SessionRunner:
-    def __init__(self, state: ServerState, session: Session, transport: Transport) -> None:
+    def __init__(
+        self, state: ServerState, session: Session, transport: Transport, kind: str = "realtime"
+    ) -> None:
+        """`kind`: the transport's name in /metrics' session count."""
         self._state = state
+        self._kind = kind
         self._session = session
         self._transport = transport
 
@@ -94,6 +98,7 @@ class SessionRunner:
         """Run the session until it ends (see the module's docstring), then close it."""
         state, session, transport = self._state, self._session, self._transport
         state.sessions[session.id] = session
+        state.metrics.record_session(self._kind)
         stall = SendStall(state.settings.send_stall_s)
 
         async def send_events() -> None:

@@ -80,7 +80,7 @@ async def _run(state: ServerState, session: Session, peer: Peer) -> None:
     """The peer's life: its session, then everything it held freed."""
     state.admitting -= 1  # the session counts from here on (in state.sessions)
     try:
-        await SessionRunner(state, session, peer).run()
+        await SessionRunner(state, session, peer, "webrtc").run()
     finally:
         await peer.shutdown()
 

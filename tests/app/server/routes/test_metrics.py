@@ -52,3 +52,15 @@ def test_turn_merges_are_counted_by_turn_detection() -> None:
     page = generate_latest(metrics.registry).decode()
     assert 'r1voice_turn_merges_total{turn_detection="server_vad"} 2.0' in page
     assert 'r1voice_turn_merges_total{turn_detection="semantic_vad"} 1.0' in page
+
+
+def test_sessions_and_transport_errors_are_counted_by_transport() -> None:
+    metrics = Metrics()
+    metrics.record_session("realtime")
+    metrics.record_session("twilio")
+    metrics.record_session("twilio")
+    metrics.record_transport_error("twilio", "invalid_media")
+    page = generate_latest(metrics.registry).decode()
+    assert 'r1voice_sessions_total{transport="realtime"} 1.0' in page
+    assert 'r1voice_sessions_total{transport="twilio"} 2.0' in page
+    assert 'r1voice_transport_errors_total{code="invalid_media",transport="twilio"} 1.0' in page
