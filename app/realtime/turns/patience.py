@@ -18,18 +18,25 @@ class Patience:
     that is yellow", as Whisper's early pass sometimes writes a finished sentence) end
     the turn at once, when they neither trail off nor are a short lead-in; None: they
     are always a doubt. It sits above what phrases cut short score when Whisper leaves
-    them unpunctuated in `bench turns` (docs/benchmarks.md#bench-turns)."""
+    them unpunctuated in `bench turns` (docs/benchmarks.md#bench-turns).
+
+    `plain_wait_ms`: the shorter doubt after words that plainly ask ("How many days are
+    there in a week", "Tell me a joke."; transcript_reading.plainly_asks) while the model
+    hears them unfinished or not surely finished: a person who has asked a whole
+    question waits for the answer, and the full doubt wait was the voice's P95 (#48).
+    None: such words wait the whole doubt wait (`low`: people take their time)."""
 
     complete: float
     doubt_wait_ms: int
     sure: float | None = None
+    plain_wait_ms: int | None = None
 
 
 # `low` lets people take their time: only a sure "complete" ends a turn at once (Smart
 # Turn scores complete sentences that were cut mid-utterance high too).
 PATIENCE = {
     "low": Patience(0.9, 2500),
-    "medium": Patience(COMPLETE, 1500, sure=0.95),
-    "auto": Patience(COMPLETE, 1500, sure=0.95),
-    "high": Patience(COMPLETE, 800, sure=0.8),
+    "medium": Patience(COMPLETE, 1500, sure=0.95, plain_wait_ms=600),
+    "auto": Patience(COMPLETE, 1500, sure=0.95, plain_wait_ms=600),
+    "high": Patience(COMPLETE, 800, sure=0.8, plain_wait_ms=400),
 }

@@ -132,6 +132,8 @@ class SemanticEnd:
             await self.end_turn(turn, sample)
         elif decided is Verdict.DOUBT:
             await self.end_pause_after(sample, patience.doubt_wait_ms)
+        elif decided is Verdict.PLAIN and patience.plain_wait_ms is not None:
+            await self.end_pause_after(sample, patience.plain_wait_ms)
 
     def close(self) -> None:
         self._pause = None

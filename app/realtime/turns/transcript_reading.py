@@ -222,3 +222,41 @@ def reads_finished(text: str) -> bool:
     if not (_SENTENCE_END.search(text) or _mandarin_ending(text)) or sounds_unfinished(text):
         return False
     return not is_lead_in(last_sentence(text))
+
+
+# Requests worded as one: the last sentence opens with an imperative a person asks an
+# assistant with ("Tell me a joke", "Name a fruit that is yellow"), "please" or "I want
+# to know". Like question_form, at least QUESTION_MIN_WORDS words: "Tell me" alone is an
+# opening. "Do" and "have" open requests as often as plans ("Have a look at this"): not.
+_REQUEST_FORM = re.compile(
+    r"^(?:please\s+)?(?:tell|give|name|list|explain|describe|say|show|translate|define|"
+    r"spell|count|recommend|suggest|compare|summarize|summarise|remind|find|calculate|"
+    r"convert|play|set|turn|read|write|help)\b|^please\b|^i\s+(?:want|would like|need)"
+    r"\s+to\s+know\b"
+)
+# Mandarin requests and questions: a clause of five characters or more that opens with
+# 请 / 告诉我 / 给我 / 帮我, or of four or more that ends with a question word
+# ("北京的人口是多少", "这是什么"). 你能 / 你可以 ("can you") open as often as they ask.
+_ZH_REQUEST_OPENINGS = ("请", "請", "告诉我", "告訴我", "给我", "給我", "帮我", "幫我")
+_ZH_QUESTION_ENDINGS = (
+    "什么", "什麼", "多少", "几个", "幾個", "哪里", "哪裡", "哪儿", "怎么样", "怎麼樣", "为什么",
+    "為什麼", "谁", "誰",
+)  # fmt: skip
+
+
+def plainly_asks(text: str) -> bool:
+    """Whether the last sentence is plainly a question or a request, worded as one
+    ("How many days are there in a week", "Tell me a joke.", "请给我讲个笑话"), and not cut
+    short: turn_words ends such a turn after a short doubt (Patience.plain_wait_ms)."""
+    if sounds_unfinished(text):
+        return False
+    if question_form(text):
+        return True
+    sentence = last_sentence(text)
+    words = re.findall(r"[a-z']+", sentence.lower())
+    if len(words) >= QUESTION_MIN_WORDS and _REQUEST_FORM.match(" ".join(words)):
+        return True
+    core = sentence.strip().rstrip(_ZH_FINAL_MARKS)
+    clause = [c.strip() for c in _CLAUSE_MARKS.split(core)][-1]
+    opens = len(clause) >= 5 and clause.startswith(_ZH_REQUEST_OPENINGS)
+    return opens or (len(clause) >= 4 and clause.endswith(_ZH_QUESTION_ENDINGS))

@@ -24,6 +24,7 @@ from app.realtime.turns.transcript_reading import (
     is_lead_in,
     is_question,
     last_sentence,
+    plainly_asks,
     question_form,
     reads_finished,
     sounds_unfinished,
@@ -32,10 +33,12 @@ from app.realtime.turns.transcript_reading import (
 
 class Verdict(enum.Enum):
     """END: the turn ends at the pause. DOUBT: it ends if the pause lasts the doubt
-    wait. GO_ON: keep listening (the eagerness's maximum wait still ends it)."""
+    wait; PLAIN: the shorter wait of words that plainly ask (Patience.plain_wait_ms).
+    GO_ON: keep listening (the eagerness's maximum wait still ends it)."""
 
     END = "end"
     DOUBT = "doubt"
+    PLAIN = "plain"
     GO_ON = "go_on"
 
 
@@ -53,6 +56,8 @@ def verdict(probability: float, text: str | None, patience: Patience | None = No
     | a short lead-in ("And so my fellow Americans.") | DOUBT | DOUBT | GO_ON |
 
     (`sure` is at or above `complete`; an eagerness without one has no "sure" column.)
+    A DOUBT over words that plainly ask ("Tell me a joke.", "How many days are there in
+    a week") is a PLAIN where the eagerness has a plain wait.
     """
     patience = patience or PATIENCE["auto"]
     sounds_done = probability >= patience.complete
@@ -64,9 +69,14 @@ def verdict(probability: float, text: str | None, patience: Patience | None = No
     if is_question(text):
         return Verdict.END
     if reads_finished(text) or question_form(text):
-        return Verdict.END if sounds_done else Verdict.DOUBT
+        return Verdict.END if sounds_done else _doubt(text, patience)
     if not sounds_done:
         return Verdict.GO_ON
     sure = patience.sure is not None and probability >= patience.sure
     last = last_sentence(text)
-    return Verdict.END if sure and last and not is_lead_in(last) else Verdict.DOUBT
+    return Verdict.END if sure and last and not is_lead_in(last) else _doubt(text, patience)
+
+
+def _doubt(text: str, patience: Patience) -> Verdict:
+    plain = patience.plain_wait_ms is not None and plainly_asks(text)
+    return Verdict.PLAIN if plain else Verdict.DOUBT

@@ -620,11 +620,11 @@ class ScriptedScorer:
 
 
 def semantic_harness(
-    probabilities: list[float], eagerness: str = "auto"
+    probabilities: list[float], eagerness: str = "auto", words: str = "Tell me the time."
 ) -> tuple[TurnHarness, ScriptedScorer]:
     scorer = ScriptedScorer(probabilities)
     h = TurnHarness(
-        ["Tell me the time."],
+        [words],
         policy=TurnPolicy(),
         turn_detection=TurnDetection(type="semantic_vad", eagerness=eagerness),
         scorer=scorer,
@@ -872,13 +872,25 @@ def test_the_final_pass_hears_the_silence_after_the_speech() -> None:
     assert h.coordinator.continuation.last.audio.size == 62_000 - (60_000 - padding)
 
 
-@pytest.mark.parametrize(("eagerness", "wait_ms"), [("auto", 1500), ("low", 2500), ("high", 800)])
+@pytest.mark.parametrize(
+    ("eagerness", "words", "wait_ms"),
+    [
+        ("auto", "I had a long day.", 1500),
+        ("low", "I had a long day.", 2500),
+        ("high", "I had a long day.", 800),
+        # words that plainly ask wait the shorter plain wait (#48: the doubt was the P95)
+        ("auto", "Tell me the time.", 600),
+        ("high", "Tell me the time.", 400),
+        ("low", "Tell me the time.", 2500),  # low lets people take their time
+    ],
+)
 def test_semantic_doubt_ends_the_turn_if_the_pause_lasts_the_doubt_wait(
-    eagerness: str, wait_ms: int
+    eagerness: str, words: str, wait_ms: int
 ) -> None:
     """The model hears "incomplete" but the words read as a finished sentence: the turn
     is not ended at the pause, nor left to the eagerness's maximum wait: the VAD is told
-    to end it after the eagerness's doubt wait, and then it is one turn."""
+    to end it after the eagerness's doubt wait (its plain wait when the words plainly
+    ask), and then it is one turn."""
 
     async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
@@ -889,7 +901,7 @@ def test_semantic_doubt_ends_the_turn_if_the_pause_lasts_the_doubt_wait(
         await h.feed(wait_ms * 16, [("speech_stopped", 30_000)], False)  # the VAD, then
         await h.settle()
 
-    h, _scorer = semantic_harness([0.1], eagerness)
+    h, _scorer = semantic_harness([0.1], eagerness, words)
     asyncio.run(main(h))
     assert h.types == TURN and h.events[1]["audio_end_ms"] == 30_000 * 1000 // 16_000
 

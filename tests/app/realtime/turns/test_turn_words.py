@@ -20,14 +20,21 @@ from app.realtime.turns.turn_words import Verdict, verdict
         # no sentence end, but the model is sure: Whisper's early pass often leaves the
         # full stop off a finished sentence (this one waited the doubt wait, 1.5 s)
         (0.97, "Name a fruit that is yellow", Verdict.END),
-        (0.6, "Name a fruit that is yellow", Verdict.DOUBT),
-        (0.92, "Please remind me to call my sister", Verdict.DOUBT),  # not sure: cut short
+        # plainly a request, but not surely finished: the short doubt (plain_wait_ms), in
+        # which "... tomorrow at five" still continues the turn
+        (0.6, "Name a fruit that is yellow", Verdict.PLAIN),
+        (0.92, "Please remind me to call my sister", Verdict.PLAIN),
+        (0.1, "Tell me a joke about a cat.", Verdict.PLAIN),  # reads finished, a request
+        (0.1, "Tell me.", Verdict.DOUBT),  # too short: as often an opening
+        (0.6, "I want to know the time in Tokyo", Verdict.PLAIN),
+        (0.6, "Tell me about the history of", Verdict.GO_ON),  # trails off all the same
+        (0.6, "Have a look at the garden", Verdict.DOUBT),  # "have" opens plans as often
         (0.1, "Name a fruit that is yellow", Verdict.GO_ON),
         (0.95, "What is the capital of France", Verdict.END),
         (0.95, "", Verdict.DOUBT),  # no words to read
         # a question worded as one, its "?" left off: the model decides end or doubt
         (0.77, "How many days are there in a week", Verdict.END),  # was a 1.5 s doubt
-        (0.1, "How many days are there in a week", Verdict.DOUBT),  # was go on (4 s)
+        (0.1, "How many days are there in a week", Verdict.PLAIN),  # 1.5 s doubt, then 0.6
         (0.6, "It rained. Where do you usually go", Verdict.END),
         (0.6, "Do you know", Verdict.DOUBT),  # too short: as often a question's opening
         (0.6, "When I get home", Verdict.DOUBT),  # a subordinate clause, not a question
@@ -62,6 +69,10 @@ def test_the_model_and_the_words_give_one_verdict(
         (0.9, "我想买一个", Verdict.GO_ON),
         (0.9, "我想去北京看看。", Verdict.END),
         (0.1, "我想去北京看看。", Verdict.DOUBT),  # reads finished only
+        (0.1, "请给我讲个笑话", Verdict.PLAIN),  # a request: the short doubt
+        (0.1, "北京的人口是多少", Verdict.PLAIN),  # ends with a question word
+        (0.1, "你能告诉我", Verdict.DOUBT),  # "can you tell me": an opening
+        (0.1, "请讲", Verdict.DOUBT),  # too short
         # Whisper writes Mandarin unpunctuated: no mark reads as finished there ...
         (0.9, "我想去北京看看", Verdict.END),
         (0.1, "我想去北京看看", Verdict.DOUBT),
@@ -104,6 +115,10 @@ def test_low_eagerness_needs_a_surer_model_to_end_at_once() -> None:
     assert verdict(0.95, text, PATIENCE["low"]) is Verdict.END
     assert verdict(0.99, "Name a fruit that is yellow", PATIENCE["low"]) is Verdict.DOUBT
     assert verdict(0.85, "Name a fruit that is yellow", PATIENCE["high"]) is Verdict.END
-    assert verdict(0.85, "Name a fruit that is yellow", PATIENCE["auto"]) is Verdict.DOUBT
+    assert verdict(0.85, "Name a fruit that is yellow", PATIENCE["auto"]) is Verdict.PLAIN
+    assert verdict(0.1, "Tell me a joke about a cat.", PATIENCE["low"]) is Verdict.DOUBT
     waits = [PATIENCE[e].doubt_wait_ms for e in ("high", "medium", "low")]
     assert waits == sorted(waits) and PATIENCE["auto"] == PATIENCE["medium"]
+    for eagerness in ("high", "medium"):
+        plain = PATIENCE[eagerness].plain_wait_ms
+        assert plain is not None and plain < PATIENCE[eagerness].doubt_wait_ms
