@@ -33,6 +33,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 KEY_SUBPROTOCOL = "openai-insecure-api-key."
 ALWAYS_OPEN = ("/v2/health/",)
+CHECKS_ITS_OWN = ("/v1/telephony/",)  # Twilio signs its webhook; the stream URL has a token
 PAGE = ("/web/", "/static/")
 DOCS_AND_METRICS = ("/metrics", "/docs", "/redoc", "/openapi.json")
 CALLS_PATH = "/v1/realtime/calls"  # a WebRTC offer: a client secret opens it too
@@ -85,7 +86,7 @@ class AccessPolicy:
         return bool(host) and netloc == host.lower()  # same origin ("null" never is)
 
     def needs_key(self, path: str) -> bool:
-        if not self.api_key or path == "/" or path.startswith(ALWAYS_OPEN + PAGE):
+        if not self.api_key or path == "/" or path.startswith(ALWAYS_OPEN + PAGE + CHECKS_ITS_OWN):
             return False
         if path.startswith("/v2/models/") and path.endswith("/ready"):  # KServe readiness
             return False

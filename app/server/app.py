@@ -29,6 +29,7 @@ from app.server.routes import (
     openai_api,
     page,
     realtime,
+    telephony,
     webrtc,
 )
 from app.server.routes import components as components_route
@@ -84,6 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(components_route.router)
     app.include_router(client_secrets.router)
     app.include_router(webrtc.router)
+    app.include_router(telephony.router)
     policy = AccessPolicy.from_settings(state.settings)
     DeniedHandshakeLog.install()
     settings = state.settings
