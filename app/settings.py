@@ -113,6 +113,9 @@ class Settings:
     # empty: host candidates only (a server reachable directly, or on the same network)
     ice_servers: str = ""
     webrtc_connect_timeout_s: float = 20.0  # a call whose ICE/DTLS has not connected: closed
+    # MCP servers a session's `mcp` tools may name: comma-separated URL prefixes; empty: none
+    mcp_allowed_urls: str = ""
+    mcp_timeout_s: float = 10.0  # one MCP request (connect, list, call) before it fails
     # the address phone providers reach us at (https://...; empty: each webhook's own host)
     public_url: str = ""
     twilio_auth_token: str = ""  # the Twilio account's: its webhooks' signatures are checked

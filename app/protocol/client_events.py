@@ -13,10 +13,10 @@ from pydantic import Discriminator, Field, PrivateAttr, Tag
 from app.protocol.errors import ProtocolError
 from app.protocol.session_schema import (
     MAX_INSTRUCTIONS_CHARS,
+    AnyTool,
     Lenient,
     SessionPatch,
     TokenLimit,
-    Tool,
     ToolChoice,
 )
 
@@ -131,7 +131,7 @@ class ResponseOptions(Lenient):
     max_response_output_tokens: TokenLimit | None = None
     conversation: Literal["auto", "none"] | None = None
     metadata: dict[str, str] | None = None
-    tools: list[Tool] | None = None
+    tools: list[AnyTool] | None = None
     tool_choice: ToolChoice | None = None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from app.audio import PROTOCOL_RATE
 from app.llm.backend import MAX_REASONING_TOKENS
@@ -136,9 +136,45 @@ class Tool(Lenient):
     parameters: dict[str, Any] | None = None
 
 
+class McpToolFilter(Lenient):
+    """Tools of an MCP server picked by name and/or by their `readOnlyHint`."""
+
+    tool_names: list[str] | None = None
+    read_only: bool | None = None
+
+
+class McpApprovalFilter(Lenient):
+    always: McpToolFilter | None = None
+    never: McpToolFilter | None = None
+
+
+class McpTool(Lenient):
+    """An MCP server whose tools the model may call (OpenAI's `mcp` tool; app/tools/)."""
+
+    type: Literal["mcp"]
+    server_label: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    server_url: str = Field(min_length=1, max_length=2048)
+    allowed_tools: list[str] | McpToolFilter | None = None
+    require_approval: Literal["always", "never"] | McpApprovalFilter | None = None
+    # sent to the MCP server, never echoed back (they carry credentials)
+    headers: dict[str, str] | None = Field(default=None, exclude=True)
+    server_description: str | None = None
+
+
+def _tool_kind(value: Any) -> str:
+    kind = value.get("type", "function") if isinstance(value, dict) else value.type
+    return "mcp" if kind == "mcp" else "function"
+
+
+AnyTool = Annotated[
+    Annotated[Tool, Tag("function")] | Annotated[McpTool, Tag("mcp")], Discriminator(_tool_kind)
+]
+
+
 class NamedToolChoice(Lenient):
-    type: Literal["function"]
+    type: Literal["function", "mcp"]
     name: str
+    server_label: str | None = None
 
 
 ToolChoice = Literal["auto", "none", "required"] | NamedToolChoice
@@ -160,7 +196,7 @@ class SessionPatch(Lenient):
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_response_output_tokens: TokenLimit | None = None
     speed: float | None = Field(default=None, ge=0.25, le=4.0)
-    tools: list[Tool] | None = None
+    tools: list[AnyTool] | None = None
     tool_choice: ToolChoice | None = None
     # r1voice extension: scheduling priority of this session's answers (lower runs first).
     priority: int | None = Field(default=None, ge=-100, le=1000)

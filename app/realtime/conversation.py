@@ -61,6 +61,10 @@ class Item:
         if self.text is not None:
             self.ready.set()
 
+    def messages(self) -> list[ChatMessage]:
+        """What the item says in a prompt (an MCP call, app/tools, says its result too)."""
+        return [ChatMessage(self.role, self.text or "")]
+
     def to_wire(self) -> dict[str, Any]:
         """The item as the protocol shows it (beta part names; the dialect renames)."""
         if self.kind == "function_call" and self.call is not None:
@@ -219,7 +223,7 @@ class Conversation:
         kept = [item for item in items if item not in dropped]
         tokens = fixed_tokens + sum(_cost(item) for item in kept)
         messages = [ChatMessage("system", instructions)]
-        messages += [ChatMessage(item.role, item.text or "") for item in kept]
+        messages += [message for item in kept for message in item.messages()]
         if pending_user_text:
             messages.append(ChatMessage("user", pending_user_text))
         if note:

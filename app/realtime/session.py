@@ -54,6 +54,8 @@ from app.realtime.turns.echo import EchoReference
 from app.realtime.turns.idle import IdleTimer
 from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.turn import TurnPolicy
+from app.tools.mcp_toolset import McpToolset
+from app.tools.policy import McpPolicy
 
 log = logging.getLogger("r1voice.session")
 
@@ -104,6 +106,7 @@ class Session:
             on_audio=self.echo.played,
             on_dropped=self.summary.fold,
             playback=playback,
+            mcp=McpToolset(McpPolicy.from_settings(settings), self.outbox.emit, self.conversation),
         )
         self._on_response = on_response
         self.responses = Responses(self.config, deps, self._response_ended)
@@ -228,6 +231,7 @@ class Session:
         for the reply to its event never reads another event's."""
         await apply_update(event, self.config, self.models, self._voices)
         self.responses.use_llm(self.models.llm)  # from the next answer on
+        self.responses.tools_changed()
         cfg = self.config
         await self.turns.reconfigure(
             cfg.input_format,

@@ -16,6 +16,7 @@ from app.protocol.session_schema import (
     DEFAULT_IDLE_NUDGES,
     AudioFormat,
     HistoryMode,
+    McpTool,
     NamedToolChoice,
     SessionPatch,
     Tool,
@@ -66,7 +67,7 @@ class SessionConfig:
     show_transcripts: bool = True
     speed: float = 1.0
     priority: int = -1  # voice answers go ahead of bulk HTTP text (engine default >= 0)
-    tools: list[Tool] = field(default_factory=list)
+    tools: list[Tool | McpTool] = field(default_factory=list)
     tool_choice: str | NamedToolChoice = "auto"
     # R1's thinking is silence in a voice turn: bounded unless the client says otherwise
     # (`session.r1voice.max_reasoning_tokens`, null: unbounded)

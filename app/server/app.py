@@ -25,6 +25,7 @@ from app.server.routes import (
     completions,
     health,
     kserve,
+    live,
     metrics,
     openai_api,
     page,
@@ -78,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.server = state
     app.include_router(health.router)
     app.include_router(realtime.router)
+    app.include_router(live.router)
     app.include_router(metrics.router)
     app.include_router(openai_api.router)
     app.include_router(completions.router)

@@ -31,6 +31,16 @@ from app.protocol.server_events.extensions import (
     ReasoningDone,
     TurnMetrics,
 )
+from app.protocol.server_events.mcp import (
+    McpCallArgumentsDelta,
+    McpCallArgumentsDone,
+    McpCallCompleted,
+    McpCallFailed,
+    McpCallInProgress,
+    McpListToolsCompleted,
+    McpListToolsFailed,
+    McpListToolsInProgress,
+)
 from app.protocol.server_events.response import (
     AudioDelta,
     AudioDone,
@@ -75,6 +85,14 @@ __all__ = [
     "ItemDone",
     "ItemRetrieved",
     "ItemTruncated",
+    "McpCallArgumentsDelta",
+    "McpCallArgumentsDone",
+    "McpCallCompleted",
+    "McpCallFailed",
+    "McpCallInProgress",
+    "McpListToolsCompleted",
+    "McpListToolsFailed",
+    "McpListToolsInProgress",
     "OutputAudioCleared",
     "OutputAudioStarted",
     "OutputAudioStopped",

@@ -24,6 +24,7 @@ from app.protocol.server_events import (
 )
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink
+from app.realtime.responses.mcp_calls import McpCalls
 
 
 class FunctionCalls:
@@ -39,10 +40,14 @@ class FunctionCalls:
         self.conversation = conversation  # None: an out-of-band response
         self.emit = emit
         self.items: list[Item] = []
+        self.mcp: McpCalls | None = None  # the MCP tools offered, once listed
 
     def add(self, raw: str, in_tags: bool = True) -> str | None:
         """One complete call's JSON (`in_tags`: written inside `<tool_call>` tags). Returns
         the text to keep as words, as the model wrote it, if it is invalid."""
+        if self.mcp is not None and self.mcp.claims(raw):
+            self.items.append(self.mcp.add(raw, 1 + len(self.items)))
+            return None
         try:
             call = parse_call(raw, self.tools)
         except InvalidToolCall as exc:

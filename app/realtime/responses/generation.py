@@ -10,15 +10,20 @@ import time
 from collections.abc import Callable
 
 from app.llm import LLMDelta
-from app.llm.tool_calls import ToolCallSplitter, tagged, tools_prompt
+from app.llm.tool_calls import ToolCallSplitter, ToolSpec, tagged, tools_prompt
 from app.protocol import events
 from app.protocol.server_events import ItemDeleted, RateLimitsUpdated, Wire
 from app.realtime.conversation import Item
 from app.realtime.handoff import EventSink
 from app.realtime.responses.clause_chunker import ClauseChunker
 from app.realtime.responses.function_calls import FunctionCalls
+from app.realtime.responses.mcp_calls import McpCalls
 from app.realtime.responses.spec import ResponseDeps, ResponseSpec
 from app.realtime.responses.thinking import Thinking
+from app.tools.mcp_toolset import McpToolRef
+
+# rounds of one answer: MCP calls and the words that read their results
+MAX_TOOL_ROUNDS = 4
 
 
 def idle_note(ms: int) -> str:
@@ -54,6 +59,7 @@ class Generation:
         self.heard_language: str | None = None  # the language of the turn it answers
         self.dropped: list[Item] = []  # what the history dropped for this answer
         self._chunker = ClauseChunker()
+        self._offered: list[ToolSpec] = []  # the tools this round offers
 
     @property
     def cut_by_length(self) -> bool:
@@ -72,9 +78,37 @@ class Generation:
         )
 
     async def run(self, clauses: asyncio.Queue[str | None]) -> None:
+        """The answer, in rounds: a round that called MCP tools is followed by one that
+        reads their results (the last round may call none)."""
+        offered = [*self.spec.tools, *(ref.spec for ref in await self._mcp_tools())]
+        for round_ in range(MAX_TOOL_ROUNDS):
+            last = round_ == MAX_TOOL_ROUNDS - 1
+            choice = "none" if last else self.spec.tool_choice if round_ == 0 else "auto"
+            await self._round(clauses, offered if choice != "none" else [], choice)
+            for clause in self._chunker.flush():  # said while the tools run
+                self._queue_clause(clause, clauses)
+            mcp = self.calls.mcp
+            if mcp is None or not await mcp.finish():
+                break
+        clauses.put_nowait(None)
+
+    async def _mcp_tools(self) -> list[McpToolRef]:
+        toolset, servers = self.deps.mcp, list(self.spec.mcp_servers)
+        if toolset is None or not servers or self.spec.tool_choice == "none":
+            return []
+        refs = await toolset.tools(servers)
+        if refs:
+            conversation = self.deps.conversation if self.spec.in_conversation else None
+            self.calls.mcp = McpCalls(self.response_id, refs, conversation, self.emit, toolset.hold)
+        return refs
+
+    async def _round(
+        self, clauses: asyncio.Queue[str | None], offered: list[ToolSpec], choice: str
+    ) -> None:
         llm, spec = self.deps.llm, self.spec
+        self._offered = offered
         history = await self.deps.conversation.history(
-            spec.instructions + tools_prompt(list(spec.tools), spec.tool_choice),
+            spec.instructions + tools_prompt(offered, choice),
             llm.context_length - spec.params.max_tokens,
             llm.count_tokens,
             spec.early_user_text,
@@ -106,15 +140,12 @@ class Generation:
                     self._route(text, calls, clauses)
         for text in [*thinking.flush(), *(text for _, text in calls.flush())]:
             self._route(text, None, clauses)
-        for clause in self._chunker.flush():
-            self._queue_clause(clause, clauses)
-        clauses.put_nowait(None)
 
     def _route(
         self, text: str, calls: ToolCallSplitter | None, clauses: asyncio.Queue[str | None]
     ) -> None:
         """Tool calls become items, the rest is the spoken answer."""
-        if calls is not None and self.spec.tools:
+        if calls is not None and self._offered:
             for part, piece in calls.push(text):
                 kept = self.calls.add(piece, tagged(part)) if part != "content" else piece
                 if kept:

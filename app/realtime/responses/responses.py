@@ -15,6 +15,7 @@ from app.llm import GenerationParams, LLMBackend
 from app.llm.tool_calls import ToolSpec
 from app.protocol.client_events import ResponseOptions
 from app.protocol.errors import ProtocolError
+from app.protocol.session_schema import McpTool, Tool
 from app.realtime.handoff import TurnTiming
 from app.realtime.responses.response import Response
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec
@@ -115,6 +116,13 @@ class Responses:
         """No answer starts from now on; the active one is cancelled with `reason`."""
         self._closed = True
         await self.interrupt(reason)
+        if self._deps.mcp is not None:
+            await self._deps.mcp.close()
+
+    def tools_changed(self) -> None:
+        """The session's tools were set: list its MCP servers' tools now, as OpenAI does."""
+        if self._deps.mcp is not None:
+            self._deps.mcp.prepare([t for t in self._config.tools if isinstance(t, McpTool)])
 
     def _ended(self, response: Response, outcome: ResponseOutcome) -> None:
         if self.active is response:
@@ -154,7 +162,10 @@ class Responses:
             idle_ms=idle_ms,
             in_conversation=opts.conversation != "none",
             metadata=opts.metadata,
-            tools=tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools),
+            tools=tuple(
+                ToolSpec(t.name, t.description, t.parameters) for t in tools if isinstance(t, Tool)
+            ),
+            mcp_servers=tuple(t for t in tools if isinstance(t, McpTool)),
             tool_choice=choice if isinstance(choice, str) else choice.name,
             language=cfg.transcription_language,
             event_id=event_id,

@@ -10,10 +10,11 @@ import numpy as np
 
 from app.llm import GenerationParams, LLMBackend
 from app.llm.tool_calls import ToolSpec
-from app.protocol.session_schema import AudioFormat
+from app.protocol.session_schema import AudioFormat, McpTool
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink
 from app.realtime.responses.playback import Playback
+from app.tools.mcp_toolset import McpToolset
 
 
 class Voices(Protocol):
@@ -45,6 +46,7 @@ class ResponseSpec:
     metadata: dict[str, str] | None = None  # echoed in the response object
     tools: tuple[ToolSpec, ...] = ()  # functions the model may call
     tool_choice: str = "auto"  # "auto" | "none" | "required" | a function's name
+    mcp_servers: tuple[McpTool, ...] = ()  # MCP servers whose tools the model may call
     language: str | None = None  # the session's transcription language (None: detected)
     event_id: str | None = None  # the client's `response.create`, echoed by its errors
 
@@ -86,3 +88,4 @@ class ResponseDeps:
     # answered (the session's HistorySummary folds them into its summary)
     on_dropped: Callable[[list[Item], LLMBackend], None] = lambda _items, _llm: None
     playback: Playback | None = None  # the server plays the audio (WebRTC); None: the client
+    mcp: McpToolset | None = None  # the session's MCP servers (None: MCP tools are not offered)

@@ -31,6 +31,14 @@ from app.protocol.server_events import (
     ItemDone,
     ItemRetrieved,
     ItemTruncated,
+    McpCallArgumentsDelta,
+    McpCallArgumentsDone,
+    McpCallCompleted,
+    McpCallFailed,
+    McpCallInProgress,
+    McpListToolsCompleted,
+    McpListToolsFailed,
+    McpListToolsInProgress,
     OutputAudioCleared,
     OutputAudioStarted,
     OutputAudioStopped,
@@ -438,6 +446,23 @@ def cases(ga: bool) -> list[tuple[str, Any]]:
             "output_audio_buffer.cleared",
             OutputAudioCleared(response_id=RESP),
         ),
+        # tools/mcp_toolset.py, realtime/responses/mcp_calls.py
+        ("mcp_list_tools.in_progress", McpListToolsInProgress(item_id="item_list")),
+        ("mcp_list_tools.completed", McpListToolsCompleted(item_id="item_list")),
+        ("mcp_list_tools.failed", McpListToolsFailed(item_id="item_list")),
+        (
+            "response.mcp_call_arguments.delta",
+            McpCallArgumentsDelta(response_id=RESP, item_id="item_mcp", output_index=1, delta="{}"),
+        ),
+        (
+            "response.mcp_call_arguments.done",
+            McpCallArgumentsDone(
+                response_id=RESP, item_id="item_mcp", output_index=1, arguments="{}"
+            ),
+        ),
+        ("response.mcp_call.in_progress", McpCallInProgress(item_id="item_mcp", output_index=1)),
+        ("response.mcp_call.completed", McpCallCompleted(item_id="item_mcp", output_index=1)),
+        ("response.mcp_call.failed", McpCallFailed(item_id="item_mcp", output_index=1)),
         # server/session_runner.py
         (
             "error.expired",

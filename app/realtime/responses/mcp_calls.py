@@ -1,0 +1,167 @@
+"""The MCP calls one response makes: each is an `mcp_call` output item, announced with
+its arguments when the model closes its `<tool_call>` (`response.mcp_call_arguments.*`),
+called at once (`response.mcp_call.in_progress`), and finished with the tool's output or
+its error (`response.mcp_call.completed`/`failed`); the generation then goes on from it
+in the same response. A tool that needs approval gets an `mcp_approval_request` item
+instead, and is called once the client approves it (app/tools/approvals.py).
+
+Arguments that do not match the tool's schema are a failed call (a protocol error the
+model reads and answers), never sent to the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+from app.llm.tool_calls import InvalidToolCall, parse_call
+from app.protocol import events
+from app.protocol.server_events import (
+    ItemCreated,
+    ItemDone,
+    McpCallArgumentsDelta,
+    McpCallArgumentsDone,
+    McpCallCompleted,
+    McpCallFailed,
+    McpCallInProgress,
+    OutputItemAdded,
+    OutputItemDone,
+)
+from app.realtime.conversation import Conversation, Item
+from app.realtime.handoff import EventSink
+from app.tools.mcp_connection import McpFailure, protocol_error
+from app.tools.mcp_items import McpApprovalRequestItem, McpCallItem
+from app.tools.mcp_toolset import McpToolRef
+
+INVALID_PARAMS = -32602  # JSON-RPC's code for arguments a method refuses
+
+
+def _named(raw: str) -> tuple[str, str] | None:
+    """(name, arguments JSON) of a call's text, if it names a tool at all."""
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        return None
+    arguments = data.get("arguments", {})
+    return data["name"], arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+class McpCalls:
+    def __init__(
+        self,
+        response_id: str,
+        refs: list[McpToolRef],
+        conversation: Conversation | None,
+        emit: EventSink,
+        on_approval: Callable[[McpApprovalRequestItem, McpToolRef], None],
+    ) -> None:
+        self.response_id = response_id
+        self.refs = {ref.tool.name: ref for ref in refs}
+        self.conversation, self.emit, self.on_approval = conversation, emit, on_approval
+        self._running: list[asyncio.Task[None]] = []
+
+    def claims(self, raw: str) -> bool:
+        named = _named(raw)
+        return named is not None and named[0] in self.refs
+
+    def add(self, raw: str, index: int) -> Item:
+        """The item of the call written as `raw` (a claimed call), at output `index`."""
+        name, arguments = _named(raw) or ("", "{}")
+        ref = self.refs[name]
+        error: dict[str, Any] | None = None
+        try:
+            arguments = parse_call(raw, [ref.spec]).arguments
+        except InvalidToolCall as exc:
+            error = protocol_error(str(exc), INVALID_PARAMS).error
+        if error is None and ref.needs_approval:
+            return self._ask(ref, arguments, index)
+        item = McpCallItem(
+            id=events.new_id("item"),
+            role="assistant",
+            text="",
+            status="in_progress",
+            server_label=ref.server.server_label,
+            name=name,
+            arguments=arguments,
+        )
+        self.start(item, ref, index, error)
+        return item
+
+    def start(
+        self, item: McpCallItem, ref: McpToolRef | None, index: int, error: dict[str, Any] | None
+    ) -> None:
+        """Announce `item` and call its tool (or fail it with `error` at once)."""
+        self._added(item, index)
+        rid, arguments = self.response_id, item.arguments
+        self.emit(
+            McpCallArgumentsDelta(
+                response_id=rid, item_id=item.id, output_index=index, delta=arguments
+            )
+        )
+        self.emit(
+            McpCallArgumentsDone(
+                response_id=rid, item_id=item.id, output_index=index, arguments=arguments
+            )
+        )
+        self.emit(McpCallInProgress(item_id=item.id, output_index=index))
+        task = asyncio.create_task(self._call(item, ref, index, error), name=f"mcp-{item.name}")
+        self._running.append(task)
+
+    async def _call(
+        self, item: McpCallItem, ref: McpToolRef | None, index: int, error: dict[str, Any] | None
+    ) -> None:
+        output = None
+        if error is None and ref is not None:
+            try:
+                arguments = json.loads(item.arguments)
+                output = await ref.connection.call(
+                    item.name, arguments, ref.connection.policy.timeout_s
+                )
+            except McpFailure as exc:
+                error = exc.error
+        item.finish(output, error)
+        done = McpCallFailed if error is not None else McpCallCompleted
+        self.emit(done(item_id=item.id, output_index=index))
+        self._done(item, index)
+
+    async def finish(self) -> bool:
+        """Wait for the calls started; whether any was made (the answer then goes on)."""
+        running, self._running = self._running, []
+        try:
+            await asyncio.gather(*running)
+        except asyncio.CancelledError:
+            for task in running:
+                task.cancel()  # the MCP SDK tells the server the request is cancelled
+            raise
+        return bool(running)
+
+    def _ask(self, ref: McpToolRef, arguments: str, index: int) -> Item:
+        item = McpApprovalRequestItem(
+            id=events.new_id("item"),
+            role="assistant",
+            text="",
+            server_label=ref.server.server_label,
+            name=ref.tool.name,
+            arguments=arguments,
+        )
+        self._added(item, index)
+        self._done(item, index)
+        self.on_approval(item, ref)
+        return item
+
+    def _added(self, item: Item, index: int) -> None:
+        rid = self.response_id
+        self.emit(OutputItemAdded(response_id=rid, output_index=index, item=item.to_wire()))
+        if self.conversation is not None:  # no status: GA says it is added, not yet done
+            previous = self.conversation.add(item)
+            self.emit(ItemCreated(previous_item_id=previous, item=item.to_wire()))
+
+    def _done(self, item: Item, index: int) -> None:
+        rid = self.response_id
+        self.emit(OutputItemDone(response_id=rid, output_index=index, item=item.to_wire()))
+        if self.conversation is not None and item in self.conversation.items:
+            self.emit(ItemDone(item=item.to_wire()))

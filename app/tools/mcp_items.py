@@ -1,0 +1,95 @@
+"""The conversation items of MCP tools, as OpenAI's Realtime shows them: the tools one
+server offers (`mcp_list_tools`), one call of a tool with its output or error
+(`mcp_call`), and a call held for the client's approval (`mcp_approval_request`).
+
+In a prompt a call is the model's `<tool_call>` followed by the tool's answer, as a
+function call and its output are; the other two say nothing (the tools themselves go
+into the system prompt)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.llm import ChatMessage
+from app.llm.tool_calls import call_text
+from app.realtime.conversation import Item
+from app.tools.mcp_connection import ListedTool
+
+
+@dataclass
+class McpListToolsItem(Item):
+    server_label: str = ""
+    tools: list[ListedTool] = field(default_factory=list)
+
+    def to_wire(self) -> dict[str, Any]:
+        tools = [
+            {
+                "name": t.name,
+                "input_schema": t.input_schema,
+                "description": t.description,
+                "annotations": t.annotations,
+            }
+            for t in self.tools
+        ]
+        return {
+            "type": "mcp_list_tools",
+            "id": self.id,
+            "server_label": self.server_label,
+            "tools": tools,
+        }
+
+
+@dataclass
+class McpCallItem(Item):
+    server_label: str = ""
+    name: str = ""
+    arguments: str = "{}"
+    output: str | None = None
+    error: dict[str, Any] | None = None
+    approval_request_id: str | None = None
+
+    def finish(self, output: str | None, error: dict[str, Any] | None) -> None:
+        self.output, self.error = output, error
+        self.status = "completed" if error is None else "failed"
+        self.text = f"{call_text(self.name, self.arguments)}\n{self.result()}"
+
+    def result(self) -> str:
+        """What the model reads of the call's end."""
+        if self.error is not None:
+            return f"The tool failed: {self.error['message']}"
+        return self.output if self.output is not None else "(the tool is still running)"
+
+    def messages(self) -> list[ChatMessage]:
+        return [
+            ChatMessage("assistant", call_text(self.name, self.arguments)),
+            ChatMessage("tool", self.result()),
+        ]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "type": "mcp_call",
+            "id": self.id,
+            "server_label": self.server_label,
+            "name": self.name,
+            "arguments": self.arguments,
+            "approval_request_id": self.approval_request_id,
+            "output": self.output,
+            "error": self.error,
+        }
+
+
+@dataclass
+class McpApprovalRequestItem(Item):
+    server_label: str = ""
+    name: str = ""
+    arguments: str = "{}"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "type": "mcp_approval_request",
+            "id": self.id,
+            "server_label": self.server_label,
+            "name": self.name,
+            "arguments": self.arguments,
+        }
