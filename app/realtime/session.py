@@ -73,13 +73,15 @@ class Session:
         on_merge: Callable[[str], None] = lambda _detection: None,
         meter_llm: Callable[[LLMBackend], LLMBackend] = lambda llm: llm,
         playback: Playback | None = None,
+        outbox: Outbox | None = None,
     ) -> None:
         """`playback`: the server's own audio track (WebRTC), which plays the answers'
-        audio in place of `response.output_audio.delta` events."""
+        audio in place of `response.output_audio.delta` events; `outbox`: another
+        protocol's (GPT-Live's, app/live/), which translates the events."""
         settings = components.settings
         self.id = events.new_id("sess")
         self.started_at = self.last_event_at = time.monotonic()  # for idle and max age
-        self.outbox = Outbox(dialect or GA, extensions=extensions)
+        self.outbox = outbox or Outbox(dialect or GA, extensions=extensions)
         self.dialect = ClientDialect(self.outbox, fixed=dialect is not None)
         self.models = ChosenModels(components, meter_llm)  # the server's to begin with
         self.config = SessionConfig.default(settings, self.models.llm.model)

@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from app.protocol.dialect import BETA, GA
-from app.protocol.server_events import beta, ga
+from app.protocol.server_events import beta, ga, live
 from app.protocol.server_events.base import ServerEvent, Wire
 
 DIALECTS: dict[str, Callable[[ServerEvent, str], list[Wire]]] = {
     BETA: beta.to_wire,
     GA: ga.to_wire,
+    live.LIVE: live.to_wire,
 }
 
 

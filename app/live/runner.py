@@ -1,0 +1,92 @@
+"""A Live session's life over one connection: the realtime session runner's (its ends,
+drain, expiry, a client that stops reading), with Live's messages handled by the
+LiveSession and `session.close` ending it after `session.closed` went out."""
+
+from __future__ import annotations
+
+import json
+
+from app.live.config import PcmFormat
+from app.live.live_session import LiveSession
+from app.live.outbox import LiveOutbox
+from app.live.timeline import Timeline
+from app.realtime.session import Session
+from app.server.session_runner import SessionRunner
+from app.server.state import ServerState
+from app.server.transport import InputPcm, Received, Transport
+
+CLOSE = "session.close"
+
+
+def create_live_session(state: ServerState) -> LiveSession:
+    """A Live session on the server's models (checked ready by the caller's Refusal)."""
+    assert state.components is not None
+    metrics = state.metrics
+    outbox = LiveOutbox(Timeline(), PcmFormat(type="audio/pcm", rate=24000))
+    session = Session(
+        components=metrics.metered(state.components),
+        dialect="ga",  # the realtime session's own events are GA-shaped; the outbox translates
+        on_response=metrics.record_response,
+        on_merge=metrics.record_merge,
+        meter_llm=metrics.metered_llm,
+        outbox=outbox,
+    )
+    voices = state.components.tts.voices()
+    return LiveSession(session, outbox, voices, state.settings.session_max_s)
+
+
+class ClosingTransport:
+    """The connection, read until the client's `session.close` (nothing after it is)."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._transport = transport
+        self._closing = False
+        self.lost = False  # the client went away without session.close
+
+    async def receive(self) -> Received | None:
+        if self._closing:
+            return None
+        data = await self._transport.receive()
+        if data is None:
+            self.lost = True
+        elif not isinstance(data, InputPcm) and _is_close(data):
+            self._closing = True
+        return data
+
+    async def send(self, text: str) -> None:
+        await self._transport.send(text)
+
+    async def close(self, code: int, reason: str) -> None:
+        await self._transport.close(code, reason)
+
+
+def _is_close(data: str | bytes) -> bool:
+    marker = CLOSE.encode() if isinstance(data, bytes) else CLOSE
+    if marker not in data:  # type: ignore[operator]
+        return False
+    try:
+        parsed = json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False
+    return isinstance(parsed, dict) and parsed.get("type") == CLOSE
+
+
+class LiveRunner(SessionRunner):
+    def __init__(self, state: ServerState, live: LiveSession, transport: Transport) -> None:
+        self.transport = ClosingTransport(transport)
+        super().__init__(state, live.session, self.transport)
+        self._live = live
+
+    async def _handle(self, data: Received, arrived_at: float) -> None:
+        limit = self._state.settings.max_message_bytes
+        if isinstance(data, InputPcm):
+            await self._live.session.append_pcm(data.pcm, arrived_at)
+        elif len(data) > limit:
+            self._live.session.refuse_oversized(len(data), limit)
+        else:
+            await self._live.handle(data, arrived_at)
+
+    async def run(self) -> None:
+        await super().run()
+        if self.transport.lost and self._live.config is not None:
+            self._live.outbox.closing("connection_lost")  # for the log: no one hears it
