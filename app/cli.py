@@ -25,6 +25,7 @@ LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from app.server import connection_limit
     from app.server.app import create_app
     from app.server.drain import DrainingServer
     from app.settings import Settings
@@ -65,9 +66,22 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     logging.basicConfig(format="%(levelname)s:     %(name)s: %(message)s")
     logging.getLogger("r1voice").setLevel(log_level.upper())
+    try:
+        limits = connection_limit.plan(
+            connection_limit.raise_fd_limit(),
+            connection_limit.open_fds(),
+            settings.max_sessions,
+            settings.max_connections,
+        )
+    except connection_limit.DescriptorLimitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     app = create_app(settings)
+    limited = connection_limit.ConnectionLimit(app, limits.max_connections)
     config = uvicorn.Config(
-        app,
+        limited,
+        backlog=limits.backlog,
+        loop=limits.loop,
         host=args.host,
         port=args.port,
         log_level=log_level,
@@ -78,7 +92,11 @@ def _serve(args: argparse.Namespace) -> int:
         ws_max_size=4 * settings.max_message_bytes,
     )
     state = app.state.server
-    DrainingServer(config, state.drain, state.sessions, settings.drain_timeout_s).run()
+    server = DrainingServer(config, state.drain, state.sessions, settings.drain_timeout_s)
+    limited.connections = server.server_state.connections
+    connection_limit.AcceptPauseLog(limits.fd_limit).install()
+    logging.getLogger("r1voice").info(connection_limit.describe(limits))
+    server.run()
     return 0
 
 

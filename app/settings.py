@@ -95,6 +95,8 @@ class Settings:
     max_body_bytes: int = 4 * 1024 * 1024  # an HTTP request body
     max_message_bytes: int = 4 * 1024 * 1024  # one WebSocket message (~60 s of 24 kHz PCM16)
     max_sessions: int = 64  # concurrent Realtime sessions (close 1013 when full)
+    # open HTTP/WebSocket connections (503 past it); 0: as many as `ulimit -n` holds
+    max_connections: int = 0
     client_requests_per_s: float = 50.0  # per client address (a token bucket); 0: off
     client_burst: int = 100  # requests a client may send at once above its rate
     client_max_sessions: int = 16  # Realtime sessions one client address may hold open
@@ -113,11 +115,6 @@ class Settings:
     # empty: host candidates only (a server reachable directly, or on the same network)
     ice_servers: str = ""
     webrtc_connect_timeout_s: float = 20.0  # a call whose ICE/DTLS has not connected: closed
-    # xiaozhi devices (/xiaozhi/): the Device-Ids (MACs) allowed, comma-separated; empty: any
-    xiaozhi_devices: str = ""
-    xiaozhi_llm_model: str = "qwen2.5-coder-0.5b-instruct"  # a device session's; empty: server's
-    xiaozhi_asr_model: str = "whisper-base"  # a device session's (language detected per turn)
-    xiaozhi_voice: str = "auto"  # a device session's voice (auto: one of the answer's language)
     # MCP servers a session's `mcp` tools may name: comma-separated URL prefixes; empty: none
     mcp_allowed_urls: str = ""
     mcp_timeout_s: float = 10.0  # one MCP request (connect, list, call) before it fails

@@ -251,11 +251,7 @@ class LiveSession:
                     "start a new session for another",
                     param="session.delegation.type",
                 )
-            delegation = given.delegation
-            if delegation.acknowledgement_delay_ms is None and self.config.delegation:
-                kept = self.config.delegation.acknowledgement_delay_ms  # omitted: kept
-                delegation = delegation.model_copy(update={"acknowledgement_delay_ms": kept})
-            self.config = self.config.model_copy(update={"delegation": delegation})
+            self.config = self.config.model_copy(update={"delegation": given.delegation})
             self.delegator.ack_delay_ms = _ack_delay(self.config)
         self.outbox.emit(SessionUpdated(session=self.resource(), client_event_id=event.event_id))
 

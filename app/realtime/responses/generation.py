@@ -99,10 +99,7 @@ class Generation:
         refs = await toolset.tools(servers)
         if refs:
             conversation = self.deps.conversation if self.spec.in_conversation else None
-            mcp = McpCalls(self.response_id, refs, conversation, self.emit, toolset.hold)
-            self.calls.mcp = mcp
-            self.calls.items += mcp.approved(toolset.pending, 1 + len(self.calls.items))
-            await mcp.finish()  # what the client approved is answered first
+            self.calls.mcp = McpCalls(self.response_id, refs, conversation, self.emit, toolset.hold)
         return refs
 
     async def _round(

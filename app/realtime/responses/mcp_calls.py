@@ -32,7 +32,7 @@ from app.protocol.server_events import (
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink
 from app.tools.mcp_connection import McpFailure, protocol_error
-from app.tools.mcp_items import McpApprovalRequestItem, McpApprovalResponseItem, McpCallItem
+from app.tools.mcp_items import McpApprovalRequestItem, McpCallItem
 from app.tools.mcp_toolset import McpToolRef
 
 INVALID_PARAMS = -32602  # JSON-RPC's code for arguments a method refuses
@@ -138,38 +138,6 @@ class McpCalls:
                 task.cancel()  # the MCP SDK tells the server the request is cancelled
             raise
         return bool(running)
-
-    def approved(
-        self, pending: dict[str, tuple[McpApprovalRequestItem, McpToolRef]], first_index: int
-    ) -> list[Item]:
-        """The calls held for approval that the client has answered since: an approved
-        one is made now, a declined one fails (the model reads that it was declined)."""
-        answers = [
-            item
-            for item in (self.conversation.items if self.conversation is not None else [])
-            if isinstance(item, McpApprovalResponseItem) and item.approval_request_id in pending
-        ]
-        calls: list[Item] = []
-        for answer in answers:
-            request, ref = pending.pop(answer.approval_request_id)
-            item = McpCallItem(
-                id=events.new_id("item"),
-                role="assistant",
-                text="",
-                status="in_progress",
-                server_label=request.server_label,
-                name=request.name,
-                arguments=request.arguments,
-                approval_request_id=request.id,
-            )
-            declined = None
-            if not answer.approve:
-                reason = f": {answer.reason}" if answer.reason else ""
-                message = f"the user declined the call{reason}"
-                declined = {"type": "tool_execution_error", "message": message}
-            self.start(item, ref, first_index + len(calls), declined)
-            calls.append(item)
-        return calls
 
     def _ask(self, ref: McpToolRef, arguments: str, index: int) -> Item:
         item = McpApprovalRequestItem(

@@ -113,13 +113,13 @@ async def live_connection(address: str) -> AsyncIterator[LiveClient]:
 
 @pytest.fixture
 def live_server(shared_components: Any) -> Callable[..., Any]:
-    """`live_server(*answers, **settings)`: a server whose LLM replays the answers in
-    turn; yields "127.0.0.1:PORT"."""
+    """`live_server(*answers)`: a server whose LLM replays the answers in turn; yields
+    "127.0.0.1:PORT"."""
 
     @contextmanager
-    def start(*answers: list[str], **settings: Any) -> Iterator[str]:
+    def start(*answers: list[str]) -> Iterator[str]:
         components = dataclasses.replace(shared_components, llm=ScriptedLLM(list(answers)))
-        with serve(app_with(components, **settings)) as address:
+        with serve(app_with(components)) as address:
             yield address
 
     return start
