@@ -17,6 +17,12 @@ from typing import Any
 
 FRAME_BYTES = 160  # 20 ms of 8 kHz mu-law: one media message
 EVENTS = ("connected", "start", "media", "mark", "dtmf", "stop")
+# Providers whose streams look like Twilio's, and the `start` fields that tell them apart
+OTHER_PROVIDERS = {
+    "Telnyx": {"call_control_id"},
+    "Plivo": {"streamId", "callId"},
+    "Exotel": {"stream_sid", "call_sid", "account_sid"},
+}
 
 
 class StreamError(Exception):
@@ -107,6 +113,13 @@ def _start(message: dict[str, Any]) -> Start:
     stream_sid = start.get("streamSid") or message.get("streamSid")
     call_sid = start.get("callSid")
     if not (isinstance(stream_sid, str) and stream_sid and isinstance(call_sid, str)):
+        other = next((name for name, keys in OTHER_PROVIDERS.items() if keys <= set(start)), None)
+        if other is not None:  # the same shape, told apart by its ids as Pipecat's runner does
+            raise StreamError(
+                "unsupported_provider",
+                f"a {other} stream (start has {', '.join(sorted(OTHER_PROVIDERS[other]))}); "
+                "only Twilio's is served",
+            )
         raise StreamError("invalid_start", "`start` must carry start.streamSid and start.callSid")
     fmt = start.get("mediaFormat") or {}
     heard = (fmt.get("encoding"), fmt.get("sampleRate"), fmt.get("channels", 1))

@@ -207,12 +207,16 @@ class TwilioPlayback:
 
     async def _send_frame(self, now: float) -> None:
         piece = self._queue[0]
-        frame, rest = piece.data[:FRAME_BYTES], piece.data[FRAME_BYTES:]
-        if rest:
-            self._queue[0] = _Piece(
-                piece.response_id, rest, piece.at_ms + len(frame) / BYTES_PER_MS
-            )
-        else:
+        frame = b""
+        # one answer's pieces fill a frame back to back (a clause's last piece is short)
+        while self._queue and self._queue[0].response_id == piece.response_id:
+            head = self._queue[0]
+            room = FRAME_BYTES - len(frame)
+            frame += head.data[:room]
+            if len(head.data) > room:
+                at_ms = head.at_ms + room / BYTES_PER_MS
+                self._queue[0] = _Piece(head.response_id, head.data[room:], at_ms)
+                break
             self._queue.popleft()
         if self._current != piece.response_id:
             if self._current is not None:
