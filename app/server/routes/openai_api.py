@@ -10,6 +10,7 @@ is bounded by `max_reasoning_tokens` or OpenAI's `reasoning_effort` (openai_sche
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import time
 import uuid
@@ -48,6 +49,9 @@ from app.server.routes.openai_common import (
 )
 from app.server.routes.openai_schemas import ChatRequest
 from app.server.state import HttpState
+from app.tools.chat_rounds import McpListingFailed, mcp_rounds, request_tools
+from app.tools.mcp_toolset import McpToolRef, McpToolset
+from app.tools.policy import McpPolicy
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 
@@ -105,6 +109,8 @@ async def chat_completions(
         for m in request.messages
     ]
     tools = request.tool_specs() if request.choice() != "none" else []
+    toolset, refs = await _mcp_tools(request, state)
+    tools += [ref.spec for ref in refs]
     offer = tools_prompt(tools, request.choice())
     if offer:  # the tools go into the system prompt, in the model's own format
         if messages[0].role == "system":
@@ -113,6 +119,9 @@ async def chat_completions(
             messages.insert(0, ChatMessage("system", offer.lstrip()))
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     stream = _pieces(components.llm, messages, params, completion_id, tools)
+    if toolset is not None:  # the server calls the MCP tools and answers again
+        answer = functools.partial(_pieces, components.llm, params=params, tools=tools)
+        stream = mcp_rounds(lambda m: answer(m, request_id=completion_id), messages, refs, toolset)
     try:  # the first piece surfaces refusals (busy, too long) as HTTP errors, not in-stream
         first = await anext(stream)
     except LLMBackendError as exc:
@@ -161,6 +170,19 @@ async def chat_completions(
 
 
 Piece = tuple[str, str] | LLMDelta
+
+
+async def _mcp_tools(
+    request: ChatRequest, state: HttpState
+) -> tuple[McpToolset | None, list[McpToolRef]]:
+    servers = request.mcp_servers() if request.choice() != "none" else []
+    if not servers:
+        return None, []
+    try:
+        return await request_tools(servers, McpPolicy.from_settings(state.settings))
+    except McpListingFailed as exc:
+        status = 400 if exc.client_fault else 502
+        raise OpenAIError(status, str(exc), code=exc.code, param="tools") from exc
 
 
 def _finish(final: LLMDelta, calls: list[Any]) -> str | None:

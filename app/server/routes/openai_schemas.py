@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from app.llm.backend import MAX_REASONING_TOKENS
 from app.llm.tool_calls import ToolSpec, call_text
+from app.protocol.session_schema import McpTool
 
 # Every integer a caller sends is bounded here: a huge one (priority 10**400, seed 2**64)
 # once got past the edge and failed inside the engine with a 500.
@@ -76,6 +77,17 @@ class ToolDef(BaseModel):
     function: FunctionDef
 
 
+def _tool_kind(value: Any) -> str:
+    kind = value.get("type", "function") if isinstance(value, dict) else value.type
+    return "mcp" if kind == "mcp" else "function"
+
+
+# a function, or an MCP server whose tools the server calls itself (app/tools/chat_rounds.py)
+AnyTool = Annotated[
+    Annotated[ToolDef, Tag("function")] | Annotated[McpTool, Tag("mcp")], Discriminator(_tool_kind)
+]
+
+
 class NamedChoice(BaseModel):
     type: Literal["function"] = "function"
     function: FunctionCall | dict[str, str]
@@ -110,7 +122,7 @@ class ChatRequest(SamplingRequest):
     messages: list[Message] = Field(min_length=1)
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
-    tools: list[ToolDef] | None = None
+    tools: list[AnyTool] | None = None
     tool_choice: Literal["auto", "none", "required"] | NamedChoice | None = None
     max_reasoning_tokens: ReasoningTokens = None  # r1voice extension
     reasoning_effort: ReasoningEffort | None = None
@@ -136,7 +148,9 @@ class ChatRequest(SamplingRequest):
     def _choice_among_tools(self) -> ChatRequest:
         """A call asked for must be one the request offers (OpenAI refuses the same)."""
         c = self.tool_choice
-        names = [t.function.name for t in self.tools or []]
+        names = [t.function.name for t in self.tools or [] if isinstance(t, ToolDef)]
+        if c == "required" and not names and self.mcp_servers():
+            return self  # the MCP servers' tools are known once listed
         if (c == "required" or isinstance(c, NamedChoice)) and not names:
             raise ValueError("tool_choice asks for a function call, but 'tools' offers none")
         if isinstance(c, NamedChoice) and c.name not in names:
@@ -153,7 +167,11 @@ class ChatRequest(SamplingRequest):
         return [
             ToolSpec(t.function.name, t.function.description, t.function.parameters)
             for t in self.tools or []
+            if isinstance(t, ToolDef)
         ]
+
+    def mcp_servers(self) -> list[McpTool]:
+        return [t for t in self.tools or [] if isinstance(t, McpTool)]
 
     def choice(self) -> str:
         c = self.tool_choice
