@@ -1,6 +1,6 @@
 """The session's settings as a client writes them in `session.update` (beta's flat field
 names; dialect.py flattens GA's), validated with pydantic. Unknown fields inside known
-objects are ignored (clients send options we do not use, e.g. `tracing`), but a known
+objects are ignored (clients send options we do not use, e.g. `prompt`), but a known
 field with the wrong type is refused, naming the field.
 """
 
@@ -180,6 +180,24 @@ class NamedToolChoice(Lenient):
 ToolChoice = Literal["auto", "none", "required"] | NamedToolChoice
 
 
+class Tracing(Lenient):
+    """`session.tracing` as an object: it names the session's trace (trace attributes)."""
+
+    workflow_name: str | None = Field(default=None, max_length=256)
+    group_id: str | None = Field(default=None, max_length=256)
+    metadata: dict[str, str | int | float | bool] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _an_object(cls, data: Any) -> Any:
+        if data != "auto" and not isinstance(data, dict):
+            raise ValueError(
+                f"session.tracing is \"auto\" or an object {{workflow_name, group_id, "
+                f"metadata}}, not {data!r}"
+            )
+        return data
+
+
 class SessionPatch(Lenient):
     """The fields of `session.update` we honour (beta flat names)."""
 
@@ -198,6 +216,7 @@ class SessionPatch(Lenient):
     speed: float | None = Field(default=None, ge=0.25, le=4.0)
     tools: list[AnyTool] | None = None
     tool_choice: ToolChoice | None = None
+    tracing: Tracing | Literal["auto"] | None = None  # our trace's attributes (app/telemetry)
     # r1voice extension: scheduling priority of this session's answers (lower runs first).
     priority: int | None = Field(default=None, ge=-100, le=1000)
     r1voice: R1VoiceOptions | None = None

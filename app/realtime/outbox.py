@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 from app.protocol import events
@@ -46,6 +47,8 @@ class Outbox:
         self._queue: asyncio.Queue[str | None] = asyncio.Queue()
         self._bytes = 0
         self.overflowed = asyncio.Event()
+        # sees every event first, our extensions included (the session's trace)
+        self.observe: Callable[[ServerEvent], None] | None = None
 
     @property
     def queued_bytes(self) -> int:
@@ -53,6 +56,8 @@ class Outbox:
         return self._bytes
 
     def emit(self, event: ServerEvent) -> None:
+        if self.observe is not None:
+            self.observe(event)
         if event.EXTENSION and not self.extensions:
             return
         for out in to_wire(event, self.dialect, events.new_id("event")):

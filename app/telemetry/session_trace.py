@@ -1,66 +1,105 @@
-"""One session's trace: the session span, a span per turn, and its stages inside it.
-
-The turn structure is read off the session's own server events (the Outbox shows each
-one here before it is serialized): speech started/stopped, committed, transcribed,
-responses created and done, barge-in verdicts, function calls. Model calls are seen
-through wrappers (traced_models.py) that open their spans under the turn they serve.
-Every span is opened with this session's explicit parent, never the ambient current
-span, so concurrent sessions (one asyncio loop, many tasks) never cross.
-"""
+"""What a session tells those who watch it: its server events, the audio heard and
+played, its start and end. This base does nothing but record (when a recorder is given);
+TracedSession (traced_session.py) turns the same calls into spans. Tracing off and
+recording off: every hook is a no-op and the models are used as they are."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
+from collections.abc import Callable
 from typing import Any
 
-from opentelemetry import trace
-from opentelemetry.context import Context
-from opentelemetry.trace import Span, Tracer
+import numpy as np
+from opentelemetry.trace import Span
 
-from app.protocol.server_events import (
-    AudioDelta,
-    AudioTranscriptDone,
-    FunctionCallArgumentsDone,
-    InputAudioCommitted,
-    InputAudioTimeoutTriggered,
-    Interruption,
-    ItemCreated,
-    ResponseDone,
-    ServerEvent,
-    SessionCreated,
-    SessionUpdated,
-    SpeechStarted,
-    SpeechStopped,
-    TranscriptionCompleted,
-    TurnMetrics,
-)
+from app.protocol.server_events import ServerEvent
+from app.protocol.session_schema import AudioFormat
+from app.recording import CallRecorder, RecordingStore
 from app.telemetry.reports import SessionReports
-from app.telemetry.turn import Turn
 
 log = logging.getLogger("r1voice.telemetry")
 Attributes = dict[str, Any]
-DETECTION_REASONS = {"server_vad": "vad", "semantic_vad": "semantic"}
+Played = Callable[[bytes, AudioFormat], None]
 
 
 class SessionTrace:
-    """Tracing off: every hook does nothing, and the models are used as they are."""
+    enabled = False  # spans are made (TracedSession)
+    content = False  # transcripts, answers and tool data go in them
 
-    enabled = False
-    content = False
+    def __init__(
+        self,
+        reports: SessionReports | None = None,
+        recordings: RecordingStore | None = None,
+        recording_max_s: float = 3600.0,
+    ) -> None:
+        self.reports, self.recordings = reports, recordings
+        self.recording_max_s = recording_max_s
+        self.recorder: CallRecorder | None = None
+        self.id = ""
 
     def start(self, session_id: str) -> None:
         """The session began (its id as `session.created` gives it)."""
+        self.id = session_id
+        if self.recordings is None:
+            return
+        why_not = self.recordings.room()
+        if why_not is not None:
+            log.warning("session %s is not recorded: %s", session_id, why_not)
+            return
+        self.recorder = CallRecorder(self.recordings, session_id, self.recording_max_s)
+
+    def announce(self, session: dict[str, Any]) -> dict[str, Any]:
+        """The session object as `session.created` shows it: with the recording's URL when
+        the session is recorded."""
+        if self.recorder is None:
+            return session
+        return {**session, "recording": {"url": self.recorder.url}}
 
     def event(self, event: ServerEvent) -> None:
         """A server event the session emitted (before the client's dialect)."""
+        if self.recorder is not None:
+            self.recorder.event(event)
+
+    def heard(self, samples_16k: np.ndarray) -> None:
+        """Input audio the session took in (16 kHz, as the VAD hears it)."""
+        if self.recorder is not None:
+            self.recorder.heard(samples_16k)
+
+    def playing(self, played: Played) -> Played:
+        """`played` (where the answer's audio goes as it leaves), seen by the recorder too."""
+        recorder = self.recorder
+        if recorder is None and self.recordings is None:
+            return played
+
+        def both(piece: bytes, fmt: AudioFormat) -> None:
+            if self.recorder is not None:
+                self.recorder.played(piece, fmt)
+            played(piece, fmt)
+
+        return both
 
     def configure(self, tracing: Any) -> None:
         """The client's `session.tracing`: "auto" or {workflow_name, group_id, metadata}."""
 
     def close(self, items: list[dict[str, Any]]) -> None:
-        """The session ended with these conversation items."""
+        """The session ended with these conversation items: its report closes, its
+        recording is written (with the report's items and turn timings)."""
+        if self.reports is not None:
+            self.reports.close(self.id, items)
+        recorder, self.recorder = self.recorder, None
+        if recorder is None:
+            return
+        report = self.reports.get(self.id) if self.reports is not None else None
+        transcript = report.to_wire() if report is not None else {"id": self.id, "items": items}
+        written = recorder.finish(transcript)
+        if written is not None and self.reports is not None:
+            reports, url, session_id = self.reports, recorder.url, self.id
+
+            def announce(done: Any) -> None:
+                if done.result():  # written: the report names it
+                    reports.recorded(session_id, url)
+
+            written.add_done_callback(announce)
 
     def stage(
         self, name: str, start_ns: int, attributes: Attributes, of: str = "answer"
@@ -72,279 +111,3 @@ class SessionTrace:
 
     def request_turn(self, request_id: str) -> None:
         """An LLM request for response `request_id` starts in the newest turn."""
-
-
-class TracedSession(SessionTrace):
-    """Tracing on: spans go to `tracer`; `content` adds transcripts, answers and tool data."""
-
-    enabled = True
-
-    def __init__(
-        self,
-        tracer: Tracer,
-        content: bool,
-        reports: SessionReports | None = None,
-        parent: Any = None,
-    ) -> None:
-        self.tracer, self.content, self.reports = tracer, content, reports
-        self.id = ""
-        # a trace of its own (or the one it joins): never the ambient current span
-        self.span = tracer.start_span("r1voice.session", context=parent or Context())
-        self._ctx = trace.set_span_in_context(self.span)
-        self._turns: list[Turn] = []  # open turns, oldest first
-        self._by_response: dict[str, Turn] = {}
-        self._tools: dict[str, Span] = {}
-        self._detection = "vad"
-        self._idle_next = False
-        self._number = 0
-
-    # -- the session ------------------------------------------------------------------
-
-    def start(self, session_id: str) -> None:
-        self.id = session_id
-        self.span.set_attribute("r1voice.session.id", session_id)
-        self.span.set_attribute("gen_ai.conversation.id", session_id)
-        if self.reports is not None:
-            self.reports.open(session_id, self.span.get_span_context().trace_id)
-
-    def configure(self, tracing: Any) -> None:
-        if tracing is None:
-            return
-        if tracing == "auto":
-            self.span.set_attribute("r1voice.tracing", "auto")
-            return
-        for key in ("workflow_name", "group_id"):
-            value = getattr(tracing, key, None)
-            if value is not None:
-                self.span.set_attribute(f"r1voice.tracing.{key}", value)
-        for key, value in (getattr(tracing, "metadata", None) or {}).items():
-            self.span.set_attribute(f"r1voice.tracing.metadata.{key}", str(value))
-
-    def close(self, items: list[dict[str, Any]]) -> None:
-        for turn in list(self._turns):
-            self._end_turn(turn)
-        for span in self._tools.values():
-            span.end()
-        self.span.set_attribute("r1voice.session.turns", self._number)
-        self.span.set_attribute("r1voice.session.items", len(items))
-        self.span.end()
-        if self.reports is not None:
-            self.reports.close(self.id, items)
-
-    # -- spans the model wrappers open --------------------------------------------------
-
-    def stage(self, name: str, start_ns: int, attributes: Attributes, of: str = "answer") -> Span:
-        if of == "speech":
-            turn = self._turns[-1] if self._turns else None
-        elif of == "answer":
-            turn = self._answering()
-        else:
-            turn = self._by_response.get(of)
-        turn = turn or self._open_turn(self._reason_without_speech())
-        return turn.child(self.tracer, name, start_ns, attributes)
-
-    def request_turn(self, request_id: str) -> None:
-        turn = self._newest_unanswered() or self._open_turn(self._reason_without_speech())
-        turn.responses.add(request_id)
-        turn.answered_by.add(request_id)
-        self._by_response[request_id] = turn
-
-    # -- the events ---------------------------------------------------------------------
-
-    def event(self, event: ServerEvent) -> None:
-        handler = _HANDLERS.get(type(event))
-        if handler is None:
-            return
-        try:
-            handler(self, event)
-        except Exception:  # a bug of the trace's must not end the conversation
-            log.exception("tracing failed on %s", event.TYPE)
-
-    def _session(self, event: SessionCreated | SessionUpdated) -> None:
-        session = event.session
-        detection = session.get("turn_detection", session.get("audio", {}).get("input", {}))
-        if isinstance(detection, dict) and "turn_detection" in detection:
-            detection = detection["turn_detection"]
-        kind = detection.get("type") if isinstance(detection, dict) else None
-        self._detection = DETECTION_REASONS.get(str(kind), "manual")
-
-    def _speech_started(self, event: SpeechStarted) -> None:
-        newest = self._turns[-1] if self._turns else None
-        if newest is not None and newest.speech is not None:
-            return  # the same speech, seen again
-        turn = self._open_turn(None)
-        turn.speech = turn.child(self.tracer, "r1voice.user_speech", _now(), {})
-        turn.span.set_attribute("r1voice.turn.audio_start_ms", event.audio_start_ms)
-
-    def _speech_stopped(self, event: SpeechStopped) -> None:
-        turn = self._speaking()
-        if turn is None or turn.speech is None:
-            return
-        turn.speech.set_attribute("r1voice.audio_end_ms", event.audio_end_ms)
-        turn.speech.end()
-        turn.speech = None
-        turn.decision = turn.child(
-            self.tracer, "r1voice.vad", _now(), {"r1voice.vad.detection": self._detection}
-        )
-
-    def _committed(self, event: InputAudioCommitted) -> None:
-        turn = self._speaking() or self._deciding()
-        if turn is None:
-            turn = self._open_turn("idle" if self._idle_next else "manual")
-        elif turn.decision is not None:
-            turn.end_reason = turn.end_reason or self._detection
-            turn.decision.set_attribute("r1voice.turn.end_reason", turn.end_reason)
-            turn.decision.end()
-            turn.decision = None
-        else:  # committed while speaking: the client's input_audio_buffer.commit
-            turn.end_reason = "manual"
-            if turn.speech is not None:
-                turn.speech.end()
-                turn.speech = None
-        self._idle_next = False
-        turn.item_id = event.item_id
-        turn.committed = True
-
-    def _timeout(self, _event: InputAudioTimeoutTriggered) -> None:
-        self._idle_next = True
-
-    def _transcribed(self, event: TranscriptionCompleted) -> None:
-        turn = next((t for t in self._turns if t.item_id == event.item_id), None)
-        if turn is not None and self.content:
-            turn.span.set_attribute("r1voice.transcript", event.transcript)
-
-    def _response_done(self, event: ResponseDone) -> None:
-        response = event.response
-        turn = self._by_response.pop(response.get("id", ""), None)
-        if turn is None:
-            return
-        status = response.get("status", "")
-        reason = (response.get("status_details") or {}).get("reason")
-        interrupted = status == "cancelled" and reason == "turn_detected"
-        turn.interrupted = turn.interrupted or interrupted
-        turn.span.set_attribute("r1voice.response.status", status)
-        turn.end_barge_in("cancel" if interrupted else None)
-        if turn.playback is not None:
-            turn.playback.end()
-            turn.playback = None
-        turn.responses.clear()  # a discarded early answer of this turn never says done
-        # after the events this same step still emits (r1voice.turn.metrics)
-        asyncio.get_running_loop().call_soon(self._end_turn, turn)
-
-    def _metrics(self, event: TurnMetrics) -> None:
-        turn = self._by_id(event.response_id)
-        if turn is None:
-            return
-        for stage, seconds in event.stage_seconds.items():
-            if seconds is not None:
-                turn.span.set_attribute(f"r1voice.turn.to_{stage}_ms", round(seconds * 1000, 1))
-        turn.span.set_attribute("r1voice.turn.audio_ms", round(event.audio_ms, 1))
-
-    def _audio(self, event: AudioDelta) -> None:
-        turn = self._by_response.get(event.response_id)
-        if turn is not None and turn.playback is None and not turn.played:
-            turn.played = True
-            turn.playback = turn.child(self.tracer, "r1voice.playback", _now(), {})
-
-    def _answer_text(self, event: AudioTranscriptDone) -> None:
-        turn = self._by_response.get(event.response_id)
-        if turn is not None and self.content:
-            turn.span.set_attribute("r1voice.answer", event.transcript)
-
-    def _interruption(self, event: Interruption) -> None:
-        turn = self._answering()
-        if turn is None:
-            return
-        if event.verdict == "wait":
-            if turn.barge_in is None:
-                turn.barge_in = turn.child(self.tracer, "r1voice.barge_in", _now(), {})
-        else:
-            turn.end_barge_in("cancel" if event.verdict == "interrupt" else "resume")
-
-    def _tool_call(self, event: FunctionCallArgumentsDone) -> None:
-        turn = self._by_response.get(event.response_id)
-        parent = turn.span if turn is not None else self.span
-        attributes: Attributes = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": event.name,
-            "gen_ai.tool.call.id": event.call_id,
-            "gen_ai.tool.type": "function",
-        }
-        if self.content:
-            attributes["gen_ai.tool.call.arguments"] = event.arguments
-        self._tools[event.call_id] = self.tracer.start_span(
-            f"execute_tool {event.name}",
-            context=trace.set_span_in_context(parent),
-            attributes=attributes,
-        )
-
-    def _item_created(self, event: ItemCreated) -> None:
-        item = event.item
-        if item.get("type") != "function_call_output":
-            return
-        span = self._tools.pop(str(item.get("call_id")), None)
-        if span is not None:
-            if self.content:
-                span.set_attribute("gen_ai.tool.call.result", str(item.get("output", "")))
-            span.end()
-
-    # -- turns ----------------------------------------------------------------------------
-
-    def _open_turn(self, end_reason: str | None) -> Turn:
-        self._number += 1
-        span = self.tracer.start_span(
-            "r1voice.turn", context=self._ctx, attributes={"r1voice.turn.number": self._number}
-        )
-        turn = Turn(self._number, span, end_reason)
-        self._turns.append(turn)
-        return turn
-
-    def _end_turn(self, turn: Turn) -> None:
-        if turn not in self._turns:
-            return
-        self._turns.remove(turn)
-        for response_id in turn.responses:
-            self._by_response.pop(response_id, None)
-        turn.end()
-
-    def _speaking(self) -> Turn | None:
-        return next((t for t in reversed(self._turns) if t.speech is not None), None)
-
-    def _deciding(self) -> Turn | None:
-        return next((t for t in reversed(self._turns) if t.decision is not None), None)
-
-    def _newest_unanswered(self) -> Turn | None:
-        newest = self._turns[-1] if self._turns else None
-        return newest if newest is not None and not newest.answered else None
-
-    def _answering(self) -> Turn | None:
-        """The newest turn with a response running (its TTS, barge-ins)."""
-        return next((t for t in reversed(self._turns) if t.responses), None)
-
-    def _by_id(self, response_id: str) -> Turn | None:
-        return next((t for t in self._turns if response_id in t.answered_by), None)
-
-    def _reason_without_speech(self) -> str:
-        return "idle" if self._idle_next else "manual"
-
-
-def _now() -> int:
-    return time.time_ns()
-
-
-_HANDLERS: dict[type, Any] = {
-    SessionCreated: TracedSession._session,
-    SessionUpdated: TracedSession._session,
-    SpeechStarted: TracedSession._speech_started,
-    SpeechStopped: TracedSession._speech_stopped,
-    InputAudioCommitted: TracedSession._committed,
-    InputAudioTimeoutTriggered: TracedSession._timeout,
-    TranscriptionCompleted: TracedSession._transcribed,
-    ResponseDone: TracedSession._response_done,
-    TurnMetrics: TracedSession._metrics,
-    AudioDelta: TracedSession._audio,
-    AudioTranscriptDone: TracedSession._answer_text,
-    Interruption: TracedSession._interruption,
-    FunctionCallArgumentsDone: TracedSession._tool_call,
-    ItemCreated: TracedSession._item_created,
-}

@@ -12,9 +12,11 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from app.recording import RecordingStore
 from app.telemetry.exporter import CountingExporter, endpoint_from_env, otlp_exporter
 from app.telemetry.reports import SessionReports
-from app.telemetry.session_trace import SessionTrace, TracedSession
+from app.telemetry.session_trace import SessionTrace
+from app.telemetry.traced_session import TracedSession
 
 log = logging.getLogger("r1voice.telemetry")
 OFF = SessionTrace()
@@ -22,7 +24,8 @@ OFF = SessionTrace()
 
 class Telemetry:
     """`exporter`: where spans go (None: nowhere); `reports`: recent sessions' reports
-    kept (0: none); `content`: transcripts, answers and tool data in spans."""
+    kept (0: none); `content`: transcripts, answers and tool data in spans;
+    `recordings`: where every session is recorded (None: not recorded)."""
 
     def __init__(
         self,
@@ -30,8 +33,11 @@ class Telemetry:
         reports: int = 0,
         content: bool = False,
         batch: bool = True,
+        recordings: RecordingStore | None = None,
+        recording_max_s: float = 3600.0,
     ) -> None:
         self.content = content
+        self.recordings, self.recording_max_s = recordings, recording_max_s
         self.reports = SessionReports(reports) if reports > 0 else None
         self.exporter = CountingExporter(exporter) if exporter is not None else None
         self.provider: TracerProvider | None = None
@@ -57,7 +63,18 @@ class Telemetry:
         exporter = otlp_exporter(endpoint) if endpoint else None
         if exporter is not None:
             log.info("tracing to %s", endpoint)
-        return cls(exporter, settings.session_reports, settings.trace_content)
+        recordings = None
+        if settings.record_sessions:
+            recordings = RecordingStore(
+                settings.recordings_dir, settings.recordings_keep, settings.recordings_min_free_mb
+            )
+        return cls(
+            exporter,
+            settings.session_reports,
+            settings.trace_content,
+            recordings=recordings,
+            recording_max_s=settings.recording_max_s,
+        )
 
     @property
     def dropped_spans(self) -> int:
@@ -66,8 +83,14 @@ class Telemetry:
     def session(self, parent: Any = None) -> SessionTrace:
         """A new session's trace (`parent`: a context it joins, e.g. a traceparent's)."""
         if self.tracer is None:
-            return OFF
-        return TracedSession(self.tracer, self.content, self.reports, parent)
+            return (
+                SessionTrace(None, self.recordings, self.recording_max_s)
+                if self.recordings
+                else OFF
+            )
+        return TracedSession(
+            self.tracer, self.content, self.reports, parent, self.recordings, self.recording_max_s
+        )
 
     def shutdown(self) -> None:
         """Export what is queued (bounded by the exporter's timeout) and stop."""

@@ -15,7 +15,8 @@ from opentelemetry.trace import Span, Status, StatusCode, Tracer
 
 from app.llm import ChatMessage, GenerationParams, LLMBackend, LLMDelta
 from app.speech.asr import Transcript
-from app.telemetry.session_trace import SessionTrace, TracedSession
+from app.telemetry.session_trace import SessionTrace
+from app.telemetry.traced_session import TracedSession
 
 NS = 1_000_000_000
 

@@ -70,6 +70,7 @@ class InputAudio:
         self._set_detection(config, turn_detection is not None)
         self._resampler = StreamResampler(fmt.rate, PIPELINE_RATE)
         self.pace = SendPace()
+        self.heard: Callable[[np.ndarray], None] | None = None  # each append's samples (recording)
 
     def _set_detection(self, config: VADConfig, vad_on: bool) -> None:
         self.vad.config = config
@@ -102,6 +103,8 @@ class InputAudio:
         self.pace.received(samples_16k / PIPELINE_RATE, arrived_at)
         samples, events = await self.vad_model.executor.run(self._ingest, audio_b64, self.vad_on)
         self.buffer.append(samples)
+        if self.heard is not None:
+            self.heard(samples)
         return events
 
     def _ingest(self, audio_b64: str, detect: bool) -> tuple[np.ndarray, list[VADEvent]]:
