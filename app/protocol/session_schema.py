@@ -192,7 +192,7 @@ class Tracing(Lenient):
     def _an_object(cls, data: Any) -> Any:
         if data != "auto" and not isinstance(data, dict):
             raise ValueError(
-                f"session.tracing is \"auto\" or an object {{workflow_name, group_id, "
+                f'session.tracing is "auto" or an object {{workflow_name, group_id, '
                 f"metadata}}, not {data!r}"
             )
         return data
