@@ -118,6 +118,7 @@ class Settings:
     # MCP servers a session's `mcp` tools may name: comma-separated URL prefixes; empty: none
     mcp_allowed_urls: str = ""
     mcp_timeout_s: float = 10.0  # one MCP request (connect, list, call) before it fails
+    tools_background_after_s: float = 1.5  # a tool call longer: answered when done; 0: wait
     # the address phone providers reach us at (https://...; empty: each webhook's own host)
     public_url: str = ""
     twilio_auth_token: str = ""  # the Twilio account's: its webhooks' signatures are checked

@@ -86,15 +86,29 @@ class FunctionCallOutputItem(Lenient):
     output: str
 
 
+class McpApprovalResponseItem(Lenient):
+    """The client's answer to an `mcp_approval_request` item (app/tools)."""
+
+    id: str | None = None
+    type: Literal["mcp_approval_response"]
+    approval_request_id: str = Field(min_length=1)
+    approve: bool
+    reason: str | None = None
+
+
+ITEM_KINDS = ("function_call", "function_call_output", "mcp_approval_response")
+
+
 def _item_kind(value: Any) -> str:
     kind = value.get("type", "message") if isinstance(value, dict) else getattr(value, "type", "")
-    return kind if kind in ("function_call", "function_call_output") else "message"
+    return kind if kind in ITEM_KINDS else "message"
 
 
 AnyItem = Annotated[
     Annotated[ConversationItem, Tag("message")]
     | Annotated[FunctionCallItem, Tag("function_call")]
-    | Annotated[FunctionCallOutputItem, Tag("function_call_output")],
+    | Annotated[FunctionCallOutputItem, Tag("function_call_output")]
+    | Annotated[McpApprovalResponseItem, Tag("mcp_approval_response")],
     Discriminator(_item_kind),
 ]
 

@@ -11,10 +11,12 @@ from app.protocol.client_events import (
     FunctionCallItem,
     FunctionCallOutputItem,
     ItemCreate,
+    McpApprovalResponseItem,
 )
 from app.protocol.errors import ProtocolError
 from app.protocol.server_events import Wire
 from app.realtime.conversation import MESSAGE_OVERHEAD_TOKENS, Item, item_tokens
+from app.tools.mcp_items import approval_response
 
 
 def item_from_client(event: ItemCreate) -> Item:
@@ -26,6 +28,8 @@ def item_from_client(event: ItemCreate) -> Item:
         text = call_text(given.name, given.arguments)
         call = (given.call_id, given.name, given.arguments)
         return Item(id=item_id, role="assistant", text=text, kind="function_call", call=call)
+    if isinstance(given, McpApprovalResponseItem):
+        return approval_response(item_id, given.approval_request_id, given.approve, given.reason)
     if isinstance(given, FunctionCallOutputItem):
         return Item(
             id=item_id,

@@ -93,3 +93,35 @@ class McpApprovalRequestItem(Item):
             "name": self.name,
             "arguments": self.arguments,
         }
+
+
+@dataclass
+class McpApprovalResponseItem(Item):
+    """The client's answer to an approval request: the call is made (or not) by the next
+    response (app/realtime/responses/mcp_calls.py)."""
+
+    approval_request_id: str = ""
+    approve: bool = False
+    reason: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "type": "mcp_approval_response",
+            "id": self.id,
+            "approval_request_id": self.approval_request_id,
+            "approve": self.approve,
+            "reason": self.reason,
+        }
+
+
+def approval_response(
+    item_id: str, request_id: str, approve: bool, reason: str | None
+) -> McpApprovalResponseItem:
+    return McpApprovalResponseItem(
+        id=item_id,
+        role="user",
+        text="",
+        approval_request_id=request_id,
+        approve=approve,
+        reason=reason,
+    )

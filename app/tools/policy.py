@@ -19,6 +19,9 @@ class McpPolicy:
     timeout_s: float = 10.0  # one request (connect, list a page, call)
     max_tools: int = 128  # more is refused: every tool's schema goes into the prompt
     max_pages: int = 16  # of tools/list: a server paging forever fails
+    # a call still running this long goes on in the background: the answer says it is
+    # checking and ends, and the result is answered when it comes; None: always wait
+    background_after_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0:
@@ -27,7 +30,12 @@ class McpPolicy:
     @classmethod
     def from_settings(cls, settings: Settings) -> McpPolicy:
         prefixes = tuple(p.strip() for p in settings.mcp_allowed_urls.split(",") if p.strip())
-        return cls(allowed_urls=prefixes, timeout_s=settings.mcp_timeout_s)
+        background = settings.tools_background_after_s
+        return cls(
+            allowed_urls=prefixes,
+            timeout_s=settings.mcp_timeout_s,
+            background_after_s=background if background > 0 else None,
+        )
 
     def check(self, url: str) -> None:
         if not url.startswith(("http://", "https://")):

@@ -20,6 +20,7 @@ from app.realtime.responses.function_calls import FunctionCalls
 from app.realtime.responses.mcp_calls import McpCalls
 from app.realtime.responses.spec import ResponseDeps, ResponseSpec
 from app.realtime.responses.thinking import Thinking
+from app.tools.acknowledgements import checking, result_note
 from app.tools.mcp_toolset import McpToolRef
 
 # rounds of one answer: MCP calls and the words that read their results
@@ -60,6 +61,7 @@ class Generation:
         self.dropped: list[Item] = []  # what the history dropped for this answer
         self._chunker = ClauseChunker()
         self._offered: list[ToolSpec] = []  # the tools this round offers
+        self.said_words = False
 
     @property
     def cut_by_length(self) -> bool:
@@ -88,7 +90,14 @@ class Generation:
             for clause in self._chunker.flush():  # said while the tools run
                 self._queue_clause(clause, clauses)
             mcp = self.calls.mcp
-            if mcp is None or not await mcp.finish():
+            later = self.deps.mcp.policy.background_after_s if self.deps.mcp else None
+            finished = await mcp.finish(later) if mcp else "none"
+            if finished == "background":  # said once; the answer comes when the call is done
+                if not self.said_words:
+                    self._words(checking(self.heard_language or self.spec.language), clauses)
+                for clause in self._chunker.flush():
+                    self._queue_clause(clause, clauses)
+            if finished != "done":
                 break
         clauses.put_nowait(None)
 
@@ -99,7 +108,17 @@ class Generation:
         refs = await toolset.tools(servers)
         if refs:
             conversation = self.deps.conversation if self.spec.in_conversation else None
-            self.calls.mcp = McpCalls(self.response_id, refs, conversation, self.emit, toolset.hold)
+            mcp = McpCalls(
+                self.response_id,
+                refs,
+                conversation,
+                self.emit,
+                toolset.hold,
+                lambda names: self.deps.on_tool_result(result_note(names)),
+            )
+            self.calls.mcp = mcp
+            self.calls.items += mcp.approved(toolset.pending, 1 + len(self.calls.items))
+            await mcp.finish()  # what the client approved is answered first
         return refs
 
     async def _round(
@@ -114,7 +133,7 @@ class Generation:
             spec.early_user_text,
             spec.language,
             spec.early_language,
-            note=idle_note(spec.idle_ms) if spec.idle_ms is not None else None,
+            note=spec.note or (idle_note(spec.idle_ms) if spec.idle_ms is not None else None),
         )
         self.heard_language = history.language
         for item in history.dropped:  # the conversation really lost them: say so now
@@ -154,6 +173,7 @@ class Generation:
         self._words(text, clauses)
 
     def _words(self, text: str, clauses: asyncio.Queue[str | None]) -> None:
+        self.said_words = self.said_words or bool(text.strip())
         self._on_words(text)
         for clause in self._chunker.push(text):
             self._queue_clause(clause, clauses)

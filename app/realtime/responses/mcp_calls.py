@@ -32,10 +32,11 @@ from app.protocol.server_events import (
 from app.realtime.conversation import Conversation, Item
 from app.realtime.handoff import EventSink
 from app.tools.mcp_connection import McpFailure, protocol_error
-from app.tools.mcp_items import McpApprovalRequestItem, McpCallItem
+from app.tools.mcp_items import McpApprovalRequestItem, McpApprovalResponseItem, McpCallItem
 from app.tools.mcp_toolset import McpToolRef
 
 INVALID_PARAMS = -32602  # JSON-RPC's code for arguments a method refuses
+BACKGROUND: set[asyncio.Task[None]] = set()  # calls answered later (held: asyncio keeps weak refs)
 
 
 def _named(raw: str) -> tuple[str, str] | None:
@@ -58,10 +59,13 @@ class McpCalls:
         conversation: Conversation | None,
         emit: EventSink,
         on_approval: Callable[[McpApprovalRequestItem, McpToolRef], None],
+        on_background: Callable[[list[str]], None] = lambda _names: None,
     ) -> None:
         self.response_id = response_id
         self.refs = {ref.tool.name: ref for ref in refs}
         self.conversation, self.emit, self.on_approval = conversation, emit, on_approval
+        self.on_background = on_background
+        self.detached = False
         self._running: list[asyncio.Task[None]] = []
 
     def claims(self, raw: str) -> bool:
@@ -128,16 +132,63 @@ class McpCalls:
         self.emit(done(item_id=item.id, output_index=index))
         self._done(item, index)
 
-    async def finish(self) -> bool:
-        """Wait for the calls started; whether any was made (the answer then goes on)."""
+    async def finish(self, background_after_s: float | None = None) -> str:
+        """Wait for the calls started: "none" were, "done" (the answer goes on from their
+        results), or "background": still running after `background_after_s`, they go on
+        without this answer, and `on_background(names)` is told when they are done."""
         running, self._running = self._running, []
+        if not running:
+            return "none"
         try:
-            await asyncio.gather(*running)
+            _done, pending = await asyncio.wait(running, timeout=background_after_s)
         except asyncio.CancelledError:
             for task in running:
                 task.cancel()  # the MCP SDK tells the server the request is cancelled
             raise
-        return bool(running)
+        if not pending:
+            return "done"
+        self.detached = True  # the response ends before these calls do
+        names = [task.get_name().removeprefix("mcp-") for task in running]
+        waiting = asyncio.create_task(self._answer_later(pending, names))
+        BACKGROUND.add(waiting)
+        waiting.add_done_callback(BACKGROUND.discard)
+        return "background"
+
+    async def _answer_later(self, pending: set[asyncio.Task[None]], names: list[str]) -> None:
+        await asyncio.wait(pending)
+        self.on_background(names)
+
+    def approved(
+        self, pending: dict[str, tuple[McpApprovalRequestItem, McpToolRef]], first_index: int
+    ) -> list[Item]:
+        """The calls held for approval that the client has answered since: an approved
+        one is made now, a declined one fails (the model reads that it was declined)."""
+        answers = [
+            item
+            for item in (self.conversation.items if self.conversation is not None else [])
+            if isinstance(item, McpApprovalResponseItem) and item.approval_request_id in pending
+        ]
+        calls: list[Item] = []
+        for answer in answers:
+            request, ref = pending.pop(answer.approval_request_id)
+            item = McpCallItem(
+                id=events.new_id("item"),
+                role="assistant",
+                text="",
+                status="in_progress",
+                server_label=request.server_label,
+                name=request.name,
+                arguments=request.arguments,
+                approval_request_id=request.id,
+            )
+            declined = None
+            if not answer.approve:
+                reason = f": {answer.reason}" if answer.reason else ""
+                message = f"the user declined the call{reason}"
+                declined = {"type": "tool_execution_error", "message": message}
+            self.start(item, ref, first_index + len(calls), declined)
+            calls.append(item)
+        return calls
 
     def _ask(self, ref: McpToolRef, arguments: str, index: int) -> Item:
         item = McpApprovalRequestItem(
@@ -162,6 +213,7 @@ class McpCalls:
 
     def _done(self, item: Item, index: int) -> None:
         rid = self.response_id
-        self.emit(OutputItemDone(response_id=rid, output_index=index, item=item.to_wire()))
+        if not self.detached:  # a call done after its response ended is the conversation's
+            self.emit(OutputItemDone(response_id=rid, output_index=index, item=item.to_wire()))
         if self.conversation is not None and item in self.conversation.items:
             self.emit(ItemDone(item=item.to_wire()))

@@ -7,6 +7,7 @@ here holds a pointer to its owner.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable
@@ -32,8 +33,9 @@ class Responses:
         on_outcome: Callable[[ResponseOutcome], None] = lambda _outcome: None,
     ) -> None:
         self._config = config
-        self._deps = deps
+        self._deps = dataclasses.replace(deps, on_tool_result=self._tool_result)
         self._on_outcome = on_outcome
+        self._results: list[str] = []  # notes of tool results waiting for a free turn
         self.active: Response | None = None
         self._recent: OrderedDict[str, Response] = OrderedDict()  # item id -> response
         self._closed = False
@@ -50,6 +52,7 @@ class Responses:
         early_language: str | None = None,
         idle_ms: int | None = None,
         event_id: str | None = None,
+        note: str | None = None,
     ) -> Response | None:
         """Start an answer; None once the session is closing. Refused while one runs.
         `early_user_text`: a turn still being spoken, heard in `early_language`;
@@ -64,6 +67,8 @@ class Responses:
                 "for response.done",
             )
         spec = self._spec(options, early_user_text, early_language, idle_ms, event_id)
+        if note is not None:
+            spec = dataclasses.replace(spec, note=note)
         response = Response(spec, self._deps, timing, self._ended)
         self.active = response
         self._recent[response.item_id] = response
@@ -130,6 +135,20 @@ class Responses:
         if not outcome.visible:
             self._recent.pop(response.item_id, None)
         self._on_outcome(outcome)
+        if self._results:  # after whatever the outcome starts itself
+            asyncio.get_running_loop().call_soon(self._answer_result)
+
+    def _tool_result(self, note: str) -> None:
+        """A tool call that went on in the background is done: answer with its result
+        now, or after the answer running (the user's turn first)."""
+        self._results.append(note)
+        self._answer_result()
+
+    def _answer_result(self) -> None:
+        if self._closed or self.active is not None or not self._results:
+            return
+        note = self._results.pop(0)
+        self.start(note=note)
 
     def _spec(
         self,

@@ -47,6 +47,7 @@ class ResponseSpec:
     tools: tuple[ToolSpec, ...] = ()  # functions the model may call
     tool_choice: str = "auto"  # "auto" | "none" | "required" | a function's name
     mcp_servers: tuple[McpTool, ...] = ()  # MCP servers whose tools the model may call
+    note: str | None = None  # a stage direction ending the prompt (a tool's late result)
     language: str | None = None  # the session's transcription language (None: detected)
     event_id: str | None = None  # the client's `response.create`, echoed by its errors
 
@@ -89,3 +90,5 @@ class ResponseDeps:
     on_dropped: Callable[[list[Item], LLMBackend], None] = lambda _items, _llm: None
     playback: Playback | None = None  # the server plays the audio (WebRTC); None: the client
     mcp: McpToolset | None = None  # the session's MCP servers (None: MCP tools are not offered)
+    # a call that went on in the background is done: answer it with this note (Responses')
+    on_tool_result: Callable[[str], None] = lambda _note: None

@@ -48,10 +48,22 @@ def types(events: list[dict[str, Any]]) -> list[str]:
 class Session:
     """A GA WebSocket session with a scripted LLM and MCP servers allowed on loopback."""
 
-    def __init__(self, components: Any, scripts: list[list[str]], allowed: str) -> None:
+    def __init__(
+        self,
+        components: Any,
+        scripts: list[list[str]],
+        allowed: str,
+        timeout_s: float = 5.0,
+        background_after_s: float = 0.0,  # 0: every call is waited for
+    ) -> None:
         self.llm = ScriptedLLM(scripts)
         parts = dataclasses.replace(components, llm=self.llm)
-        self.client = client_with(parts, mcp_allowed_urls=allowed, mcp_timeout_s=5.0)
+        self.client = client_with(
+            parts,
+            mcp_allowed_urls=allowed,
+            mcp_timeout_s=timeout_s,
+            tools_background_after_s=background_after_s,
+        )
         self.seen: list[dict[str, Any]] = []
 
     def __enter__(self) -> Session:

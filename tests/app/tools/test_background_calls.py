@@ -1,0 +1,68 @@
+"""A tool call that takes longer than a moment goes on in the background: the answer says
+"Let me check that." once and ends, the user's next question is answered meanwhile, and
+when the call is done the server answers with its result on its own (the `mcp_call`
+item stays where the call was made; the result's answer reads it there)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.app.protocol.test_ga_conformance import invalid_events
+from tests.app.tools.mcp_servers import mcp_server
+from tests.app.tools.test_mcp_realtime import Session, mcp_tool, types
+
+
+@pytest.fixture(scope="module")
+def weather_url() -> Iterator[str]:
+    with mcp_server() as url:
+        yield url
+
+
+def tagged(name: str, **arguments: Any) -> str:
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+
+
+def text(events: list[dict[str, Any]]) -> str:
+    said = ("response.output_text.delta", "response.output_audio_transcript.delta")
+    return "".join(e["delta"] for e in events if e["type"] in said)
+
+
+def test_a_slow_call_is_answered_when_done_while_the_conversation_goes_on(
+    shared_components: Any, weather_url: str
+) -> None:
+    scripts = [[tagged("get_forecast", city="Rome")], ["Hi there."], ["Rain tomorrow in Rome."]]
+    with Session(shared_components, scripts, "http://127.0.0.1:", background_after_s=0.3) as s:
+        s.tools([mcp_tool(weather_url, require_approval="never")], "conversation.item.done")
+        first = s.ask("Will it rain tomorrow in Rome?")
+        second = s.ask("Hello?")
+        late = s.until("response.done")
+    assert text(first) == "Let me check that."
+    assert first[-1]["response"]["status"] == "completed"
+    (call,) = [o for o in first[-1]["response"]["output"] if o["type"] == "mcp_call"]
+    assert call["output"] is None  # still running when the answer ended
+    assert "response.mcp_call.completed" not in types(first + second)
+    assert text(second) == "Hi there."
+    done = types(late).index("response.mcp_call.completed")
+    assert done < types(late).index("response.created")
+    finished = next(e["item"] for e in late if e["type"] == "conversation.item.done")
+    assert finished["id"] == call["id"] and finished["output"] == "Rain tomorrow in Rome."
+    assert text(late) == "Rain tomorrow in Rome."
+    prompt = s.llm.prompts[2]
+    assert prompt[-1].role == "user" and "get_forecast" in prompt[-1].content  # the note
+    assert any(m.role == "tool" and m.content == "Rain tomorrow in Rome." for m in prompt)
+    assert invalid_events(s.seen) == []
+
+
+def test_a_quick_call_is_answered_in_the_same_response(
+    shared_components: Any, weather_url: str
+) -> None:
+    scripts = [[tagged("get_weather", city="Rome")], ["Sunny in Rome."]]
+    with Session(shared_components, scripts, "http://127.0.0.1:", background_after_s=1.5) as s:
+        s.tools([mcp_tool(weather_url, require_approval="never")], "conversation.item.done")
+        answer = s.ask("Weather in Rome?")
+    assert text(answer) == "Sunny in Rome."
+    assert "response.mcp_call.completed" in types(answer)
