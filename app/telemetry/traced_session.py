@@ -39,7 +39,7 @@ from app.protocol.server_events import (
 from app.recording import RecordingStore
 from app.telemetry.reports import SessionReports
 from app.telemetry.session_trace import SessionTrace
-from app.telemetry.turn import Turn
+from app.telemetry.turn import OpenTurns
 
 log = logging.getLogger("r1voice.telemetry")
 Attributes = dict[str, Any]
@@ -64,13 +64,10 @@ class TracedSession(SessionTrace):
         self.tracer, self.content = tracer, content
         # a trace of its own (or the one it joins): never the ambient current span
         self.span = tracer.start_span("r1voice.session", context=parent or Context())
-        self._ctx = trace.set_span_in_context(self.span)
-        self._turns: list[Turn] = []  # open turns, oldest first
-        self._by_response: dict[str, Turn] = {}
+        self.turns = OpenTurns(tracer, self.span)
         self._tools: dict[str, Span] = {}
         self._detection = "vad"
         self._idle_next = False
-        self._number = 0
 
     # -- the session ------------------------------------------------------------------
 
@@ -95,11 +92,11 @@ class TracedSession(SessionTrace):
             self.span.set_attribute(f"r1voice.tracing.metadata.{key}", str(value))
 
     def close(self, items: list[dict[str, Any]]) -> None:
-        for turn in list(self._turns):
-            self._end_turn(turn)
+        for turn in list(self.turns.open):
+            self.turns.end(turn)
         for span in self._tools.values():
             span.end()
-        self.span.set_attribute("r1voice.session.turns", self._number)
+        self.span.set_attribute("r1voice.session.turns", self.turns.number)
         self.span.set_attribute("r1voice.session.items", len(items))
         self.span.end()
         super().close(items)
@@ -108,19 +105,19 @@ class TracedSession(SessionTrace):
 
     def stage(self, name: str, start_ns: int, attributes: Attributes, of: str = "answer") -> Span:
         if of == "speech":
-            turn = self._turns[-1] if self._turns else None
+            turn = self.turns.open[-1] if self.turns.open else None
         elif of == "answer":
-            turn = self._answering()
+            turn = self.turns.answering()
         else:
-            turn = self._by_response.get(of)
-        turn = turn or self._open_turn(self._reason_without_speech())
+            turn = self.turns.by_response.get(of)
+        turn = turn or self.turns.start(self._reason_without_speech())
         return turn.child(self.tracer, name, start_ns, attributes)
 
     def request_turn(self, request_id: str) -> None:
-        turn = self._newest_unanswered() or self._open_turn(self._reason_without_speech())
+        turn = self.turns.newest_unanswered() or self.turns.start(self._reason_without_speech())
         turn.responses.add(request_id)
         turn.answered_by.add(request_id)
-        self._by_response[request_id] = turn
+        self.turns.by_response[request_id] = turn
 
     # -- the events ---------------------------------------------------------------------
 
@@ -143,15 +140,15 @@ class TracedSession(SessionTrace):
         self._detection = DETECTION_REASONS.get(str(kind), "manual")
 
     def _speech_started(self, event: SpeechStarted) -> None:
-        newest = self._turns[-1] if self._turns else None
+        newest = self.turns.open[-1] if self.turns.open else None
         if newest is not None and newest.speech is not None:
             return  # the same speech, seen again
-        turn = self._open_turn(None)
+        turn = self.turns.start(None)
         turn.speech = turn.child(self.tracer, "r1voice.user_speech", _now(), {})
         turn.span.set_attribute("r1voice.turn.audio_start_ms", event.audio_start_ms)
 
     def _speech_stopped(self, event: SpeechStopped) -> None:
-        turn = self._speaking()
+        turn = self.turns.speaking()
         if turn is None or turn.speech is None:
             return
         turn.speech.set_attribute("r1voice.audio_end_ms", event.audio_end_ms)
@@ -162,9 +159,9 @@ class TracedSession(SessionTrace):
         )
 
     def _committed(self, event: InputAudioCommitted) -> None:
-        turn = self._speaking() or self._deciding()
+        turn = self.turns.speaking() or self.turns.deciding()
         if turn is None:
-            turn = self._open_turn("idle" if self._idle_next else "manual")
+            turn = self.turns.start("idle" if self._idle_next else "manual")
         elif turn.decision is not None:
             turn.end_reason = turn.end_reason or self._detection
             turn.decision.set_attribute("r1voice.turn.end_reason", turn.end_reason)
@@ -176,6 +173,7 @@ class TracedSession(SessionTrace):
                 turn.speech.end()
                 turn.speech = None
         self._idle_next = False
+        turn.span.set_attribute("r1voice.turn.user_item", event.item_id)
         turn.item_id = event.item_id
         turn.committed = True
 
@@ -183,13 +181,13 @@ class TracedSession(SessionTrace):
         self._idle_next = True
 
     def _transcribed(self, event: TranscriptionCompleted) -> None:
-        turn = next((t for t in self._turns if t.item_id == event.item_id), None)
+        turn = next((t for t in self.turns.open if t.item_id == event.item_id), None)
         if turn is not None and self.content:
             turn.span.set_attribute("r1voice.transcript", event.transcript)
 
     def _response_done(self, event: ResponseDone) -> None:
         response = event.response
-        turn = self._by_response.pop(response.get("id", ""), None)
+        turn = self.turns.by_response.pop(response.get("id", ""), None)
         if turn is None:
             return
         status = response.get("status", "")
@@ -197,16 +195,19 @@ class TracedSession(SessionTrace):
         interrupted = status == "cancelled" and reason == "turn_detected"
         turn.interrupted = turn.interrupted or interrupted
         turn.span.set_attribute("r1voice.response.status", status)
+        for item in response.get("output") or []:  # ids only: the report's items hold the words
+            if item.get("type") == "message":
+                turn.span.set_attribute("r1voice.turn.answer_item", str(item.get("id")))
         turn.end_barge_in("cancel" if interrupted else None)
         if turn.playback is not None:
             turn.playback.end()
             turn.playback = None
         turn.responses.clear()  # a discarded early answer of this turn never says done
         # after the events this same step still emits (r1voice.turn.metrics)
-        asyncio.get_running_loop().call_soon(self._end_turn, turn)
+        asyncio.get_running_loop().call_soon(self.turns.end, turn)
 
     def _metrics(self, event: TurnMetrics) -> None:
-        turn = self._by_id(event.response_id)
+        turn = self.turns.by_id(event.response_id)
         if turn is None:
             return
         for stage, seconds in event.stage_seconds.items():
@@ -215,18 +216,18 @@ class TracedSession(SessionTrace):
         turn.span.set_attribute("r1voice.turn.audio_ms", round(event.audio_ms, 1))
 
     def _audio(self, event: AudioDelta) -> None:
-        turn = self._by_response.get(event.response_id)
+        turn = self.turns.by_response.get(event.response_id)
         if turn is not None and turn.playback is None and not turn.played:
             turn.played = True
             turn.playback = turn.child(self.tracer, "r1voice.playback", _now(), {})
 
     def _answer_text(self, event: AudioTranscriptDone) -> None:
-        turn = self._by_response.get(event.response_id)
+        turn = self.turns.by_response.get(event.response_id)
         if turn is not None and self.content:
             turn.span.set_attribute("r1voice.answer", event.transcript)
 
     def _interruption(self, event: Interruption) -> None:
-        turn = self._answering()
+        turn = self.turns.answering()
         if turn is None:
             return
         if event.verdict == "wait":
@@ -236,7 +237,7 @@ class TracedSession(SessionTrace):
             turn.end_barge_in("cancel" if event.verdict == "interrupt" else "resume")
 
     def _tool_call(self, event: FunctionCallArgumentsDone) -> None:
-        turn = self._by_response.get(event.response_id)
+        turn = self.turns.by_response.get(event.response_id)
         parent = turn.span if turn is not None else self.span
         attributes: Attributes = {
             "gen_ai.operation.name": "execute_tool",
@@ -263,40 +264,6 @@ class TracedSession(SessionTrace):
             span.end()
 
     # -- turns ----------------------------------------------------------------------------
-
-    def _open_turn(self, end_reason: str | None) -> Turn:
-        self._number += 1
-        span = self.tracer.start_span(
-            "r1voice.turn", context=self._ctx, attributes={"r1voice.turn.number": self._number}
-        )
-        turn = Turn(self._number, span, end_reason)
-        self._turns.append(turn)
-        return turn
-
-    def _end_turn(self, turn: Turn) -> None:
-        if turn not in self._turns:
-            return
-        self._turns.remove(turn)
-        for response_id in turn.responses:
-            self._by_response.pop(response_id, None)
-        turn.end()
-
-    def _speaking(self) -> Turn | None:
-        return next((t for t in reversed(self._turns) if t.speech is not None), None)
-
-    def _deciding(self) -> Turn | None:
-        return next((t for t in reversed(self._turns) if t.decision is not None), None)
-
-    def _newest_unanswered(self) -> Turn | None:
-        newest = self._turns[-1] if self._turns else None
-        return newest if newest is not None and not newest.answered else None
-
-    def _answering(self) -> Turn | None:
-        """The newest turn with a response running (its TTS, barge-ins)."""
-        return next((t for t in reversed(self._turns) if t.responses), None)
-
-    def _by_id(self, response_id: str) -> Turn | None:
-        return next((t for t in self._turns if response_id in t.answered_by), None)
 
     def _reason_without_speech(self) -> str:
         return "idle" if self._idle_next else "manual"

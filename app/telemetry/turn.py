@@ -53,3 +53,48 @@ class Turn:
         self.span.set_attribute("r1voice.turn.end_reason", self.end_reason or "none")
         self.span.set_attribute("r1voice.turn.answered", self.answered)
         self.span.end()
+
+
+class OpenTurns:
+    """A session's open turns, oldest first (an answered one stays open while the next is
+    spoken), and which turn each response answers."""
+
+    def __init__(self, tracer: Tracer, session: Span) -> None:
+        self.tracer = tracer
+        self.context = trace.set_span_in_context(session)
+        self.open: list[Turn] = []
+        self.by_response: dict[str, Turn] = {}
+        self.number = 0  # turns opened so far
+
+    def start(self, end_reason: str | None) -> Turn:
+        self.number += 1
+        attributes = {"r1voice.turn.number": self.number}
+        span = self.tracer.start_span("r1voice.turn", context=self.context, attributes=attributes)
+        turn = Turn(self.number, span, end_reason)
+        self.open.append(turn)
+        return turn
+
+    def end(self, turn: Turn) -> None:
+        if turn not in self.open:
+            return
+        self.open.remove(turn)
+        for response_id in turn.responses:
+            self.by_response.pop(response_id, None)
+        turn.end()
+
+    def speaking(self) -> Turn | None:
+        return next((t for t in reversed(self.open) if t.speech is not None), None)
+
+    def deciding(self) -> Turn | None:
+        return next((t for t in reversed(self.open) if t.decision is not None), None)
+
+    def newest_unanswered(self) -> Turn | None:
+        newest = self.open[-1] if self.open else None
+        return newest if newest is not None and not newest.answered else None
+
+    def answering(self) -> Turn | None:
+        """The newest turn with a response running (its TTS, barge-ins)."""
+        return next((t for t in reversed(self.open) if t.responses), None)
+
+    def by_id(self, response_id: str) -> Turn | None:
+        return next((t for t in self.open if response_id in t.answered_by), None)
