@@ -27,6 +27,7 @@ import { PipelineView } from "./ui/pipeline.js";
 import { SessionConfig } from "./ui/session.js";
 import { SettingsDrawer } from "./ui/settings.js";
 import { Talk } from "./ui/talk.js";
+import { TimelineView } from "./ui/timeline.js";
 
 const debug = (window.r1voice = {
   events: {},
@@ -89,6 +90,7 @@ const talk = new Talk({ audio, client, answers, session, notices, stages, debug 
 const files = new FileSender({ audio, client, answers, session, notices });
 const settings = new SettingsDrawer({ session, client, debug, onLanguage: chooseLanguage });
 const message = new MessageBox({ client, audio, answers, notices });
+const timeline = new TimelineView();
 
 function onEvent(ev) {
   debug.events[ev.type] = (debug.events[ev.type] || 0) + 1;
@@ -100,6 +102,7 @@ function onEvent(ev) {
       if (client.sessionStarted()) conversation.divider(t("log.reconnected"));
       debug.sessions = client.sessions;
       session.created(ev.session);
+      timeline.current(ev.session.id);
       talk.update();
       break;
     case "session.updated":
@@ -245,6 +248,7 @@ talk.bind();
 files.bind();
 settings.bind();
 message.bind();
+timeline.bind();
 
 showLanguage(pickLanguage(navigator.languages || [navigator.language], savedLanguage()));
 // opened in Chinese: ask for a pipeline that hears and answers Chinese (see chineseDefaults)
