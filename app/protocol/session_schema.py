@@ -148,6 +148,14 @@ class McpApprovalFilter(Lenient):
     never: McpToolFilter | None = None
 
 
+class McpExtensions(Lenient):
+    """`r1voice` in an `mcp` tool entry: our own fields (OpenAI's clients pass them on)."""
+
+    # a call still running this long goes on in the background (answered when done);
+    # 0: always wait for it; null: the server's R1VOICE_TOOLS_BACKGROUND_AFTER_S
+    background_after_s: float | None = Field(default=None, ge=0, le=600)
+
+
 class McpTool(Lenient):
     """An MCP server whose tools the model may call (OpenAI's `mcp` tool; app/tools/)."""
 
@@ -159,6 +167,7 @@ class McpTool(Lenient):
     # sent to the MCP server, never echoed back (they carry credentials)
     headers: dict[str, str] | None = Field(default=None, exclude=True)
     server_description: str | None = None
+    r1voice: McpExtensions | None = None
 
 
 def _tool_kind(value: Any) -> str:

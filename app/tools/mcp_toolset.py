@@ -47,6 +47,13 @@ class McpToolRef:
     def spec(self) -> ToolSpec:
         return ToolSpec(self.tool.name, self.tool.description, self.tool.input_schema)
 
+    def background_after_s(self, default: float | None) -> float | None:
+        """How long a call may run before it goes on in the background (None: always wait)."""
+        extensions = self.server.r1voice
+        if extensions is None or extensions.background_after_s is None:
+            return default
+        return extensions.background_after_s or None
+
     @property
     def needs_approval(self) -> bool:
         rule = self.server.require_approval

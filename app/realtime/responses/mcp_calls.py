@@ -66,6 +66,7 @@ class McpCalls:
         self.conversation, self.emit, self.on_approval = conversation, emit, on_approval
         self.on_background = on_background
         self.detached = False
+        self._waits: dict[str, float | None] = {}  # a call's own background threshold
         self._running: list[asyncio.Task[None]] = []
 
     def claims(self, raw: str) -> bool:
@@ -114,6 +115,9 @@ class McpCalls:
         self.emit(McpCallInProgress(item_id=item.id, output_index=index))
         task = asyncio.create_task(self._call(item, ref, index, error), name=f"mcp-{item.name}")
         self._running.append(task)
+        own = ref.server.r1voice if ref is not None else None
+        if ref is not None and own is not None and own.background_after_s is not None:
+            self._waits[task.get_name()] = ref.background_after_s(None)
 
     async def _call(
         self, item: McpCallItem, ref: McpToolRef | None, index: int, error: dict[str, Any] | None
@@ -139,8 +143,10 @@ class McpCalls:
         running, self._running = self._running, []
         if not running:
             return "none"
+        waits = [self._waits.get(task.get_name(), background_after_s) for task in running]
+        after = None if None in waits else max(w for w in waits if w is not None)
         try:
-            _done, pending = await asyncio.wait(running, timeout=background_after_s)
+            _done, pending = await asyncio.wait(running, timeout=after)
         except asyncio.CancelledError:
             for task in running:
                 task.cancel()  # the MCP SDK tells the server the request is cancelled

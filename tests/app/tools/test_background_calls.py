@@ -66,3 +66,13 @@ def test_a_quick_call_is_answered_in_the_same_response(
         answer = s.ask("Weather in Rome?")
     assert text(answer) == "Sunny in Rome."
     assert "response.mcp_call.completed" in types(answer)
+
+
+def test_an_entry_that_says_wait_is_waited_for(shared_components: Any, weather_url: str) -> None:
+    scripts = [[tagged("get_forecast", city="Rome")], ["Rain tomorrow in Rome."]]
+    entry = mcp_tool(weather_url, require_approval="never", r1voice={"background_after_s": 0})
+    with Session(shared_components, scripts, "http://127.0.0.1:", background_after_s=0.3) as s:
+        s.tools([entry], "conversation.item.done")
+        answer = s.ask("Will it rain tomorrow in Rome?")
+    assert text(answer) == "Rain tomorrow in Rome."  # no "Let me check that."
+    assert "response.mcp_call.completed" in types(answer)
