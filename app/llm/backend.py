@@ -36,6 +36,7 @@ class GenerationParams:
     # embedded engine closes thinking itself at the budget; the transformers backend
     # ignores it; the remote backend forwards it (a server that does not know it ignores it).
     max_reasoning_tokens: int | None = None
+    ignore_eos: bool = False  # the embedded engine's: generate max_tokens whatever EOS
 
 
 @dataclass(frozen=True)

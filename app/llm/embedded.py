@@ -73,6 +73,7 @@ class EmbeddedBackend(LLMBackend):
                 stop=list(params.stop) or None,
                 seed=params.seed,
                 max_reasoning_tokens=params.max_reasoning_tokens,
+                ignore_eos=params.ignore_eos,
             )
             stream = self.llm.stream(
                 prompt,

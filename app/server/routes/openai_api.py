@@ -95,6 +95,7 @@ def _params(request: ChatRequest, components: Components) -> GenerationParams:
         priority=request.priority,
         stop=stop,
         max_reasoning_tokens=request.reasoning_budget(),
+        ignore_eos=request.ignore_eos,
     )
 
 

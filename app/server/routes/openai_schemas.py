@@ -116,6 +116,7 @@ class SamplingRequest(BaseModel):
     stream: bool = False
     stream_options: StreamOptions | None = None
     priority: Priority = None
+    ignore_eos: bool = False  # vLLM's extension: max_tokens tokens whatever EOS (load tests)
 
 
 class ChatRequest(SamplingRequest):
