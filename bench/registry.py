@@ -34,6 +34,11 @@ BENCHES: dict[str, Bench] = {
         "bench.voice.voice",
         "Voice path end to end: voice-to-voice latency, stage breakdown, ASR WER, barge-in.",
     ),
+    "tracing": Bench(
+        "bench.voice.tracing_cost",
+        "Tracing's cost: voice-to-voice with spans exported to a local OTLP receiver vs "
+        "tracing off, interleaved; recording's CPU per session.",
+    ),
     "quant": Bench(
         "bench.engine.quant",
         "Quantization: none / int8 / int4 weight bytes, perplexity, greedy agreement and speed.",
@@ -73,6 +78,10 @@ BENCHES: dict[str, Bench] = {
     "conversation": Bench(
         "bench.conversation.conversation",
         "Conversation: speech over an answer; backchannels, real interruptions, non-speech.",
+    ),
+    "tools": Bench(
+        "bench.tools.tools",
+        "Tools that take seconds: first spoken word and answer time, blocking vs background.",
     ),
 }
 

@@ -1,0 +1,1 @@
+"""Tools: MCP calls that take seconds, blocking against in the background (`bench tools`)."""
