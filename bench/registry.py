@@ -34,6 +34,11 @@ BENCHES: dict[str, Bench] = {
         "bench.voice.voice",
         "Voice path end to end: voice-to-voice latency, stage breakdown, ASR WER, barge-in.",
     ),
+    "tracing": Bench(
+        "bench.voice.tracing_cost",
+        "Tracing's cost: voice-to-voice with spans exported to a local OTLP receiver vs "
+        "tracing off, interleaved; recording's CPU per session.",
+    ),
     "quant": Bench(
         "bench.engine.quant",
         "Quantization: none / int8 / int4 weight bytes, perplexity, greedy agreement and speed.",
