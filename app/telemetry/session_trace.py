@@ -58,12 +58,18 @@ class SessionTrace:
     def event(self, event: ServerEvent) -> None:
         """A server event the session emitted (before the client's dialect)."""
         if self.recorder is not None:
-            self.recorder.event(event)
+            try:
+                self.recorder.event(event)
+            except Exception:  # a bug of the recording's must not end the conversation
+                log.exception("recording failed on %s", event.TYPE)
 
     def heard(self, samples_16k: np.ndarray) -> None:
         """Input audio the session took in (16 kHz, as the VAD hears it)."""
         if self.recorder is not None:
-            self.recorder.heard(samples_16k)
+            try:
+                self.recorder.heard(samples_16k)
+            except Exception:
+                self._lose_recording("the user's audio")
 
     def playing(self, played: Played) -> Played:
         """`played` (where the answer's audio goes as it leaves), seen by the recorder too."""
@@ -73,10 +79,18 @@ class SessionTrace:
 
         def both(piece: bytes, fmt: AudioFormat) -> None:
             if self.recorder is not None:
-                self.recorder.played(piece, fmt)
+                try:
+                    self.recorder.played(piece, fmt)
+                except Exception:
+                    self._lose_recording("the answer's audio")
             played(piece, fmt)
 
         return both
+
+    def _lose_recording(self, what: str) -> None:
+        """A bug of the recording's: it stops, the conversation goes on."""
+        log.exception("session %s: recording %s failed; the recording stops", self.id, what)
+        self.recorder = None
 
     def configure(self, tracing: Any) -> None:
         """The client's `session.tracing`: "auto" or {workflow_name, group_id, metadata}."""

@@ -15,18 +15,15 @@ import logging
 import time
 from typing import Any
 
-from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, Tracer
 
 from app.protocol.server_events import (
     AudioDelta,
     AudioTranscriptDone,
-    FunctionCallArgumentsDone,
     InputAudioCommitted,
     InputAudioTimeoutTriggered,
     Interruption,
-    ItemCreated,
     ResponseDone,
     ServerEvent,
     SessionCreated,
@@ -39,6 +36,7 @@ from app.protocol.server_events import (
 from app.recording import RecordingStore
 from app.telemetry.reports import SessionReports
 from app.telemetry.session_trace import SessionTrace
+from app.telemetry.tool_spans import ToolSpans
 from app.telemetry.turn import OpenTurns
 
 log = logging.getLogger("r1voice.telemetry")
@@ -65,7 +63,7 @@ class TracedSession(SessionTrace):
         # a trace of its own (or the one it joins): never the ambient current span
         self.span = tracer.start_span("r1voice.session", context=parent or Context())
         self.turns = OpenTurns(tracer, self.span)
-        self._tools: dict[str, Span] = {}
+        self.tools = ToolSpans(tracer, content, self._turn_span)
         self._detection = "vad"
         self._idle_next = False
 
@@ -94,8 +92,7 @@ class TracedSession(SessionTrace):
     def close(self, items: list[dict[str, Any]]) -> None:
         for turn in list(self.turns.open):
             self.turns.end(turn)
-        for span in self._tools.values():
-            span.end()
+        self.tools.close()
         self.span.set_attribute("r1voice.session.turns", self.turns.number)
         self.span.set_attribute("r1voice.session.items", len(items))
         self.span.end()
@@ -124,10 +121,10 @@ class TracedSession(SessionTrace):
     def event(self, event: ServerEvent) -> None:
         super().event(event)
         handler = _HANDLERS.get(type(event))
-        if handler is None:
-            return
         try:
-            handler(self, event)
+            self.tools.event(event)
+            if handler is not None:
+                handler(self, event)
         except Exception:  # a bug of the trace's must not end the conversation
             log.exception("tracing failed on %s", event.TYPE)
 
@@ -236,32 +233,9 @@ class TracedSession(SessionTrace):
         else:
             turn.end_barge_in("cancel" if event.verdict == "interrupt" else "resume")
 
-    def _tool_call(self, event: FunctionCallArgumentsDone) -> None:
-        turn = self.turns.by_response.get(event.response_id)
-        parent = turn.span if turn is not None else self.span
-        attributes: Attributes = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": event.name,
-            "gen_ai.tool.call.id": event.call_id,
-            "gen_ai.tool.type": "function",
-        }
-        if self.content:
-            attributes["gen_ai.tool.call.arguments"] = event.arguments
-        self._tools[event.call_id] = self.tracer.start_span(
-            f"execute_tool {event.name}",
-            context=trace.set_span_in_context(parent),
-            attributes=attributes,
-        )
-
-    def _item_created(self, event: ItemCreated) -> None:
-        item = event.item
-        if item.get("type") != "function_call_output":
-            return
-        span = self._tools.pop(str(item.get("call_id")), None)
-        if span is not None:
-            if self.content:
-                span.set_attribute("gen_ai.tool.call.result", str(item.get("output", "")))
-            span.end()
+    def _turn_span(self, response_id: str | None) -> Span:
+        turn = self.turns.by_response.get(response_id or "")
+        return turn.span if turn is not None else self.span
 
     # -- turns ----------------------------------------------------------------------------
 
@@ -286,6 +260,4 @@ _HANDLERS: dict[type, Any] = {
     AudioDelta: TracedSession._audio,
     AudioTranscriptDone: TracedSession._answer_text,
     Interruption: TracedSession._interruption,
-    FunctionCallArgumentsDone: TracedSession._tool_call,
-    ItemCreated: TracedSession._item_created,
 }
