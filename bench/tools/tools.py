@@ -60,14 +60,16 @@ def _mcp_app() -> Any:
 
     from mcp.server.mcpserver import MCPServer
 
-    server = MCPServer("bench-tools")
-    for latency in LATENCIES:
-
-        async def lookup(city: str, latency: float = latency) -> str:
+    def tool(latency: float) -> Any:
+        async def lookup(city: str) -> str:
             await asyncio.sleep(latency)
             return f"The package to {city} arrives on Tuesday."
 
-        server.add_tool(lookup, name=_tool_name(latency), description="Track a package.")
+        return lookup
+
+    server = MCPServer("bench-tools")
+    for latency in LATENCIES:
+        server.add_tool(tool(latency), name=_tool_name(latency), description="Track a package.")
     return server.streamable_http_app()
 
 
@@ -112,8 +114,8 @@ async def _trial(url: str, mcp_url: str, latency: float | None, mode: str, wait_
                 if completed_at is not None:
                     trial.setdefault("answer_s", round(now, 3))
             elif kind == "response.mcp_call.completed":
-                completed_at = now
-                trial["call_done_s"] = round(now, 3)
+                completed_at = completed_at or now
+                trial.setdefault("call_done_s", round(now, 3))
             elif kind == "response.mcp_call.failed":
                 trial["failed"] = True
             elif kind == "response.output_audio_transcript.done":

@@ -23,8 +23,8 @@ from app.realtime.responses.thinking import Thinking
 from app.tools.acknowledgements import checking, result_note
 from app.tools.mcp_toolset import McpToolRef
 
-# rounds of one answer: MCP calls and the words that read their results
-MAX_TOOL_ROUNDS = 4
+# rounds of one answer: the one that calls MCP tools, the one that reads their results
+MAX_TOOL_ROUNDS = 2
 
 
 def idle_note(ms: int) -> str:
@@ -81,11 +81,11 @@ class Generation:
 
     async def run(self, clauses: asyncio.Queue[str | None]) -> None:
         """The answer, in rounds: a round that called MCP tools is followed by one that
-        reads their results (the last round may call none)."""
+        answers from their results and calls none (the small models here, offered the
+        tools again, call them again rather than answer)."""
         offered = [*self.spec.tools, *(ref.spec for ref in await self._mcp_tools())]
         for round_ in range(MAX_TOOL_ROUNDS):
-            last = round_ == MAX_TOOL_ROUNDS - 1
-            choice = "none" if last else self.spec.tool_choice if round_ == 0 else "auto"
+            choice = self.spec.tool_choice if round_ == 0 else "none"
             await self._round(clauses, offered if choice != "none" else [], choice)
             for clause in self._chunker.flush():  # said while the tools run
                 self._queue_clause(clause, clauses)
