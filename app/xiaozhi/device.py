@@ -21,6 +21,7 @@ from typing import Any
 
 from fastapi import WebSocket
 
+from app.protocol.server_events import SpeechStarted
 from app.server.transport import InputPcm, Received
 from app.xiaozhi import framing
 from app.xiaozhi.hello import DeviceHello
@@ -132,7 +133,12 @@ class DeviceTransport:
         return await self._queue.get()
 
     async def send(self, text: str) -> None:
-        for call in await self.replies.handle(json.loads(text)):
+        event = json.loads(text)
+        if event.get("type") == SpeechStarted.TYPE and self.mode == "realtime":
+            # Speech over the answer: the board stops playing now (a Realtime client stops
+            # its player on this event); if it was no barge-in the answer comes back.
+            await self.replies.pause()
+        for call in await self.replies.handle(event):
             self._spawn(self._call(call))
 
     async def close(self, code: int, reason: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.app.xiaozhi.emulator import RATE, VOLUME_TOOL, Board
+from bench.voice.xiaozhi_board import RATE, VOLUME_TOOL, Board
 from tests.conftest import app_with, run_live
 
 

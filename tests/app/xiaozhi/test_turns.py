@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.app.xiaozhi.emulator import RATE, Board
+from bench.voice.xiaozhi_board import RATE, Board
 from tests.conftest import app_with, load_clip, run_live
 from tests.fakes import ScriptedLLM
 

@@ -1,13 +1,16 @@
-"""A xiaozhi board as the server sees one: the firmware's handshake headers and hello,
+"""An emulated xiaozhi board (for `bench voice --transport xiaozhi` and the tests in
+tests/app/xiaozhi/). A xiaozhi board as the server sees one: the firmware's handshake headers and hello,
 real Opus (libopus via PyAV) at the board's 16 kHz in 60 ms frames sent at real-time
 pace, in protocol version 1, 2 or 3, and an MCP server answering like main/mcp_server.cc
-(initialize, paged tools/list, tools/call of its speaker volume)."""
+(initialize, paged tools/list, tools/call of its speaker volume). It logs when each
+message and answer frame arrived (`log`: monotonic time, JSON message or frame index)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,10 +67,14 @@ class Board:
     frames: int = 0  # Opus frames of answers received
     pcm: bytearray = field(default_factory=bytearray)  # what they decode to (24 kHz)
     close_reason: str = ""
+    log: list[tuple[float, Any]] = field(default_factory=list)  # (arrived, message or frame)
+    frame_ms: list[float] = field(default_factory=list)  # each answer frame's audio, in ms
     _ws: Any = None
     _reader: asyncio.Task[None] | None = None
     _decoder: OpusDecoder = field(default_factory=OpusDecoder)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _speech: list[tuple[np.ndarray, asyncio.Future[float]]] = field(default_factory=list)
+    _mic: asyncio.Task[None] | None = None
 
     async def connect(self, hello_message: dict[str, Any] | None = None) -> dict[str, Any]:
         headers = {"Protocol-Version": str(self.version), "Device-Id": self.device_id,
@@ -88,8 +95,9 @@ class Board:
     async def send_binary(self, data: bytes) -> None:
         await self._ws.send(data)
 
-    async def speak(self, samples: np.ndarray, pace: float = 1.0) -> None:
-        """Float samples at 16 kHz as Opus frames, one every 60 ms (`pace` 0: at once)."""
+    async def speak(self, samples: np.ndarray, pace: float = 1.0) -> float:
+        """Float samples at 16 kHz as Opus frames, one every 60 ms (`pace` 0: at once);
+        returns when the last frame was sent."""
         encoder = OpusEncoder(RATE, FRAME_MS)
         packets = encoder.encode(float_to_pcm16(samples)) + encoder.flush()
         loop = asyncio.get_running_loop()
@@ -100,6 +108,38 @@ class Board:
                 await asyncio.sleep(
                     max(0.0, start + (i + 1) * FRAME_MS / 1000 * pace - loop.time())
                 )
+        return time.monotonic()
+
+    def microphone_on(self) -> None:
+        """Stream the microphone from now on, as a board in `realtime` mode does: silence,
+        and what `say` queues, one 60 ms frame at a time at real-time pace."""
+        self._mic = asyncio.create_task(self._microphone())
+
+    async def say(self, samples: np.ndarray) -> float:
+        """Queue speech on the microphone; returns when its last frame was sent."""
+        done: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._speech.append((samples, done))
+        return await done
+
+    async def _microphone(self) -> None:
+        encoder, size = OpusEncoder(RATE, FRAME_MS), RATE * FRAME_MS // 1000
+        loop = asyncio.get_running_loop()
+        start, sent = loop.time(), 0
+        held = np.zeros(0, np.float32)
+        while True:
+            finished = None
+            if held.size == 0 and self._speech:
+                held, finished = self._speech[0][0], None
+            chunk, held = held[:size], held[size:]
+            if chunk.size and held.size == 0:
+                finished = self._speech.pop(0)[1]
+            chunk = np.pad(chunk, (0, size - chunk.size))
+            for packet in encoder.encode(float_to_pcm16(chunk)):
+                await self._ws.send(framing.encode(packet, self.version, sent * FRAME_MS))
+            sent += 1
+            if finished is not None:
+                finished.set_result(time.monotonic())
+            await asyncio.sleep(max(0.0, start + sent * FRAME_MS / 1000 - loop.time()))
 
     def of(self, kind: str, state: str | None = None) -> list[dict[str, Any]]:
         return [
@@ -136,6 +176,8 @@ class Board:
         return self.close_reason
 
     async def close(self) -> None:
+        if self._mic is not None:
+            self._mic.cancel()
         if self._ws is not None:
             await self._ws.close()
         if self._reader is not None:
@@ -147,10 +189,14 @@ class Board:
             async for data in self._ws:
                 if isinstance(data, bytes):
                     frame = framing.decode(data, self.version)
+                    pcm = self._decoder.decode(frame.payload)
+                    self.log.append((time.monotonic(), self.frames))
+                    self.frame_ms.append(len(pcm) / 48)  # PCM16 at 24 kHz: 48 bytes a ms
                     self.frames += 1
-                    self.pcm += self._decoder.decode(frame.payload)
+                    self.pcm += pcm
                 else:
                     message = json.loads(data)
+                    self.log.append((time.monotonic(), message))
                     self.messages.append(message)
                     if message.get("type") == "mcp":
                         await self._answer_mcp(message["payload"])
