@@ -115,6 +115,11 @@ class Settings:
     # empty: host candidates only (a server reachable directly, or on the same network)
     ice_servers: str = ""
     webrtc_connect_timeout_s: float = 20.0  # a call whose ICE/DTLS has not connected: closed
+    # xiaozhi devices (/xiaozhi/): the Device-Ids (MACs) allowed, comma-separated; empty: any
+    xiaozhi_devices: str = ""
+    xiaozhi_llm_model: str = "qwen2.5-coder-0.5b-instruct"  # a device session's; empty: server's
+    xiaozhi_asr_model: str = "whisper-base"  # a device session's (language detected per turn)
+    xiaozhi_voice: str = "auto"  # a device session's voice (auto: one of the answer's language)
     # MCP servers a session's `mcp` tools may name: comma-separated URL prefixes; empty: none
     mcp_allowed_urls: str = ""
     mcp_timeout_s: float = 10.0  # one MCP request (connect, list, call) before it fails

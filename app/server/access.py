@@ -33,7 +33,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 KEY_SUBPROTOCOL = "openai-insecure-api-key."
 ALWAYS_OPEN = ("/v2/health/",)
-CHECKS_ITS_OWN = ("/v1/telephony/",)  # Twilio signs its webhook; the stream URL has a token
+# Twilio signs its webhook and the stream URL has a token; xiaozhi devices show the token
+# their OTA check-in issued (app/xiaozhi/tokens.py)
+CHECKS_ITS_OWN = ("/v1/telephony/", "/xiaozhi/")
 PAGE = ("/web/", "/static/")
 DOCS_AND_METRICS = ("/metrics", "/docs", "/redoc", "/openapi.json")
 CALLS_PATH = "/v1/realtime/calls"  # a WebRTC offer: a client secret opens it too

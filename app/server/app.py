@@ -32,6 +32,7 @@ from app.server.routes import (
     realtime,
     telephony,
     webrtc,
+    xiaozhi,
 )
 from app.server.routes import components as components_route
 from app.server.state import ServerState
@@ -87,6 +88,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(components_route.router)
     app.include_router(client_secrets.router)
     app.include_router(webrtc.router)
+    app.include_router(xiaozhi.router)
     app.include_router(telephony.router)
     policy = AccessPolicy.from_settings(state.settings)
     DeniedHandshakeLog.install()
