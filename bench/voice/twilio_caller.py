@@ -164,6 +164,7 @@ class TwilioCaller:
                     marks, self._marks = self._marks, []
                     for name, _ in marks:
                         await self._echo(name)
+                message["_at"] = now  # for matches on the message alone
                 self.log.append((now, message))
                 self._new.set()
         except Exception:

@@ -91,10 +91,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--transport",
-        choices=["websocket", "webrtc", "both"],
+        choices=["websocket", "webrtc", "both", "twilio"],
         default=None,
         help="the clients' transport; given: each level, CPU and barge-in per transport, "
-        "and WebRTC against the WebSocket when both (default: the WebSocket alone)",
+        "and WebRTC against the WebSocket when both (default: the WebSocket alone); "
+        "twilio: phone calls against the WebSocket, paired (phone.py)",
     )
     parser.add_argument(
         "--paired",
@@ -114,6 +115,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import asyncio
 
+    if getattr(args, "transport", None) == "twilio":
+        from bench.voice.phone import run_twilio
+
+        return run_twilio(args)
     quick = bool(getattr(args, "quick", False))
     plan = Plan(
         levels=[int(x) for x in str(args.sessions).split(",") if x.strip()],
