@@ -23,11 +23,14 @@ def checking(language: str | None) -> str:
     return CHECKING.get((language or "en").split("-")[0].lower(), CHECKING["en"])
 
 
-def result_note(names: list[str]) -> str:
-    """The stage direction that makes the answer with the result: a user message kept out
-    of the conversation, as an idle nudge's (responses/generation.py)."""
-    tools = ", ".join(names)
+def result_note(results: list[tuple[str, str]]) -> str:
+    """The stage direction that makes the answer from tools' results ((name, what the
+    model reads of its end) each): a user message kept out of the conversation, as an
+    idle nudge's (responses/generation.py). The small models here, left to read a
+    `<tool_response>` alone, write JSON back; told the result last, they say it."""
+    said = " ".join(f"{name} answered: {result.strip()}" for name, result in results)
     return (
-        f"(The result of {tools} has arrived, above. Tell the user in one or two short "
-        "sentences what it says, in the language they speak.)"
+        f"(The tools have answered. {said} Tell the user in one or two short spoken "
+        "sentences what this means for their question, in the language they speak, "
+        "without JSON.)"
     )

@@ -16,6 +16,7 @@ from app.llm.tool_calls import call_text
 from app.protocol.server_events import Error, ServerEvent
 from app.protocol.session_schema import McpTool
 from app.realtime.conversation import Conversation
+from app.tools.acknowledgements import result_note
 from app.tools.mcp_connection import McpFailure
 from app.tools.mcp_toolset import McpToolRef, McpToolset
 from app.tools.policy import McpPolicy
@@ -56,11 +57,13 @@ async def mcp_rounds(
     delta), round after round while the model calls MCP tools; the final delta of a round
     that called them is not the end."""
     by_name = {ref.tool.name: ref for ref in refs}
+    results: list[tuple[str, str]] = []
     try:
         for round_ in range(MAX_ROUNDS):
             made: list[tuple[McpToolRef, str]] = []
             last = round_ == MAX_ROUNDS - 1
-            async with contextlib.aclosing(answer(messages)) as pieces:
+            note = [ChatMessage("user", result_note(results))] if results else []
+            async with contextlib.aclosing(answer([*messages, *note])) as pieces:
                 async for piece in pieces:
                     if not last and isinstance(piece, tuple) and piece[0] == "tool_call":
                         function = json.loads(piece[1])["function"]
@@ -74,6 +77,7 @@ async def mcp_rounds(
                 return
             for ref, arguments in made:
                 result = await _call(ref, arguments)
+                results.append((ref.tool.name, result))
                 messages = [
                     *messages,
                     ChatMessage("assistant", call_text(ref.tool.name, arguments)),

@@ -21,10 +21,15 @@ from app.realtime.responses.mcp_calls import McpCalls
 from app.realtime.responses.spec import ResponseDeps, ResponseSpec
 from app.realtime.responses.thinking import Thinking
 from app.tools.acknowledgements import checking, result_note
+from app.tools.mcp_items import McpCallItem
 from app.tools.mcp_toolset import McpToolRef
 
 # rounds of one answer: the one that calls MCP tools, the one that reads their results
 MAX_TOOL_ROUNDS = 2
+
+
+def _results(calls: list[McpCallItem]) -> list[tuple[str, str]]:
+    return [(call.name, call.result()) for call in calls]
 
 
 def idle_note(ms: int) -> str:
@@ -86,7 +91,9 @@ class Generation:
         offered = [*self.spec.tools, *(ref.spec for ref in await self._mcp_tools())]
         for round_ in range(MAX_TOOL_ROUNDS):
             choice = self.spec.tool_choice if round_ == 0 else "none"
-            await self._round(clauses, offered if choice != "none" else [], choice)
+            mcp = self.calls.mcp
+            note = result_note(_results(mcp.finished)) if mcp and mcp.finished else None
+            await self._round(clauses, offered if choice != "none" else [], choice, note)
             for clause in self._chunker.flush():  # said while the tools run
                 self._queue_clause(clause, clauses)
             mcp = self.calls.mcp
@@ -114,7 +121,7 @@ class Generation:
                 conversation,
                 self.emit,
                 toolset.hold,
-                lambda names: self.deps.on_tool_result(result_note(names)),
+                lambda calls: self.deps.on_tool_result(result_note(_results(calls))),
             )
             self.calls.mcp = mcp
             self.calls.items += mcp.approved(toolset.pending, 1 + len(self.calls.items))
@@ -122,10 +129,15 @@ class Generation:
         return refs
 
     async def _round(
-        self, clauses: asyncio.Queue[str | None], offered: list[ToolSpec], choice: str
+        self,
+        clauses: asyncio.Queue[str | None],
+        offered: list[ToolSpec],
+        choice: str,
+        note: str | None = None,
     ) -> None:
         llm, spec = self.deps.llm, self.spec
         self._offered = offered
+        idle = idle_note(spec.idle_ms) if spec.idle_ms is not None else None
         history = await self.deps.conversation.history(
             spec.instructions + tools_prompt(offered, choice),
             llm.context_length - spec.params.max_tokens,
@@ -133,7 +145,7 @@ class Generation:
             spec.early_user_text,
             spec.language,
             spec.early_language,
-            note=spec.note or (idle_note(spec.idle_ms) if spec.idle_ms is not None else None),
+            note=note or spec.note or idle,
         )
         self.heard_language = history.language
         for item in history.dropped:  # the conversation really lost them: say so now

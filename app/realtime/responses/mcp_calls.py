@@ -59,13 +59,14 @@ class McpCalls:
         conversation: Conversation | None,
         emit: EventSink,
         on_approval: Callable[[McpApprovalRequestItem, McpToolRef], None],
-        on_background: Callable[[list[str]], None] = lambda _names: None,
+        on_background: Callable[[list[McpCallItem]], None] = lambda _calls: None,
     ) -> None:
         self.response_id = response_id
         self.refs = {ref.tool.name: ref for ref in refs}
         self.conversation, self.emit, self.on_approval = conversation, emit, on_approval
         self.on_background = on_background
         self.detached = False
+        self.finished: list[McpCallItem] = []  # the calls ended, in the order they ended
         self._waits: dict[str, float | None] = {}  # a call's own background threshold
         self._running: list[asyncio.Task[None]] = []
 
@@ -132,6 +133,7 @@ class McpCalls:
             except McpFailure as exc:
                 error = exc.error
         item.finish(output, error)
+        self.finished.append(item)
         done = McpCallFailed if error is not None else McpCallCompleted
         self.emit(done(item_id=item.id, output_index=index))
         self._done(item, index)
@@ -154,15 +156,15 @@ class McpCalls:
         if not pending:
             return "done"
         self.detached = True  # the response ends before these calls do
-        names = [task.get_name().removeprefix("mcp-") for task in running]
-        waiting = asyncio.create_task(self._answer_later(pending, names))
+        ended = len(self.finished)
+        waiting = asyncio.create_task(self._answer_later(pending, ended))
         BACKGROUND.add(waiting)
         waiting.add_done_callback(BACKGROUND.discard)
         return "background"
 
-    async def _answer_later(self, pending: set[asyncio.Task[None]], names: list[str]) -> None:
+    async def _answer_later(self, pending: set[asyncio.Task[None]], ended: int) -> None:
         await asyncio.wait(pending)
-        self.on_background(names)
+        self.on_background(self.finished[ended:])
 
     def approved(
         self, pending: dict[str, tuple[McpApprovalRequestItem, McpToolRef]], first_index: int
