@@ -115,6 +115,15 @@ class Settings:
     # empty: host candidates only (a server reachable directly, or on the same network)
     ice_servers: str = ""
     webrtc_connect_timeout_s: float = 20.0  # a call whose ICE/DTLS has not connected: closed
+    # an OTLP collector (e.g. http://localhost:4318); empty: OTEL_EXPORTER_OTLP_ENDPOINT or off
+    otel_endpoint: str = ""
+    trace_content: bool = False  # transcripts, answers and tool data in spans (privacy: off)
+    session_reports: int = 50  # recent sessions kept for /v1/r1voice/sessions; 0: none
+    record_sessions: bool = False  # every session recorded (stereo WAV + JSON) in recordings_dir
+    recordings_dir: str = "recordings"
+    recordings_keep: int = 100  # the newest recordings kept; older ones are deleted
+    recordings_min_free_mb: int = 100  # less free on its disk: no new recording starts
+    recording_max_s: float = 3600.0  # a longer session's recording stops there
     # xiaozhi devices (/xiaozhi/): the Device-Ids (MACs) allowed, comma-separated; empty: any
     xiaozhi_devices: str = ""
     xiaozhi_llm_model: str = "qwen2.5-coder-0.5b-instruct"  # a device session's; empty: server's

@@ -30,6 +30,7 @@ from app.server.routes import (
     openai_api,
     page,
     realtime,
+    sessions,
     telephony,
     webrtc,
     xiaozhi,
@@ -37,6 +38,7 @@ from app.server.routes import (
 from app.server.routes import components as components_route
 from app.server.state import ServerState
 from app.settings import Settings
+from app.telemetry.http import TraceRequests
 
 log = logging.getLogger("r1voice")
 
@@ -73,6 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await loader
             await state.peers.close()
             await state.heap.close()
+            await asyncio.to_thread(state.telemetry.shutdown)  # the last spans, bounded
             if state.components is not None:
                 await components_module.close_components(state.components)
 
@@ -88,6 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(components_route.router)
     app.include_router(client_secrets.router)
     app.include_router(webrtc.router)
+    app.include_router(sessions.router)
     app.include_router(xiaozhi.router)
     app.include_router(telephony.router)
     policy = AccessPolicy.from_settings(state.settings)
@@ -97,6 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     # added after the body limit, so it runs before it: nobody unauthorized sends a body
     app.add_middleware(AccessGuard, policy=policy, client_secrets=state.client_secrets)
+    app.add_middleware(TraceRequests)  # joins a caller's traceparent (with a collector)
     # outermost: unauthenticated attempts (key guessing) count against the rate too
     app.add_middleware(
         ClientRates,

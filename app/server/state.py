@@ -16,6 +16,7 @@ from app.server.heap_trimmer import HeapTrimmer
 from app.server.metrics import Metrics
 from app.server.webrtc.peers import Peers
 from app.settings import Settings
+from app.telemetry import Telemetry
 
 
 @dataclass
@@ -33,6 +34,10 @@ class ServerState:
     drain: Drain = field(default_factory=Drain)
     heap: HeapTrimmer = field(default_factory=HeapTrimmer)  # trimmed as sessions close
     peers: Peers = field(default_factory=Peers)  # open WebRTC peers (their sessions: above)
+    telemetry: Telemetry = field(init=False)  # traces and session reports
+
+    def __post_init__(self) -> None:
+        self.telemetry = Telemetry.from_settings(self.settings)
 
 
 def _state_from_http(request: Request) -> ServerState:
