@@ -234,8 +234,8 @@ class DeviceTransport:
     async def _discover(self) -> None:
         try:
             self.tools = await self.mcp.tools()
-        except McpError as exc:
-            log.info("device session %s: no tools (%s)", self._session_id, exc)
+        except (McpError, KeyError, TypeError, AttributeError) as exc:  # a list not as documented
+            log.info("device session %s: no tools (%r)", self._session_id, exc)
         if self.tools:
             self._put({"type": "session.update", "session": {"tools": self.tools}})
         held, self._held = self._held or [], None

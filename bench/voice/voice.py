@@ -91,11 +91,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--transport",
-        choices=["websocket", "webrtc", "both", "twilio"],
+        choices=["websocket", "webrtc", "both", "twilio", "xiaozhi"],
         default=None,
         help="the clients' transport; given: each level, CPU and barge-in per transport, "
         "and WebRTC against the WebSocket when both (default: the WebSocket alone); "
-        "twilio: phone calls against the WebSocket, paired (phone.py)",
+        "twilio: phone calls against the WebSocket, paired (phone.py); xiaozhi: an "
+        "emulated ESP32 board against the WebSocket, paired (xiaozhi.py)",
     )
     parser.add_argument(
         "--paired",
@@ -119,6 +120,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         from bench.voice.phone import run_twilio
 
         return run_twilio(args)
+    if getattr(args, "transport", None) == "xiaozhi":
+        from bench.voice.xiaozhi import run_xiaozhi
+
+        return run_xiaozhi(args)
     quick = bool(getattr(args, "quick", False))
     plan = Plan(
         levels=[int(x) for x in str(args.sessions).split(",") if x.strip()],
