@@ -4,11 +4,11 @@ by name); the ones it does not serve are refused saying so."""
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.live.config import Delegation, refusal
+from app.live.config import refusal
 from app.protocol.errors import ProtocolError
 
 
@@ -22,9 +22,27 @@ class Start(LiveEvent):
     session: dict[str, Any]  # checked by config.parse_config, which names its fields
 
 
+class ClientDelegationUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["client"]
+    acknowledgement_delay_ms: int | None = Field(default=None, ge=0)
+
+
+class ResponsesDelegationUpdate(BaseModel):
+    """Sparse: the backend settings given replace those of the session, the rest stay."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["responses"]
+    acknowledgement_delay_ms: int | None = Field(default=None, ge=0)
+    responses: dict[str, Any] | None = None
+
+
 class UpdateConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    delegation: Delegation | None = None
+    delegation: (
+        Annotated[ClientDelegationUpdate | ResponsesDelegationUpdate, Field(discriminator="type")]
+        | None
+    ) = None
     triggers: list[dict[str, Any]] | None = None
 
 

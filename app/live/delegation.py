@@ -1,24 +1,35 @@
 """How the live model delegates: it is offered one function tool, `delegate`, and calls
 it when the request needs work beyond a quick spoken reply (reasoning, lookups, tools).
-The call becomes `session.delegation.created` to the client (target `client`), which
-answers with thinking and commentary appends carrying the delegation id. The call's
-output tells the model the task is handed over, and after `acknowledgement_delay_ms`
-(unless an append came first) the model says something while the work goes on."""
+The call becomes `session.delegation.created`: with client delegation the client answers
+with thinking and commentary appends carrying the delegation id; with server delegation
+(`responses`) a second model of this server works the task out (backend.py) and its
+conclusion comes back as commentary. The call's output tells the model the task is
+handed over, and after `acknowledgement_delay_ms` (unless an append came first) the
+model says something while the work goes on."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from app.live.backend import conclude
+from app.live.config import ResponsesBackend
 from app.live.delegations import Delegations
 from app.live.outbox import LiveOutbox
+from app.llm.backend import ChatMessage
+from app.llm.catalog import LLMCatalog
 from app.protocol.server_events import Wire
 from app.protocol.server_events.live import DelegationCreated
 from app.realtime.session import Session
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]  # a Realtime client event into the session
+Say = Callable[[str], Awaitable[None]]  # commentary, spoken at the next natural point
+CONTEXT_MESSAGES = 12  # of the conversation, given to the backend model with the task
+FAILED = "The backend could not work this out ({}). Tell the user, briefly."
+log = logging.getLogger("r1voice.live")
 
 DELEGATE = "delegate"
 DELEGATE_TOOL: dict[str, Any] = {
@@ -42,10 +53,15 @@ HANDED_OVER = (
 
 
 class Delegator:
-    def __init__(self, outbox: LiveOutbox, session: Session, send: Send) -> None:
-        self._outbox, self._session, self._send = outbox, session, send
+    def __init__(
+        self, outbox: LiveOutbox, session: Session, send: Send, say: Say, llms: LLMCatalog
+    ) -> None:
+        self._outbox, self._session, self._send, self._say = outbox, session, send, say
+        self._llms = llms
         self.delegations = Delegations()
         self.ack_delay_ms = 0  # the session's delegation.acknowledgement_delay_ms
+        self.backend: ResponsesBackend | None = None  # server delegation's model and prompt
+        self._working: set[asyncio.Task[None]] = set()
         self._appends = 0  # thinking and commentary appended: they cancel acknowledgements
         self._acknowledging: asyncio.Task[None] | None = None
 
@@ -62,10 +78,37 @@ class Delegator:
             task = ""
         delegation_id = self.delegations.create(task)
         at = self._outbox.timeline.now_ms()
-        created = DelegationCreated(delegation_id=delegation_id, target="client", offset_ms=at)
+        target = "client" if self.backend is None else "responses"
+        created = DelegationCreated(delegation_id=delegation_id, target=target, offset_ms=at)
         self._outbox.emit(created)
         loop = asyncio.get_running_loop()
         self._acknowledging = loop.create_task(self._acknowledge(item))
+        if self.backend is not None:
+            work = loop.create_task(self._work(self.backend, delegation_id, task))
+            self._working.add(work)
+            work.add_done_callback(self._working.discard)
+
+    async def _work(self, backend: ResponsesBackend, delegation_id: str, task: str) -> None:
+        """Server delegation: the backend model's conclusion, said as commentary."""
+        context = [
+            ChatMessage(item.role, item.text)
+            for item in self._session.conversation.items
+            if item.kind == "message" and item.role in ("user", "assistant") and item.text
+        ][-CONTEXT_MESSAGES:]
+        try:
+            said = await conclude(backend, self._llms, task, context)
+        except Exception as exc:  # a model that fails to load or answer: the user is told
+            log.warning("delegation %s failed: %s", delegation_id, exc)
+            said = FAILED.format(type(exc).__name__)
+        if self._outbox.closed or not said:
+            return
+        self.delegations.finish(delegation_id)
+        await self._say(said)
+
+    def close(self) -> None:
+        for task in [*self._working, self._acknowledging]:
+            if task is not None:
+                task.cancel()
 
     async def _acknowledge(self, call: Wire) -> None:
         output = {

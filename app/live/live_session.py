@@ -19,10 +19,12 @@ import time
 from typing import Any
 
 from app.live import client_events as live
+from app.live.backend import check_model
 from app.live.config import (
     MAX_INPUT_TOKENS,
     MAX_INSTRUCTIONS_TOKENS,
     LiveConfig,
+    ResponsesDelegation,
     parse_config,
     realtime_update,
     resource,
@@ -31,6 +33,8 @@ from app.live.config import (
 from app.live.delegation import DELEGATE_TOOL, Delegator
 from app.live.outbox import LiveOutbox
 from app.live.timeline import bytes_per_ms
+from app.live.update import updated
+from app.llm.catalog import LLMCatalog
 from app.protocol.errors import ProtocolError
 from app.protocol.server_events import Error, Wire
 from app.protocol.server_events.live import (
@@ -62,13 +66,21 @@ ROLES = {"developer": "system", "user": "user", "assistant": "assistant"}
 
 
 class LiveSession:
-    def __init__(self, session: Session, outbox: LiveOutbox, voices: list[str], max_s: int) -> None:
+    def __init__(
+        self,
+        session: Session,
+        outbox: LiveOutbox,
+        voices: list[str],
+        max_s: int,
+        llms: LLMCatalog,
+    ) -> None:
         self.session, self.outbox = session, outbox
         self.config: LiveConfig | None = None
         self.muted = False
         self._voices = voices
         self._expires_at = int(time.time()) + max_s
-        self.delegator = Delegator(outbox, session, self.realtime)
+        self._llms = llms
+        self.delegator = Delegator(outbox, session, self.realtime, self.commentary, llms)
         self._speaking_task: asyncio.Task[None] | None = None
         self._to_say = 0  # commentaries waiting for a natural point to be spoken
         outbox.on_answer_done = self._answer_done
@@ -144,14 +156,8 @@ class LiveSession:
                 param="type",
             )
         config = parse_config(event.session, event.event_id)
-        if config.delegation is not None and config.delegation.type == "responses":
-            raise ProtocolError(
-                "unsupported_value",
-                "delegation.type 'responses' is not served yet: leave delegation out (or "
-                "'client') and answer session.delegation.created yourself",
-                param="session.delegation.type",
-                event_id=event.event_id,
-            )
+        if isinstance(config.delegation, ResponsesDelegation):
+            check_model(config.delegation.responses, self._llms, event.event_id)
         voice = voice_of(config, self._voices, event.event_id)
         await self._check_tokens(config)
         self.outbox.format = config.format
@@ -164,7 +170,7 @@ class LiveSession:
             message = {"type": "message", "role": ROLES[item.role], "content": content}
             await self.realtime({"type": "conversation.item.create", "item": message})
         self.config = config
-        self.delegator.ack_delay_ms = _ack_delay(config)
+        self._delegate_as(config)
         self.outbox.resource = self.resource
         self.outbox.emit(SessionStarted(session=self.resource(), client_event_id=event.event_id))
         if config.input and config.input[-1].role == "user":  # a text turn: answer it
@@ -233,26 +239,22 @@ class LiveSession:
             self._to_say += 1
             self._speak_soon()
 
+    async def commentary(self, text: str) -> None:
+        """Server delegation's conclusion: said as a client's commentary would be."""
+        message = {
+            "type": "message",
+            "role": "system",
+            "content": [{"type": "input_text", "text": FRAMING["commentary"].format(text)}],
+        }
+        await self.realtime({"type": "conversation.item.create", "item": message})
+        self.delegator.appended()
+        self._to_say += 1
+        self._speak_soon()
+
     def _update(self, event: live.Update) -> None:
         assert self.config is not None
-        given = event.session
-        if given.triggers:
-            raise ProtocolError(
-                "invalid_value",
-                "Decisions triggers are not served here: send [] or leave them out",
-                param="session.triggers",
-            )
-        if given.delegation is not None:
-            current = self.config.delegation.type if self.config.delegation else "client"
-            if given.delegation.type != current:
-                raise ProtocolError(
-                    "invalid_value",
-                    f"the delegation type cannot change (this session's is {current!r}); "
-                    "start a new session for another",
-                    param="session.delegation.type",
-                )
-            self.config = self.config.model_copy(update={"delegation": given.delegation})
-            self.delegator.ack_delay_ms = _ack_delay(self.config)
+        self.config = updated(self.config, event.session, self._llms, event.event_id)
+        self._delegate_as(self.config)
         self.outbox.emit(SessionUpdated(session=self.resource(), client_event_id=event.event_id))
 
     def _answer_done(self) -> None:
@@ -273,8 +275,11 @@ class LiveSession:
             self._to_say = 0
             await self.realtime({"type": "response.create"})
 
-
-def _ack_delay(config: LiveConfig) -> int:
-    """How long the model waits for the client's answer before saying something itself."""
-    given = config.delegation.acknowledgement_delay_ms if config.delegation else None
-    return given or 0
+    def _delegate_as(self, config: LiveConfig) -> None:
+        """The delegator follows the session's delegation settings."""
+        delegation = config.delegation
+        self.delegator.ack_delay_ms = (
+            delegation.acknowledgement_delay_ms if delegation else 0
+        ) or 0
+        backend = isinstance(delegation, ResponsesDelegation)
+        self.delegator.backend = delegation.responses if backend else None  # type: ignore[union-attr]

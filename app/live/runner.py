@@ -32,7 +32,8 @@ def create_live_session(state: ServerState) -> LiveSession:
         outbox=outbox,
     )
     voices = state.components.tts.voices()
-    return LiveSession(session, outbox, voices, state.settings.session_max_s)
+    llms = state.components.llms
+    return LiveSession(session, outbox, voices, state.settings.session_max_s, llms)
 
 
 class ClosingTransport:
@@ -88,5 +89,6 @@ class LiveRunner(SessionRunner):
 
     async def run(self) -> None:
         await super().run()
+        self._live.delegator.close()
         if self.transport.lost and self._live.config is not None:
             self._live.outbox.closing("connection_lost")  # for the log: no one hears it

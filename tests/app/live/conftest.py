@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import websockets
 
+from app.llm.catalog import LLMCatalog
 from tests.clients.conftest import serve
 from tests.conftest import app_with
 from tests.fakes import ScriptedLLM
@@ -58,7 +59,10 @@ class LiveClient:
                 self._changed.clear()
                 await self._changed.wait()
 
-        return await asyncio.wait_for(scan(), TIMEOUT_S)
+        try:
+            return await asyncio.wait_for(scan(), TIMEOUT_S)
+        except TimeoutError:
+            raise AssertionError(f"no {kind} in {TIMEOUT_S} s: {self.events[after:]}") from None
 
     async def closed(self) -> None:
         await asyncio.wait_for(self._reader, TIMEOUT_S)
@@ -113,13 +117,22 @@ async def live_connection(address: str) -> AsyncIterator[LiveClient]:
 
 @pytest.fixture
 def live_server(shared_components: Any) -> Callable[..., Any]:
-    """`live_server(*answers)`: a server whose LLM replays the answers in turn; yields
-    "127.0.0.1:PORT"."""
+    """`live_server(*answers, **settings)`: a server whose LLM replays the answers in
+    turn; yields "127.0.0.1:PORT"."""
 
     @contextmanager
-    def start(*answers: list[str]) -> Iterator[str]:
-        components = dataclasses.replace(shared_components, llm=ScriptedLLM(list(answers)))
-        with serve(app_with(components)) as address:
+    def start(
+        *answers: list[str], llm: Any = None, backend: Any = None, **settings: Any
+    ) -> Iterator[str]:
+        """`llm`: the live model, in place of one replaying `answers`; `backend`: an LLM
+        served as every other model of the catalog (server delegation)."""
+        llm = llm or ScriptedLLM(list(answers))
+        components = dataclasses.replace(shared_components, llm=llm)
+        if backend is not None:
+            components = dataclasses.replace(
+                components, llms=LLMCatalog(llm, load=lambda _name: backend)
+            )
+        with serve(app_with(components, **settings)) as address:
             yield address
 
     return start

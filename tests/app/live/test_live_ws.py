@@ -155,3 +155,21 @@ def test_bad_input_is_refused_by_name_and_the_session_goes_on(live_server: Any) 
 
 def update_delegation() -> dict[str, Any]:
     return {"type": "client", "acknowledgement_delay_ms": 300}
+
+
+def test_a_session_past_its_maximum_duration_is_closed_as_expired(live_server: Any) -> None:
+    async def main(address: str) -> LiveClient:
+        async with live_connection(address) as client:
+            started = await client.start()
+            closed = await client.wait("session.closed")
+            await client.closed()
+            assert closed["session"]["id"] == started["session"]["id"]
+            return client
+
+    with live_server(SHORT_ANSWER, session_max_s=1) as address:
+        client = asyncio.run(main(address))
+    (closed,) = client.of("session.closed")
+    assert closed["reason"] == "expired"
+    assert "client_event_id" not in closed
+    assert client.of("error") == []  # the Realtime expiry error is the close here
+    assert client.types()[-1] == "session.closed"
