@@ -52,6 +52,21 @@ def test_a_hello_the_server_cannot_honour_is_refused_by_name(
     assert errors(device_server, "bad_hello") == before + 1
 
 
+def test_a_board_that_never_says_hello_is_closed(device_server: str) -> None:
+    async def run() -> str:
+        import websockets
+
+        url = f"ws://{device_server}/xiaozhi/v1/?device-id=aa:bb:cc:dd:ee:04"
+        async with websockets.connect(url) as ws:
+            with pytest.raises(websockets.ConnectionClosed):
+                await asyncio.wait_for(ws.recv(), 15)
+            return str(ws.close_reason)
+
+    before = errors(device_server, "bad_hello")
+    assert asyncio.run(run()) == "no hello within 10 s of connecting"
+    assert errors(device_server, "bad_hello") == before + 1
+
+
 def test_opus_before_the_hello_is_refused(device_server: str) -> None:
     async def run() -> str:
         import websockets
@@ -114,6 +129,16 @@ def test_a_flood_of_frames_is_closed(device_server: str) -> None:
         return await board.closed()
 
     assert "far faster than real time" in asyncio.run(run())
+
+
+def test_text_that_is_not_json_is_refused(device_server: str) -> None:
+    async def run() -> str:
+        board = Board(device_server)
+        await board.connect()
+        await board._ws.send("listen, please")
+        return await board.closed()
+
+    assert asyncio.run(run()) == "a text message that is not JSON"
 
 
 def test_an_mcp_reply_that_is_not_json_rpc_is_refused(device_server: str) -> None:
