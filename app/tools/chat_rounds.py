@@ -12,12 +12,12 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from app.llm import ChatMessage
-from app.llm.tool_calls import call_text
 from app.protocol.server_events import Error, ServerEvent
 from app.protocol.session_schema import McpTool
 from app.realtime.conversation import Conversation
 from app.tools.acknowledgements import result_note
 from app.tools.mcp_connection import McpFailure
+from app.tools.mcp_items import call_record
 from app.tools.mcp_toolset import McpToolRef, McpToolset
 from app.tools.policy import McpPolicy
 
@@ -78,11 +78,8 @@ async def mcp_rounds(
             for ref, arguments in made:
                 result = await _call(ref, arguments)
                 results.append((ref.tool.name, result))
-                messages = [
-                    *messages,
-                    ChatMessage("assistant", call_text(ref.tool.name, arguments)),
-                    ChatMessage("tool", result),
-                ]
+                record = call_record(ref.tool.name, arguments, result)
+                messages = [*messages, ChatMessage("assistant", record)]
     finally:
         await toolset.close()
 

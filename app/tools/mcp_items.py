@@ -2,9 +2,8 @@
 server offers (`mcp_list_tools`), one call of a tool with its output or error
 (`mcp_call`), and a call held for the client's approval (`mcp_approval_request`).
 
-In a prompt a call is the model's `<tool_call>` followed by the tool's answer, as a
-function call and its output are; the other two say nothing (the tools themselves go
-into the system prompt)."""
+In a prompt a call and its answer are one line of the assistant's (call_record); the
+other two say nothing (the tools themselves go into the system prompt)."""
 
 from __future__ import annotations
 
@@ -12,9 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.llm import ChatMessage
-from app.llm.tool_calls import call_text
 from app.realtime.conversation import Item
 from app.tools.mcp_connection import ListedTool
+
+
+def call_record(name: str, arguments: str, result: str) -> str:
+    """A call and its result as the model reads them later: in words, not the
+    `<tool_call>` and `<tool_response>` it was trained on, which the small models here
+    copy back (they wrote the call's JSON again, and it was spoken)."""
+    return f"(I called {name} with {arguments}. It answered: {result.strip()})"
 
 
 @dataclass
@@ -52,7 +57,7 @@ class McpCallItem(Item):
     def finish(self, output: str | None, error: dict[str, Any] | None) -> None:
         self.output, self.error = output, error
         self.status = "completed" if error is None else "failed"
-        self.text = f"{call_text(self.name, self.arguments)}\n{self.result()}"
+        self.text = call_record(self.name, self.arguments, self.result())
 
     def result(self) -> str:
         """What the model reads of the call's end."""
@@ -61,10 +66,7 @@ class McpCallItem(Item):
         return self.output if self.output is not None else "(the tool is still running)"
 
     def messages(self) -> list[ChatMessage]:
-        return [
-            ChatMessage("assistant", call_text(self.name, self.arguments)),
-            ChatMessage("tool", self.result()),
-        ]
+        return [ChatMessage("assistant", call_record(self.name, self.arguments, self.result()))]
 
     def to_wire(self) -> dict[str, Any]:
         return {

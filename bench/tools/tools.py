@@ -105,14 +105,17 @@ async def _trial(url: str, mcp_url: str, latency: float | None, mode: str, wait_
         t0 = time.monotonic()
         await ws.send(json.dumps({"type": "response.create", "response": response}))
         completed_at = None
+        answer_words = False  # words written after the call was done (not the ack's)
         responses_done = 0
         while time.monotonic() - t0 < wait_s:
             event = json.loads(await ws.recv())
             kind, now = event["type"], time.monotonic() - t0
             if kind == "response.output_audio.delta":
                 trial.setdefault("first_word_s", round(now, 3))
-                if completed_at is not None:
+                if answer_words:
                     trial.setdefault("answer_s", round(now, 3))
+            elif kind == "response.output_audio_transcript.delta":
+                answer_words = answer_words or completed_at is not None
             elif kind == "response.mcp_call.completed":
                 completed_at = completed_at or now
                 trial.setdefault("call_done_s", round(now, 3))

@@ -60,8 +60,10 @@ def test_the_server_calls_the_mcp_tool_and_answers_with_its_result(
         assert reply.choices[0].message.tool_calls is None
     assert (text, finish) == ("It is sunny in Paris.", "stop")
     assert '"name": "get_weather"' in llm.prompts[0][0].content
-    assert llm.prompts[1][-2] == ChatMessage("tool", "Sunny and 21 degrees in Paris.")
-    assert llm.prompts[1][-3].role == "assistant" and "<tool_call>" in llm.prompts[1][-3].content
+    record = (
+        '(I called get_weather with {"city": "Paris"}. It answered: Sunny and 21 degrees in Paris.)'
+    )
+    assert llm.prompts[1][-2] == ChatMessage("assistant", record)
     assert "get_weather answered: Sunny" in llm.prompts[1][-1].content  # the note, last
 
 

@@ -134,7 +134,10 @@ def test_a_tool_is_listed_called_and_its_result_answered_in_one_response(
     assert [o["type"] for o in done["output"]] == ["message", "mcp_call"]
     system = s.llm.prompts[0][0].content
     assert '"name": "get_weather"' in system and '"city"' in system
-    assert s.llm.prompts[1][-2] == ChatMessage("tool", "Sunny and 21 degrees in Paris.")
+    record = (
+        '(I called get_weather with {"city": "Paris"}. It answered: Sunny and 21 degrees in Paris.)'
+    )
+    assert s.llm.prompts[1][-2] == ChatMessage("assistant", record)
     note = s.llm.prompts[1][-1]  # the result said last: small models answer from it
     assert note.role == "user" and "get_weather answered: Sunny and 21 degrees" in note.content
     assert invalid_events(s.seen) == []
@@ -175,7 +178,7 @@ def test_a_failed_call_is_an_mcp_call_with_its_error_and_the_answer_goes_on(
     )
     assert item["output"] is None and item["error"]["type"] == error_type
     assert says in item["error"]["message"]
-    assert s.llm.prompts[1][-2].content.startswith("The tool failed:")
+    assert "It answered: The tool failed:" in s.llm.prompts[1][-2].content
     assert answer[-1]["response"]["status"] == "completed"
     assert after[-1]["response"]["status"] == "completed"
     assert invalid_events(s.seen) == []
