@@ -147,6 +147,11 @@ class LiveSession:
         elif isinstance(event, live.Close):
             self.outbox.closing("close_requested", event.event_id)
 
+    async def start_with(self, session: dict[str, Any]) -> None:
+        """Start as `session.start` would (WebRTC: the offer's request carries it); a
+        refusal is raised."""
+        await self._start(live.Start(type="session.start", session=session))
+
     async def _start(self, event: live.Start) -> None:
         if self.config is not None:
             raise ProtocolError(

@@ -10,6 +10,7 @@ from app.live.config import PcmFormat
 from app.live.live_session import LiveSession
 from app.live.outbox import LiveOutbox
 from app.live.timeline import Timeline
+from app.realtime.responses.playback import Playback
 from app.realtime.session import Session
 from app.server.session_runner import SessionRunner
 from app.server.state import ServerState
@@ -18,8 +19,9 @@ from app.server.transport import InputPcm, Received, Transport
 CLOSE = "session.close"
 
 
-def create_live_session(state: ServerState) -> LiveSession:
-    """A Live session on the server's models (checked ready by the caller's Refusal)."""
+def create_live_session(state: ServerState, playback: Playback | None = None) -> LiveSession:
+    """A Live session on the server's models (checked ready by the caller's Refusal);
+    `playback`: a WebRTC peer's audio track, which plays the answers."""
     assert state.components is not None
     metrics = state.metrics
     outbox = LiveOutbox(Timeline(), PcmFormat(type="audio/pcm", rate=24000))
@@ -29,6 +31,7 @@ def create_live_session(state: ServerState) -> LiveSession:
         on_response=metrics.record_response,
         on_merge=metrics.record_merge,
         meter_llm=metrics.metered_llm,
+        playback=playback,
         outbox=outbox,
     )
     voices = state.components.tts.voices()
@@ -73,9 +76,11 @@ def _is_close(data: str | bytes) -> bool:
 
 
 class LiveRunner(SessionRunner):
-    def __init__(self, state: ServerState, live: LiveSession, transport: Transport) -> None:
+    def __init__(
+        self, state: ServerState, live: LiveSession, transport: Transport, kind: str = "live"
+    ) -> None:
         self.transport = ClosingTransport(transport)
-        super().__init__(state, live.session, self.transport)
+        super().__init__(state, live.session, self.transport, kind)
         self._live = live
 
     async def _handle(self, data: Received, arrived_at: float) -> None:

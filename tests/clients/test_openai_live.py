@@ -1,7 +1,8 @@
-"""The official `openai` Python SDK's GPT-Live client (`client.live.connect()`), pointed
-at r1voice by its base URL only, over a real socket: a text turn (the initial history
-ends with the user's question), an audio turn, an instructions append and the close.
-Every server event is checked against the event models the SDK ships."""
+"""The official `openai` Python SDK's GPT-Live clients, pointed at r1voice by its base URL
+only: `client.live.connect()` over a real socket (a text turn, the initial history ending
+with the user's question; an audio turn; an instructions append; the close) and
+`client.live.create()` with an aiortc peer's offer (WebRTC). Every server event is
+checked against the event models the SDK ships."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ from typing import Any
 
 import openai
 import pytest
+from aiortc import RTCSessionDescription
 from openai.types.live import ServerEvent
 from pydantic import BaseModel, ValidationError
 
 from app.audio import PROTOCOL_RATE
+from tests.app.server.routes.rtc_client import RtcClient
 from tests.clients.conftest import BARGE_IN_S, SHORT_ANSWER, ScriptedServer, speech_pcm
 
 # websockets' legacy module, imported by the SDK, warns on import.
@@ -166,3 +169,45 @@ def test_audio_turn_and_instructions_append(scripted_server: ScriptedServer) -> 
     assert client.of("session.usage.updated") != []
     assert client.raw[-1]["type"] == "session.closed"
     assert client.invalid() == []
+
+
+def test_webrtc_session_from_live_create(scripted_server: ScriptedServer) -> None:
+    """`client.live.create()` with an aiortc peer's offer: the answer, `session.started`
+    on the data channel, a text turn heard on the audio track, the close."""
+    question: Any = {
+        "role": "user",
+        "content": [{"type": "input_text", "text": "Capital of France?"}],
+    }
+
+    async def main(address: str) -> tuple[RtcClient, str]:
+        rtc = RtcClient(address)
+        try:
+            await rtc.pc.setLocalDescription(await rtc.pc.createOffer())
+            sdk = openai.AsyncOpenAI(api_key="sk-test", base_url=f"http://{address}/v1")
+            created = await sdk.live.create(
+                session={"model": "gpt-live-1", "input": [question]},
+                transport={"type": "webrtc", "sdp": rtc.pc.localDescription.sdp},
+            )
+            answer = RTCSessionDescription(created.transport.sdp, "answer")
+            await rtc.pc.setRemoteDescription(answer)
+            await rtc.until(lambda e: e["type"] == "session.started")
+            await asyncio.wait_for(rtc.hear(10), TIMEOUT_S)  # 200 ms of the answer, audible
+            await rtc.until(lambda e: "Paris" in e.get("delta", ""))
+            rtc.send({"type": "session.close", "event_id": "bye"})
+            await rtc.until(lambda e: e["type"] == "session.closed")
+            return rtc, created.session.id
+        finally:
+            await rtc.close()
+
+    with scripted_server(SHORT_ANSWER) as address:
+        rtc, session_id = asyncio.run(main(address))
+    (started,) = [e for e in rtc.seen if e["type"] == "session.started"]
+    assert started["session"]["id"] == session_id
+    said = "".join(e["delta"] for e in rtc.seen if e["type"] == "session.output_transcript.delta")
+    assert said == "".join(SHORT_ANSWER)
+    assert [e for e in rtc.seen if e["type"] == "error"] == []
+    assert rtc.seen[-1]["type"] == "session.closed"
+    assert rtc.seen[-1]["client_event_id"] == "bye"
+    for event in rtc.seen:
+        if event["type"] in MODELS:
+            MODELS[event["type"]].model_validate(event)

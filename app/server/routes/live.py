@@ -1,19 +1,32 @@
-"""GPT-Live's WebSocket at /v1/live/sessions: `session.start` first, then audio in and out
-(app/live/ says how it drives the realtime session)."""
+"""GPT-Live at /v1/live/sessions: the WebSocket (`session.start` first, then audio in and
+out) and `POST` with an SDP offer, a WebRTC session whose data channel carries the Live
+events (the realtime WebRTC path: webrtc/peer.py). app/live/ says how a Live session
+drives the realtime session."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, WebSocket, status
+import logging
+from typing import Any
 
+from fastapi import APIRouter, Request, WebSocket, status
+
+from app.live.live_session import LiveSession
 from app.live.runner import LiveRunner, create_live_session
+from app.protocol import events
+from app.protocol.errors import ProtocolError
 from app.server.refusal import Refusal
+from app.server.routes.openai_common import OpenAIError
 from app.server.routes.realtime import WebSocketTransport
-from app.server.state import WsState
+from app.server.state import HttpState, ServerState, WsState
+from app.server.webrtc.offer import Offer, OfferError
+from app.server.webrtc.peer import Peer
 
+log = logging.getLogger("r1voice.live")
 router = APIRouter(tags=["live"])
+PATH = "/v1/live/sessions"
 
 
-@router.websocket("/v1/live/sessions")
+@router.websocket(PATH)
 async def live_sessions(websocket: WebSocket, state: WsState) -> None:
     refusal = Refusal.of(state)
     transport = WebSocketTransport(websocket)
@@ -30,3 +43,85 @@ async def live_sessions(websocket: WebSocket, state: WsState) -> None:
     await runner.run()
     if not runner.transport.lost:
         await transport.close(status.WS_1000_NORMAL_CLOSURE, "session closed")
+
+
+def _request(body: Any) -> tuple[dict[str, Any], Offer]:
+    """The session config and the offer of a `POST /v1/live/sessions` body."""
+    if not isinstance(body, dict) or set(body) - {"session", "transport"}:
+        extra = sorted(set(body) - {"session", "transport"}) if isinstance(body, dict) else []
+        raise OpenAIError(
+            400,
+            f"unknown parameter {extra[0]!r}"
+            if extra
+            else "the body is a JSON object with `session` and `transport`",
+            code="unknown_parameter" if extra else "invalid_request",
+            param=extra[0] if extra else None,
+        )
+    session, transport = body.get("session"), body.get("transport")
+    if not isinstance(session, dict):
+        raise OpenAIError(
+            400,
+            "`session` (an object) is required",
+            code="missing_required_parameter",
+            param="session",
+        )
+    if isinstance(session.get("audio"), dict) and "format" in session["audio"]:
+        raise OpenAIError(
+            400,
+            "WebRTC negotiates its audio format: leave session.audio.format out",
+            code="unknown_parameter",
+            param="session.audio.format",
+        )
+    if not isinstance(transport, dict) or transport.get("type") != "webrtc":
+        raise OpenAIError(
+            400,
+            'transport must be {"type": "webrtc", "sdp": <the SDP offer>}',
+            code="invalid_value",
+            param="transport",
+        )
+    try:
+        return session, Offer.parse(str(transport.get("sdp") or ""))
+    except OfferError as exc:
+        raise OpenAIError(400, exc.message, code=exc.code, param="transport.sdp") from None
+
+
+async def _run(state: ServerState, live: LiveSession, peer: Peer) -> None:
+    state.admitting -= 1  # the session counts from here on (in state.sessions)
+    try:
+        await LiveRunner(state, live, peer, "live_webrtc").run()
+    finally:
+        await peer.shutdown()
+
+
+@router.post(PATH, status_code=201)
+async def create_webrtc_session(request: Request, state: HttpState) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise OpenAIError(400, "the body is not JSON", code="invalid_json") from None
+    session_config, offer = _request(body)
+    refusal = Refusal.of(state)
+    if refusal is not None:
+        raise OpenAIError(
+            refusal.http_status, refusal.message, code=refusal.code, headers={"Retry-After": "1"}
+        )
+    state.admitting += 1  # counted before the first await: no race past max_sessions
+    peer = Peer(events.new_id("rtc"), state.settings.ice_server_list())
+    started = False
+    try:
+        answer = await peer.answer(offer)
+        live = create_live_session(state, playback=peer.track)
+        await live.start_with(session_config)  # session.started waits on the data channel
+        peer.watch_connect(state.settings.webrtc_connect_timeout_s)
+        client = request.client.host if request.client else "unknown"
+        state.peers.start(peer.id, _run(state, live, peer), peer.hang_up, client)
+        started = True
+    except OfferError as exc:
+        raise OpenAIError(400, exc.message, code=exc.code, param="transport.sdp") from None
+    except ProtocolError as exc:
+        raise OpenAIError(400, exc.message, code=exc.code, param=exc.param) from None
+    finally:
+        if not started:
+            state.admitting -= 1
+            await peer.shutdown()
+    return {"session": {"id": live.session.id}, "transport": {"type": "webrtc", "sdp": answer}}
