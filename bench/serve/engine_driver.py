@@ -80,9 +80,11 @@ async def drive(
         timer.done = True
         return timer.record(req.kind, req.index, time.perf_counter(), start)
 
-    return list(
-        await asyncio.gather(*(one(r, t) for r, t in zip(workload, token_ids, strict=True)))
-    )
+    pairs = zip(workload, token_ids, strict=True)
+    records = list(await asyncio.gather(*(one(r, t) for r, t in pairs)))
+    for record, req in zip(records, workload, strict=True):
+        record["lag"] = round(record["sent"] - req.t, 4)
+    return records
 
 
 def run_mode(

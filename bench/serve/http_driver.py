@@ -15,6 +15,12 @@ TIMEOUT_S = 600.0  # one request, connect to last token
 
 
 async def _one(client: Any, url: str, model: str, req: Request, start: float) -> dict[str, Any]:
+    record = await _send(client, url, model, req, start)
+    record["lag"] = round(record["sent"] - req.t, 4)  # the client behind its schedule
+    return record
+
+
+async def _send(client: Any, url: str, model: str, req: Request, start: float) -> dict[str, Any]:
     import httpx
 
     await asyncio.sleep(max(0.0, start + req.t - time.perf_counter()))

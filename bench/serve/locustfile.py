@@ -98,6 +98,7 @@ class PoissonArrivals(HttpUser):
                         response.failure(record["why"])
         except Exception as exc:  # a reset or a timeout: a record all the same
             record = failed(req.kind, req.index, type(exc).__name__, sent - start)
+        record["lag"] = round(record["sent"] - req.t, 4)  # the client behind its schedule
         out.append(record)
         if record["outcome"] == "answered":
             for name, key in (("TTFT", "ttft"), ("E2E", "e2e"), ("TPOT", "tpot")):

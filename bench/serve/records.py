@@ -128,5 +128,8 @@ def summarize(
         refused=sum(1 for r in records if r["outcome"] == REFUSED),
         failed=sum(1 for r in records if r["outcome"] == FAILED),
         not_answered=whys,
+        # how late the client sent (a rate it could not generate shows here, not as
+        # the server's latency)
+        send_lag_max_s=round(max((r.get("lag", 0.0) for r in records), default=0.0), 3),
     )
     return out

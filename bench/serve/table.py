@@ -9,6 +9,8 @@ from typing import Any
 
 from bench.serve.workload import KINDS
 
+LATE_S = 0.1  # a request sent this much after its arrival time: the client fell behind
+
 
 def meets_slo(row: dict[str, Any], slo: dict[str, float]) -> bool:
     """Every class's P99 TTFT within its SLO (a P99 never answered misses it)."""
@@ -77,6 +79,7 @@ def format_rows(result: dict[str, Any]) -> str:
                 for k in KINDS
             ]
             engine = row.get("engine", {})
+            late = row.get("send_lag_max_s", 0.0) > LATE_S
             idle = engine.get("idle_waiting_share", 0.0) + engine.get("idle_empty_share", 0.0)
             lines.append(
                 f"{name:10} {float(rate):5.2f} | {ttft[0]:>18} {ttft[2]:>11} {ttft[1]:>11} | "
@@ -85,6 +88,7 @@ def format_rows(result: dict[str, Any]) -> str:
                 f"{row['goodput_requests_per_s']:6.2f} | "
                 f"{(f'{idle:.2f}' if engine else '-'):>5} {engine.get('preemptions', '-'):>4} "
                 f"{row['refused']:>4} {row['failed']:>4}"
+                + (f"  client {row['send_lag_max_s']:.2f} s late" if late else "")
             )
     for name, summary in result.get("slo", {}).items():
         lines.append(

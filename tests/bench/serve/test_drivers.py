@@ -34,6 +34,7 @@ def _check(records: list[dict[str, Any]]) -> None:
         assert record["tokens"] == request.max_tokens  # ignore_eos honoured
         assert 0 < record["ttft"] <= record["e2e"]
         assert record["tpot"] > 0
+        assert "lag" in record  # how late the client sent it, for the table
 
 
 def test_the_locustfile_headless_records_every_request_per_class(server: Server) -> None:

@@ -108,7 +108,9 @@ def test_refused_and_failed_requests_stay_in_the_percentiles() -> None:
     records = [_answered("short", i, 0.1) for i in range(98)]
     records.append(refused("short", 98, 429, 98.0))
     records.append(failed("short", 99, "ReadError", 99.0))
+    records[5]["lag"] = 0.25  # sent a quarter second after its arrival time
     summary = summarize(records, SLO, offered_rate=1.0)
+    assert summary["send_lag_max_s"] == 0.25
     assert summary["short"]["ttft_p50_s"] == 0.1
     assert summary["short"]["ttft_p99_s"] is None  # the 99th is a request never answered
     assert (summary["answered"], summary["refused"], summary["failed"]) == (98, 1, 1)
