@@ -99,6 +99,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "emulated ESP32 board against the WebSocket, paired (xiaozhi.py)",
     )
     parser.add_argument(
+        "--protocol",
+        choices=["realtime", "live"],
+        default="realtime",
+        help="live: GPT-Live's WebSocket against the Realtime one, paired (live_protocol.py)",
+    )
+    parser.add_argument(
         "--paired",
         type=int,
         default=0,
@@ -120,6 +126,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         from bench.voice.phone import run_twilio
 
         return run_twilio(args)
+    if getattr(args, "protocol", "realtime") == "live":
+        from bench.voice.live_protocol import run_live
+
+        return run_live(args)
     if getattr(args, "transport", None) == "xiaozhi":
         from bench.voice.xiaozhi import run_xiaozhi
 

@@ -116,8 +116,8 @@ async def live_connection(address: str) -> AsyncIterator[LiveClient]:
 
 
 @pytest.fixture
-def live_server(shared_components: Any) -> Callable[..., Any]:
-    """`live_server(*answers, **settings)`: a server whose LLM replays the answers in
+def scripted_live(shared_components: Any) -> Callable[..., Any]:
+    """`scripted_live(*answers, **settings)`: a server whose LLM replays the answers in
     turn; yields "127.0.0.1:PORT"."""
 
     @contextmanager

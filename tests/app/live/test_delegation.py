@@ -24,7 +24,7 @@ ANSWER = ["The answer ", "is forty-two."]
 HARD = [{"role": "user", "content": [{"type": "input_text", "text": "Why 42? Prove it."}]}]
 
 
-def test_a_delegated_task_is_answered_by_the_clients_commentary(live_server: Any) -> None:
+def test_a_delegated_task_is_answered_by_the_clients_commentary(scripted_live: Any) -> None:
     async def main(address: str) -> LiveClient:
         async with live_connection(address) as client:
             await client.start(input=HARD, delegation={"type": "client"})
@@ -51,7 +51,7 @@ def test_a_delegated_task_is_answered_by_the_clients_commentary(live_server: Any
             await client.closed()
             return client
 
-    with live_server(DELEGATE, WAIT, ANSWER) as address:
+    with scripted_live(DELEGATE, WAIT, ANSWER) as address:
         client = asyncio.run(main(address))
     types = client.types()
     assert types.index("session.delegation.created") < types.index("session.thinking.appended")
@@ -90,7 +90,7 @@ class SlowBackend(ScriptedLLM):
 CONCLUSION = ["<think>Multiply ", "the factors.</think>", "It is 42, ", "six times seven."]
 
 
-def test_server_delegation_runs_the_task_on_the_backend_model(live_server: Any) -> None:
+def test_server_delegation_runs_the_task_on_the_backend_model(scripted_live: Any) -> None:
     backend = SlowBackend([CONCLUSION])
     live = ScriptedLLM([DELEGATE, WAIT, ANSWER])
     delegation = {"type": "responses", "responses": {"model": BACKEND, "max_output_tokens": 64}}
@@ -114,7 +114,7 @@ def test_server_delegation_runs_the_task_on_the_backend_model(live_server: Any) 
             await client.closed()
             return client
 
-    with live_server(llm=live, backend=backend) as address:
+    with scripted_live(llm=live, backend=backend) as address:
         client = asyncio.run(main(address))
     (created,) = client.of("session.delegation.created")
     assert created["delegation"]["target"] == "responses"

@@ -27,7 +27,7 @@ async def offer_sdp(audio: bool) -> str:
     return sdp
 
 
-def test_bad_webrtc_requests_are_refused_by_name(live_server: Any) -> None:
+def test_bad_webrtc_requests_are_refused_by_name(scripted_live: Any) -> None:
     with_audio, without_audio = asyncio.run(offer_sdp(True)), asyncio.run(offer_sdp(False))
     model = {"model": "gpt-live-1"}
     cases = [
@@ -52,7 +52,7 @@ def test_bad_webrtc_requests_are_refused_by_name(live_server: Any) -> None:
         ({"session": model, "transport": {"type": "webrtc", "sdp": with_audio}, "x": 1}, "x"),
         ({"session": model, "transport": {"type": "sip", "sdp": with_audio}}, "transport"),
     ]
-    with live_server(SHORT_ANSWER) as address:
+    with scripted_live(SHORT_ANSWER) as address:
         replies = [
             httpx.post(f"http://{address}/v1/live/sessions", json=body, timeout=60)
             for body, _ in cases

@@ -21,7 +21,7 @@ USER_ASKS = [
 ]
 
 
-def test_a_text_turn_from_the_initial_history_is_answered_aloud(live_server: Any) -> None:
+def test_a_text_turn_from_the_initial_history_is_answered_aloud(scripted_live: Any) -> None:
     async def main(address: str) -> LiveClient:
         async with live_connection(address) as client:
             started = await client.start(instructions="Be brief.", input=USER_ASKS)
@@ -38,7 +38,7 @@ def test_a_text_turn_from_the_initial_history_is_answered_aloud(live_server: Any
             assert closed["session"]["id"] == started["session"]["id"]
             return client
 
-    with live_server(SHORT_ANSWER) as address:
+    with scripted_live(SHORT_ANSWER) as address:
         client = asyncio.run(main(address))
     assert client.types()[0] == "session.started"
     assert client.types()[-1] == "session.closed"
@@ -60,7 +60,7 @@ def test_a_text_turn_from_the_initial_history_is_answered_aloud(live_server: Any
     assert len(client.audio()) / 2 / PROTOCOL_RATE >= 0.5
 
 
-def test_an_audio_turn_is_transcribed_on_the_timeline_and_answered(live_server: Any) -> None:
+def test_an_audio_turn_is_transcribed_on_the_timeline_and_answered(scripted_live: Any) -> None:
     async def main(address: str) -> LiveClient:
         async with live_connection(address) as client:
             await client.start()
@@ -71,7 +71,7 @@ def test_an_audio_turn_is_transcribed_on_the_timeline_and_answered(live_server: 
             await client.wait("session.usage.updated")
             return client
 
-    with live_server(SHORT_ANSWER) as address:
+    with scripted_live(SHORT_ANSWER) as address:
         client = asyncio.run(main(address))
     assert client.of("error") == []
     heard = client.of("session.input_transcript.delta")
@@ -87,7 +87,7 @@ def test_an_audio_turn_is_transcribed_on_the_timeline_and_answered(live_server: 
     assert usage["usage"]["seconds"] >= 0
 
 
-def test_bad_input_is_refused_by_name_and_the_session_goes_on(live_server: Any) -> None:
+def test_bad_input_is_refused_by_name_and_the_session_goes_on(scripted_live: Any) -> None:
     async def main(address: str) -> LiveClient:
         async with live_connection(address) as client:
             await client.send({"type": "session.input_audio.mute", "event_id": "early"})
@@ -125,7 +125,7 @@ def test_bad_input_is_refused_by_name_and_the_session_goes_on(live_server: Any) 
             await client.closed()
             return client
 
-    with live_server(SHORT_ANSWER) as address:
+    with scripted_live(SHORT_ANSWER) as address:
         client = asyncio.run(main(address))
     errors = {e["client_event_id"]: e["error"] for e in client.of("error")}
     assert errors["early"]["code"] == "session_not_started"
@@ -157,7 +157,7 @@ def update_delegation() -> dict[str, Any]:
     return {"type": "client", "acknowledgement_delay_ms": 300}
 
 
-def test_a_session_past_its_maximum_duration_is_closed_as_expired(live_server: Any) -> None:
+def test_a_session_past_its_maximum_duration_is_closed_as_expired(scripted_live: Any) -> None:
     async def main(address: str) -> LiveClient:
         async with live_connection(address) as client:
             started = await client.start()
@@ -166,7 +166,7 @@ def test_a_session_past_its_maximum_duration_is_closed_as_expired(live_server: A
             assert closed["session"]["id"] == started["session"]["id"]
             return client
 
-    with live_server(SHORT_ANSWER, session_max_s=1) as address:
+    with scripted_live(SHORT_ANSWER, session_max_s=1) as address:
         client = asyncio.run(main(address))
     (closed,) = client.of("session.closed")
     assert closed["reason"] == "expired"
