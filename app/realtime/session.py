@@ -54,6 +54,7 @@ from app.realtime.turns.echo import EchoReference
 from app.realtime.turns.idle import IdleTimer
 from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.turn import TurnPolicy
+from app.telemetry import OFF, SessionTrace, traced_asr, traced_llm, traced_voices
 from app.tools.mcp_toolset import McpToolset
 from app.tools.policy import McpPolicy
 
@@ -73,6 +74,7 @@ class Session:
         on_merge: Callable[[str], None] = lambda _detection: None,
         meter_llm: Callable[[LLMBackend], LLMBackend] = lambda llm: llm,
         playback: Playback | None = None,
+        trace: SessionTrace = OFF,
         outbox: Outbox | None = None,
     ) -> None:
         """`playback`: the server's own audio track (WebRTC), which plays the answers'
@@ -82,6 +84,8 @@ class Session:
         self.id = events.new_id("sess")
         self.started_at = self.last_event_at = time.monotonic()  # for idle and max age
         self.outbox = outbox or Outbox(dialect or GA, extensions=extensions)
+        self.outbox.observe = trace.event  # the trace reads the turns off the events
+        self.trace = trace
         self.dialect = ClientDialect(self.outbox, fixed=dialect is not None)
         self.models = ChosenModels(components, meter_llm)  # the server's to begin with
         self.config = SessionConfig.default(settings, self.models.llm.model)
@@ -102,10 +106,10 @@ class Session:
         deps = ResponseDeps(
             sink=self.outbox.emit,
             conversation=self.conversation,
-            llm=self.models.llm,
-            voices=components.tts,
+            llm=traced_llm(trace, self.models.llm),
+            voices=traced_voices(trace, components.tts),
             audio_lead_ms=settings.audio_lead_ms,
-            on_audio=self.echo.played,
+            on_audio=trace.playing(self.echo.played),  # recorded as it plays
             on_dropped=self.summary.fold,
             playback=playback,
             mcp=McpToolset(McpPolicy.from_settings(settings), self.outbox.emit, self.conversation),
@@ -114,7 +118,7 @@ class Session:
         self.responses = Responses(self.config, deps, self._response_ended)
         self.turns = TurnCoordinator(
             audio=InputAudio(components.vad, self.config.input_format, self.config.turn_detection),
-            asr=self.models.asr,
+            asr=traced_asr(trace, self.models.asr),
             conversation=self.conversation,
             responses=self.responses,
             emit=self.outbox.emit,
@@ -127,9 +131,10 @@ class Session:
             idle_timer=IdleTimer(self.config.max_idle_nudges),
             false_interruption_timeout_s=self.config.false_interruption_timeout,
         )
+        self.turns.audio.heard = trace.heard  # the user's audio, recorded as heard
 
     def session_object(self) -> dict[str, Any]:
-        return self.dialect.session_object(self.config.to_wire(self.id))
+        return self.trace.announce(self.dialect.session_object(self.config.to_wire(self.id)))
 
     @property
     def idle(self) -> bool:
@@ -154,6 +159,7 @@ class Session:
         self.outbox.emit(Error(code="message_too_large", message=message))
 
     async def start(self) -> None:
+        self.trace.start(self.id)
         self.outbox.emit(SessionCreated(session=self.session_object()))
 
     async def close(self, reason: str = "client_cancelled") -> None:
@@ -163,6 +169,7 @@ class Session:
         await self.turns.close()
         await self.responses.close(reason)
         await self.summary.close()
+        self.trace.close([item.to_wire() for item in self.conversation.items])
         self.outbox.close()
 
     async def handle(self, raw: str | bytes, arrived_at: float | None = None) -> None:
@@ -232,7 +239,8 @@ class Session:
         or one `error` naming the field), as OpenAI's server gives, so a client waiting
         for the reply to its event never reads another event's."""
         await apply_update(event, self.config, self.models, self._voices)
-        self.responses.use_llm(self.models.llm)  # from the next answer on
+        self.trace.configure(event.session.tracing)
+        self.responses.use_llm(traced_llm(self.trace, self.models.llm))  # from the next answer on
         self.responses.tools_changed()
         cfg = self.config
         await self.turns.reconfigure(

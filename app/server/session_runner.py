@@ -46,6 +46,7 @@ def create_session(
         on_merge=metrics.record_merge,
         meter_llm=metrics.metered_llm,
         playback=playback,
+        trace=state.telemetry.session(),
     )
 
 
