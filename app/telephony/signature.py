@@ -17,6 +17,7 @@ import hmac
 import secrets
 import time
 from collections.abc import Callable, Mapping
+from urllib.parse import urlsplit, urlunsplit
 
 REPLAY_WINDOW_S = 600.0  # Twilio retries a webhook within seconds; a replay comes later
 TOKEN_TTL_S = 60.0  # Twilio opens the stream right after the TwiML answer
@@ -27,6 +28,19 @@ def twilio_signature(auth_token: str, url: str, params: Mapping[str, str]) -> st
     data = url + "".join(name + params[name] for name in sorted(params))
     digest = hmac.new(auth_token.encode(), data.encode(), hashlib.sha1).digest()
     return base64.b64encode(digest).decode("ascii")
+
+
+def _spellings(url: str) -> list[str]:
+    """`url`, and it with its scheme's default port written or left out: Twilio signs the
+    URL as configured, and a proxy may hand it on the other way (as Twilio's own
+    validators try both)."""
+    parts = urlsplit(url)
+    default = {"https": 443, "http": 80}.get(parts.scheme)
+    if default is None or not parts.hostname or parts.port not in (None, default):
+        return [url]
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    other = host if parts.port is not None else f"{host}:{default}"
+    return [url, urlunsplit(parts._replace(netloc=other))]
 
 
 class WebhookGuard:
@@ -40,8 +54,8 @@ class WebhookGuard:
         """Why the request is refused, or None when it is Twilio's, and new."""
         if not signature:
             return "the request has no X-Twilio-Signature; only Twilio may call this webhook"
-        expected = twilio_signature(self._token, url, params)
-        if not hmac.compare_digest(expected.encode(), signature.encode()):
+        signed = (twilio_signature(self._token, u, params) for u in _spellings(url))
+        if not any(hmac.compare_digest(s.encode(), signature.encode()) for s in signed):
             return (
                 f"X-Twilio-Signature does not match the request to {url} (is "
                 "R1VOICE_TWILIO_AUTH_TOKEN the account's auth token, and R1VOICE_PUBLIC_URL "

@@ -33,6 +33,15 @@ def test_the_guard_takes_a_signed_request_once() -> None:
     assert "replay" in (guard.refusal(URL, PARAMS, SIGNATURE) or "")
 
 
+def test_the_default_port_may_be_written_or_not() -> None:
+    with_port = URL.replace("mycompany.com", "mycompany.com:443")
+    assert WebhookGuard(TOKEN).refusal(with_port, PARAMS, SIGNATURE) is None  # signed bare
+    signed_with_port = twilio_signature(TOKEN, with_port, PARAMS)
+    assert WebhookGuard(TOKEN).refusal(URL, PARAMS, signed_with_port) is None
+    other_port = URL.replace("mycompany.com", "mycompany.com:8443")
+    assert WebhookGuard(TOKEN).refusal(other_port, PARAMS, SIGNATURE) is not None
+
+
 def test_stream_tokens_are_single_use_and_expire() -> None:
     now = [1000.0]
     tokens = StreamTokens("sk-key", ttl_s=60, clock=lambda: now[0])

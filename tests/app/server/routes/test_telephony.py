@@ -95,3 +95,13 @@ def test_with_a_key_and_no_auth_token_the_webhook_says_what_to_set(
     reply = client.post(VOICE, content=urlencode(CALL), headers=_signed(CALL))
     assert reply.status_code == 403
     assert reply.json()["error"]["code"] == "twilio_auth_token_missing"
+
+
+def test_a_server_not_ready_tells_the_caller_and_hangs_up(shared_components: Any) -> None:
+    client = client_with(shared_components)
+    client.app.state.server.ready = False  # type: ignore[attr-defined]
+    reply = client.post(VOICE, content=urlencode(CALL), headers=FORM)
+    assert reply.status_code == 200
+    root = ElementTree.fromstring(reply.text)
+    assert [child.tag for child in root] == ["Say", "Hangup"]
+    assert "call again" in (root.findtext("Say") or "")
