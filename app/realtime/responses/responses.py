@@ -60,6 +60,8 @@ class Responses:
         `event_id`: the client's `response.create`, if it asked."""
         if self._closed:
             return None
+        if early_user_text is not None and self._spec(None, None).mcp_servers:
+            return None  # an early answer may be discarded; an MCP call it made may not
         if self.active is not None:
             raise ProtocolError(
                 "conversation_already_has_active_response",
