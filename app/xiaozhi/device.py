@@ -143,6 +143,7 @@ class DeviceTransport:
 
     async def close(self, code: int, reason: str) -> None:
         self._closed = True
+        self.replies.close()
         for task in self._tasks:
             if task is not asyncio.current_task():
                 task.cancel()

@@ -1,9 +1,9 @@
 """The session's server events as a device hears them: `stt`, `llm` (emotion), `tts`
 start / sentence_start / stop, and the answer's audio as Opus frames.
 
-Audio deltas leave the session paced at real time, a little ahead (speaker.py), so each
-is encoded and sent as it comes: the device's buffer holds what the pacing lets ahead,
-and an answer cut off (barge-in, abort) stops within that lead.
+Audio deltas are encoded as they come and handed, with the messages, to the board's
+`Playout`, which paces the frames for the board's buffer and drops those not yet sent
+when the answer is cut off (barge-in, abort).
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from app.protocol.server_events import (
     ResponseDone,
     TranscriptionCompleted,
 )
+from app.xiaozhi.hello import SERVER_FRAME_MS
 from app.xiaozhi.opus import OpusEncoder
+from app.xiaozhi.playout import Playout
 
 SendJson = Callable[[dict[str, Any]], Awaitable[None]]
 SendOpus = Callable[[bytes], Awaitable[None]]
@@ -52,10 +54,9 @@ class Replies:
 
     def __init__(self, session_id: str, send_json: SendJson, send_opus: SendOpus) -> None:
         self._session_id = session_id
-        self._send_json, self._send_opus = send_json, send_opus
-        self._encoder = OpusEncoder()
+        self._out = Playout(send_json, send_opus, SERVER_FRAME_MS)
+        self._encoder = OpusEncoder(frame_ms=SERVER_FRAME_MS)
         self.speaking = False  # between tts start and tts stop
-        self.frames_sent = 0  # Opus frames of answers sent (the bench counts them)
         self._text = ""  # the answer's transcript not yet shown as a sentence
         self._emotion_sent = False
         self._response_id = ""
@@ -97,16 +98,25 @@ class Replies:
         """Stop the board's playback (`tts stop`: it drops what it holds and listens); an
         answer that goes on after it starts again with `tts start`."""
         self._encoder.reset()
+        self._out.drop()
         if self.speaking:
             self.speaking = False
             await self._message({"type": "tts", "state": "stop"})
+
+    def close(self) -> None:
+        self._out.close()
 
     async def _done(self, response: dict[str, Any]) -> list[FunctionCall]:
         if response.get("status") == "completed":
             for packet in self._encoder.flush():
                 await self._opus(packet)
             await self._sentences(final=True)
-        await self.stop()
+            self._cut.add(self._response_id)
+            if self.speaking:  # after its last frame
+                self.speaking = False
+                await self._message({"type": "tts", "state": "stop"})
+        else:
+            await self.stop()
         return [
             FunctionCall(item["call_id"], item["name"], item.get("arguments", "{}"))
             for item in response.get("output") or []
@@ -131,8 +141,7 @@ class Replies:
             await self._message({"type": "tts", "state": "sentence_start", "text": sentence})
 
     async def _opus(self, packet: bytes) -> None:
-        self.frames_sent += 1
-        await self._send_opus(packet)
+        self._out.put(packet)
 
     async def _message(self, message: dict[str, Any]) -> None:
-        await self._send_json({"session_id": self._session_id, **message})
+        self._out.put({"session_id": self._session_id, **message})

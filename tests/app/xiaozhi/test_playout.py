@@ -1,0 +1,84 @@
+"""A board's playout: messages and frames leave in order, frames cut off are dropped
+but the messages among them still go, and a board that stops reading is refused."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from app.xiaozhi.playout import MAX_QUEUED, Playout
+
+
+def test_items_leave_in_order_and_a_drop_keeps_the_messages() -> None:
+    sent: list[Any] = []
+
+    async def run() -> None:
+        gate = asyncio.Event()
+
+        async def send_json(message: dict[str, Any]) -> None:
+            await gate.wait()  # the board's socket is busy until the test opens it
+            sent.append(message)
+
+        async def send_opus(packet: bytes) -> None:
+            sent.append(packet)
+
+        out = Playout(send_json, send_opus, frame_ms=60, lead_ms=10_000)
+        out.put({"type": "tts", "state": "start"})
+        for i in range(5):
+            out.put(bytes([i]))
+        out.put({"type": "tts", "state": "sentence_start", "text": "Hi."})
+        out.put(b"\x09")
+        await asyncio.sleep(0)
+        out.drop()  # the frames still queued are dropped, the sentence still shows
+        out.put({"type": "tts", "state": "stop"})
+        gate.set()
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert out.frames_sent == 0
+        out.close()
+
+    asyncio.run(run())
+    assert sent == [
+        {"type": "tts", "state": "start"},
+        {"type": "tts", "state": "sentence_start", "text": "Hi."},
+        {"type": "tts", "state": "stop"},
+    ]
+
+
+def test_frames_within_the_lead_go_at_once() -> None:
+    sent: list[bytes] = []
+
+    async def run() -> None:
+        async def send_json(message: dict[str, Any]) -> None:
+            pass
+
+        async def send_opus(packet: bytes) -> None:
+            sent.append(packet)
+
+        out = Playout(send_json, send_opus, frame_ms=60, lead_ms=120, clock=lambda: 100.0)
+        for i in range(4):
+            out.put(bytes([i]))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        out.close()
+
+    asyncio.run(run())
+    # a clock that never moves: a frame goes while it starts at most the lead (120 ms)
+    # after the playback's start: the first three (at 0, 60 and 120 ms), not the fourth
+    assert sent == [b"\x00", b"\x01", b"\x02"]
+
+
+def test_a_board_that_stops_reading_is_refused() -> None:
+    async def run() -> None:
+        async def never(item: Any) -> None:
+            await asyncio.Event().wait()
+
+        out = Playout(never, never, frame_ms=60)
+        with pytest.raises(ConnectionError, match="has not read"):
+            for _ in range(MAX_QUEUED + 2):
+                out.put({"type": "tts"})
+        out.close()
+
+    asyncio.run(run())
