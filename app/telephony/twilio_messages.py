@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FRAME_BYTES = 160  # 20 ms of 8 kHz mu-law: one media message
+MAX_TELNYX_BYTES = 8000  # a second: Telnyx's RTP payloads are 20 ms unless the call's ptime differs
+SID_KEYS = {"twilio": "streamSid", "telnyx": "stream_id"}  # where a message names its stream
 EVENTS = ("connected", "start", "media", "mark", "dtmf", "stop")
 # Providers whose streams look like Twilio's, and the `start` fields that tell them apart
+# (Telnyx's, `call_control_id`, is served: `_telnyx_start`)
 OTHER_PROVIDERS = {
-    "Telnyx": {"call_control_id"},
     "Plivo": {"streamId", "callId"},
     "Exotel": {"stream_sid", "call_sid", "account_sid"},
 }
@@ -38,6 +40,7 @@ class Start:
     stream_sid: str
     call_sid: str
     parameters: dict[str, str] = field(default_factory=dict)
+    provider: str = "twilio"  # or "telnyx": its stream id is `stream_id`, any frame length
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ def _object(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def parse(text: str | bytes, stream_sid: str | None) -> Message:
+def parse(text: str | bytes, stream_sid: str | None, provider: str = "twilio") -> Message:
     """One message off the stream; `stream_sid`: the stream's, once `start` told it."""
     try:
         message = _object(json.loads(text), "the message")
@@ -90,14 +93,14 @@ def parse(text: str | bytes, stream_sid: str | None) -> Message:
         return _start(message)
     if stream_sid is None:
         raise StreamError("not_started", f"`{event}` before `start`; send `start` first")
-    if message.get("streamSid") != stream_sid:
+    key = SID_KEYS[provider]
+    if message.get(key) != stream_sid:
         raise StreamError(
             "wrong_stream_sid",
-            f"`{event}` names streamSid {message.get('streamSid')!r}, not this stream's "
-            f"{stream_sid!r}",
+            f"`{event}` names {key} {message.get(key)!r}, not this stream's {stream_sid!r}",
         )
     if event == "media":
-        return Media(_payload(_object(message.get("media"), "media")))
+        return Media(_payload(_object(message.get("media"), "media"), provider))
     if event == "mark":
         return Mark(str(_object(message.get("mark"), "mark").get("name", "")))
     if event == "dtmf":
@@ -110,6 +113,8 @@ def parse(text: str | bytes, stream_sid: str | None) -> Message:
 
 def _start(message: dict[str, Any]) -> Start:
     start = _object(message.get("start"), "start")
+    if "call_control_id" in start:
+        return _telnyx_start(message, start)
     stream_sid = start.get("streamSid") or message.get("streamSid")
     call_sid = start.get("callSid")
     if not (isinstance(stream_sid, str) and stream_sid and isinstance(call_sid, str)):
@@ -134,7 +139,23 @@ def _start(message: dict[str, Any]) -> Start:
     return Start(stream_sid, call_sid, parameters)
 
 
-def _payload(media: dict[str, Any]) -> bytes:
+def _telnyx_start(message: dict[str, Any], start: dict[str, Any]) -> Start:
+    """Telnyx's `start`: its ids are `stream_id` (beside `start`) and `call_control_id`,
+    its format `media_format` {encoding PCMU, sample_rate 8000, channels 1}."""
+    stream_id, call_id = message.get("stream_id"), start.get("call_control_id")
+    if not (isinstance(stream_id, str) and stream_id and isinstance(call_id, str)):
+        raise StreamError("invalid_start", "a Telnyx `start` must carry stream_id")
+    fmt = start.get("media_format") or {}
+    heard = (fmt.get("encoding"), int(fmt.get("sample_rate") or 0), int(fmt.get("channels") or 1))
+    if heard != ("PCMU", 8000, 1):
+        raise StreamError(
+            "unsupported_format",
+            f"media_format {fmt!r} is not PCMU at 8000 Hz, mono (ask Telnyx for codec PCMU)",
+        )
+    return Start(stream_id, call_id, {}, "telnyx")
+
+
+def _payload(media: dict[str, Any], provider: str = "twilio") -> bytes:
     track = media.get("track", "inbound")
     if track != "inbound":
         raise StreamError("unsupported_track", f"media.track {track!r}: only the caller's")
@@ -142,6 +163,8 @@ def _payload(media: dict[str, Any]) -> bytes:
         payload = base64.b64decode(media.get("payload", ""), validate=True)
     except (binascii.Error, TypeError, ValueError):
         raise StreamError("invalid_media", "media.payload is not base64") from None
+    if provider == "telnyx" and 0 < len(payload) <= MAX_TELNYX_BYTES:
+        return payload  # 20 ms or more a frame, as the call's packets come
     if len(payload) != FRAME_BYTES:
         raise StreamError(
             "invalid_media",
@@ -150,14 +173,20 @@ def _payload(media: dict[str, Any]) -> bytes:
     return payload
 
 
-def media(stream_sid: str, frame: bytes) -> str:
+def _ours(event: str, stream_sid: str, provider: str, **fields: Any) -> str:
+    """A message of ours: Twilio's name the stream; Telnyx's need not (one per socket)."""
+    sid = {"streamSid": stream_sid} if provider == "twilio" else {}
+    return json.dumps({"event": event, **sid, **fields})
+
+
+def media(stream_sid: str, frame: bytes, provider: str = "twilio") -> str:
     payload = base64.b64encode(frame).decode("ascii")
-    return json.dumps({"event": "media", "streamSid": stream_sid, "media": {"payload": payload}})
+    return _ours("media", stream_sid, provider, media={"payload": payload})
 
 
-def mark(stream_sid: str, name: str) -> str:
-    return json.dumps({"event": "mark", "streamSid": stream_sid, "mark": {"name": name}})
+def mark(stream_sid: str, name: str, provider: str = "twilio") -> str:
+    return _ours("mark", stream_sid, provider, mark={"name": name})
 
 
-def clear(stream_sid: str) -> str:
-    return json.dumps({"event": "clear", "streamSid": stream_sid})
+def clear(stream_sid: str, provider: str = "twilio") -> str:
+    return _ours("clear", stream_sid, provider)

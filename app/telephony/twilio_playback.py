@@ -85,8 +85,10 @@ class TwilioPlayback:
         stream_sid: str,
         send: Callable[[str], Awaitable[None]],
         clock: Callable[[], float] = time.monotonic,
+        provider: str = "twilio",
     ) -> None:
         self._sid, self._send, self._clock = stream_sid, send, clock
+        self._provider = provider  # whose messages (twilio_messages: Twilio's or Telnyx's)
         self._queue: deque[_Piece] = deque()
         self._sent: deque[_Sent] = deque()  # frames out, not yet known played
         self._played: OrderedDict[str, float] = OrderedDict()  # answer -> ms played
@@ -228,7 +230,7 @@ class TwilioPlayback:
         self._sent.append(_Sent(piece.response_id, frame, piece.at_ms, plays_at))
         frame += SILENCE * (FRAME_BYTES - len(frame))  # an answer's last frame, filled
         self.frames_sent += 1
-        await self._send(twilio_messages.media(self._sid, frame))
+        await self._send(twilio_messages.media(self._sid, frame, self._provider))
 
     async def _mark_finished(self) -> None:
         """A `mark` after the last frame of each answer whose audio has all gone out."""
@@ -243,7 +245,7 @@ class TwilioPlayback:
             ends = [s.at_ms + len(s.data) / BYTES_PER_MS for s in self._sent]
             end_ms = max(ends, default=self._played.get(response_id, 0.0))
             self._marks[name] = (response_id, end_ms)
-            await self._send(twilio_messages.mark(self._sid, name))
+            await self._send(twilio_messages.mark(self._sid, name, self._provider))
 
     # -- what has played ---------------------------------------------------------------
 
@@ -268,7 +270,7 @@ class TwilioPlayback:
     def _clear_twilio(self) -> None:
         self._marks.clear()  # Twilio echoes them now: nothing played
         self._plays_until = self._clock()
-        self._outgoing.append(twilio_messages.clear(self._sid))
+        self._outgoing.append(twilio_messages.clear(self._sid, self._provider))
         self._wake.set()
 
     def _note_played(self, response_id: str, ms: float) -> None:

@@ -91,7 +91,7 @@ class TwilioStream:
             if text is None:
                 return None
             try:
-                message = twilio_messages.parse(text, self.start.stream_sid)
+                message = twilio_messages.parse(text, self.start.stream_sid, self.start.provider)
             except StreamError as error:
                 await self._refuse(error)
                 return None

@@ -8,7 +8,8 @@ the line's silence), `dtmf` for a key and `stop` to hang up. It plays what comes
 as Twilio does: `media` frames back to back on its own clock, each `mark` echoed once the
 audio before it has played, and on `clear` the buffered audio dropped and its marks
 echoed at once. Every message is logged with its arrival time; a media frame's payload
-is replaced by whether it is audible and when it plays.
+is replaced by whether it is audible and when it plays. `telnyx=True` speaks Telnyx's
+variant of the same protocol (`stream_id`, `call_control_id`, `media_format` PCMU).
 """
 
 from __future__ import annotations
@@ -49,11 +50,17 @@ class TwilioCaller:
         self._marks: list[tuple[str, float]] = []  # (name, when the audio before it ends)
         self._tasks: list[asyncio.Task[None]] = []
         self._sequence = 0
+        self._key = "streamSid"  # where a message names its stream
 
     @classmethod
     async def open(
-        cls, url: str, parameters: dict[str, str] | None = None, call_sid: str = "CAbench"
+        cls,
+        url: str,
+        parameters: dict[str, str] | None = None,
+        call_sid: str = "CAbench",
+        telnyx: bool = False,
     ) -> TwilioCaller:
+        """`telnyx`: speak Telnyx's variant (`stream_id`, `call_control_id`, PCMU)."""
         import asyncio
         import secrets
 
@@ -62,21 +69,30 @@ class TwilioCaller:
         ws = await websockets.connect(url, max_size=None, open_timeout=30)
         caller = cls(ws, "MZ" + secrets.token_hex(16))
         await caller.send({"event": "connected", "protocol": "Call", "version": "1.0.0"})
-        start = {
-            "accountSid": "ACbench",
-            "streamSid": caller.stream_sid,
-            "callSid": call_sid,
-            "tracks": ["inbound"],
-            "customParameters": parameters or {},
-            "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": RATE, "channels": 1},
-        }
-        await caller.send({"event": "start", "start": start, "streamSid": caller.stream_sid})
+        if telnyx:  # Telnyx's shape: its ids and format under other names
+            caller._key = "stream_id"
+            fmt = {"encoding": "PCMU", "sample_rate": 8000, "channels": 1}
+            start = {"call_control_id": call_sid, "media_format": fmt}
+            await caller.send({"event": "start", "start": start, "stream_id": caller.stream_sid})
+        else:
+            await caller._twilio_start(parameters, call_sid)
         caller._tasks = [
             asyncio.create_task(caller._receive()),
             asyncio.create_task(caller._line()),
             asyncio.create_task(caller._echo_marks()),
         ]
         return caller
+
+    async def _twilio_start(self, parameters: dict[str, str] | None, call_sid: str) -> None:
+        start = {
+            "accountSid": "ACbench",
+            "streamSid": self.stream_sid,
+            "callSid": call_sid,
+            "tracks": ["inbound"],
+            "customParameters": parameters or {},
+            "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": RATE, "channels": 1},
+        }
+        await self.send({"event": "start", "start": start, "streamSid": self.stream_sid})
 
     async def send(self, message: dict[str, Any]) -> None:
         import json
@@ -86,7 +102,7 @@ class TwilioCaller:
 
     async def press(self, digit: str) -> None:
         dtmf = {"track": "inbound_track", "digit": digit}
-        await self.send({"event": "dtmf", "streamSid": self.stream_sid, "dtmf": dtmf})
+        await self.send({"event": "dtmf", self._key: self.stream_sid, "dtmf": dtmf})
 
     async def say(self, ulaw: bytes) -> tuple[float, float]:
         """Queue speech (8 kHz mu-law) on the line; returns when its first and last
@@ -102,7 +118,7 @@ class TwilioCaller:
         import contextlib
 
         with contextlib.suppress(Exception):
-            await self.send({"event": "stop", "streamSid": self.stream_sid, "stop": {}})
+            await self.send({"event": "stop", self._key: self.stream_sid, "stop": {}})
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -176,7 +192,7 @@ class TwilioCaller:
             self._new.set()
 
     async def _echo(self, name: str) -> None:
-        await self.send({"event": "mark", "streamSid": self.stream_sid, "mark": {"name": name}})
+        await self.send({"event": "mark", self._key: self.stream_sid, "mark": {"name": name}})
 
     async def _echo_marks(self) -> None:
         import asyncio
@@ -215,5 +231,5 @@ class TwilioCaller:
             payload = base64.b64encode(frame).decode()
             media = {"track": "inbound", "chunk": str(sent + 1), "payload": payload}
             media["timestamp"] = str(sent * FRAME_MS)
-            await self.send({"event": "media", "streamSid": self.stream_sid, "media": media})
+            await self.send({"event": "media", self._key: self.stream_sid, "media": media})
             sent += 1

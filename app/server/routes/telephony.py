@@ -152,14 +152,15 @@ async def _stream(websocket: WebSocket, state: WsState, token: str | None) -> No
         state.admitting -= 1
     if start is None:
         return
-    playback = TwilioPlayback(start.stream_sid, websocket.send_text)
+    playback = TwilioPlayback(start.stream_sid, websocket.send_text, provider=start.provider)
     session = create_session(state, GA, False, playback=playback)
-    on_error = lambda code: state.metrics.record_transport_error("twilio", code)  # noqa: E731
+    kind = start.provider  # "twilio" or "telnyx" in /metrics
+    on_error = lambda code: state.metrics.record_transport_error(kind, code)  # noqa: E731
     stream = TwilioStream(start, receive, close, playback, on_error)
     log.info("call %s: stream %s opened (session %s)", start.call_sid, start.stream_sid, session.id)
     playback.start()
     try:
-        await SessionRunner(state, session, stream, "twilio").run()
+        await SessionRunner(state, session, stream, kind).run()
     finally:
         await playback.close()
         log.info("call %s: stream %s ended", start.call_sid, start.stream_sid)

@@ -109,3 +109,25 @@ def test_speech_over_an_answer_clears_it_and_keeps_what_was_heard(
     users = [item for item in items if item.role == "user"]
     heard = (users[1].text or "").lower()  # "And so, my fellow Americans"
     assert len(users) == 2 and ("fellow" in heard or "americ" in heard), heard
+
+
+@pytest.mark.timeout(600)
+def test_a_telnyx_call_is_answered_the_same_way(shared_components: Any) -> None:
+    app = app_with(shared_components)
+    question = _ulaw(shared_components.tts.synthesize("What is the capital of France?", RATE))
+
+    async def main(address: str) -> TwilioCaller:
+        caller = await TwilioCaller.open(f"ws://{address}{STREAM}", telnyx=True)
+        await caller.say(question)
+        i, _, _ = await caller.wait_for(_media, 0, 120)
+        await caller.wait_for(lambda m: m["event"] == "mark", i, 120)
+        await caller.hang_up()
+        return caller
+
+    with serve(app) as address:
+        caller = asyncio.run(main(address))
+    sent = [m for _, m in caller.log]
+    assert sent and all("streamSid" not in m for m in sent)  # Telnyx's shape: no streamSid
+    assert all(m["media"]["bytes"] == FRAME_BYTES for _, m in caller.of("media"))
+    metrics = app.state.server.metrics.render().decode()
+    assert 'r1voice_sessions_total{transport="telnyx"} 1.0' in metrics

@@ -64,7 +64,6 @@ def test_what_we_send_is_twilios_shape() -> None:
 @pytest.mark.parametrize(
     ("start", "code", "words"),
     [
-        ({"call_control_id": "v3:x", "stream_id": "s"}, "unsupported_provider", "Telnyx"),
         ({"streamId": "s", "callId": "c"}, "unsupported_provider", "Plivo"),
         (
             {"stream_sid": "s", "call_sid": "c", "account_sid": "a"},
@@ -86,3 +85,33 @@ def test_a_second_start_and_a_bad_key_are_refused() -> None:
     dtmf = {"event": "dtmf", "streamSid": SID, "dtmf": {"digit": "x"}}
     with pytest.raises(StreamError, match="keypad"):
         parse(json.dumps(dtmf), SID)
+
+
+def test_telnyx_streams_are_told_apart_and_read() -> None:
+    fmt = {"encoding": "PCMU", "sample_rate": 8000, "channels": 1}
+    start = {
+        "event": "start",
+        "stream_id": "32DE",
+        "start": {"call_control_id": "v3:c", "media_format": fmt},
+    }
+    assert parse(json.dumps(start), None) == Start("32DE", "v3:c", {}, "telnyx")
+    frame = bytes(320)  # a 40 ms packet: Telnyx frames follow the call's packets
+    media = {
+        "event": "media",
+        "stream_id": "32DE",
+        "media": {"payload": base64.b64encode(frame).decode()},
+    }
+    assert parse(json.dumps(media), "32DE", "telnyx") == Media(frame)
+    with pytest.raises(StreamError, match="stream_id"):
+        parse(json.dumps({**media, "stream_id": "other"}), "32DE", "telnyx")
+    pcma = {
+        **start,
+        "start": {"call_control_id": "v3:c", "media_format": {**fmt, "encoding": "PCMA"}},
+    }
+    with pytest.raises(StreamError, match="PCMU"):
+        parse(json.dumps(pcma), None)
+    assert json.loads(twilio_messages.clear("32DE", "telnyx")) == {"event": "clear"}
+    assert json.loads(twilio_messages.mark("32DE", "a", "telnyx")) == {
+        "event": "mark",
+        "mark": {"name": "a"},
+    }
