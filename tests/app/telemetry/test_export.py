@@ -31,10 +31,12 @@ def typed_turn(address: str) -> dict[str, Any]:
                 return {"session_id": created["session"]["id"], **event["response"]}
 
 
-def serve_one_turn(components: Any, endpoint: str) -> tuple[Telemetry, dict[str, Any]]:
+def serve_one_turn(
+    components: Any, endpoint: str, **settings: Any
+) -> tuple[Telemetry, dict[str, Any]]:
     """A real server tracing to `endpoint` (as R1VOICE_OTEL_ENDPOINT says), one typed turn,
     then the server's telemetry shut down (its last batch sent, or given up)."""
-    app = app_with(components, otel_endpoint=endpoint)
+    app = app_with(components, otel_endpoint=endpoint, **settings)
     telemetry = app.state.server.telemetry
     for address in run_live(app):
         done = typed_turn(address)
@@ -81,3 +83,13 @@ def test_an_unreachable_collector_drops_and_counts_and_the_session_goes_on(
     assert done["status"] == "completed"
     assert telemetry.dropped_spans > 0
     assert any("did not take" in r.getMessage() for r in caplog.records)
+
+
+def test_content_goes_in_spans_only_when_asked(shared_components: Any) -> None:
+    with otlp_receiver() as (endpoint, received):
+        _, done = serve_one_turn(shared_components, endpoint, trace_content=True)
+    answer = done["output"][0]["content"][0]["transcript"]
+    [turn] = [s for s in received.spans if s.name == "r1voice.turn"]
+    assert turn.attributes["r1voice.answer"] == answer
+    spoken = [s.attributes["r1voice.tts.text"] for s in received.spans if s.name == "r1voice.tts"]
+    assert "".join(spoken).replace(" ", "") == answer.replace(" ", "")  # every clause spoken
