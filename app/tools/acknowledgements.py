@@ -34,3 +34,24 @@ def result_note(results: list[tuple[str, str]]) -> str:
         "sentences what this means for their question, in the language they speak, "
         "without JSON.)"
     )
+
+
+# what cancels a call still running, said as a whole turn ("never mind", "算了")
+CANCELS = ("never mind", "nevermind", "cancel that", "cancel it", "forget it", "forget about it")
+CANCELS_ZH = ("算了", "不用了", "取消")
+
+
+def cancels(text: str) -> bool:
+    """Whether a user turn asks to cancel what is running (the whole turn is little more
+    than the phrase: "never mind the weather, what time is it" asks something else)."""
+    said = " ".join(text.lower().replace(",", " ").replace(".", " ").replace("!", " ").split())
+    short = len(said.split()) <= 5 or len(said) <= 8
+    return short and (any(p in said for p in CANCELS) or any(p in said for p in CANCELS_ZH))
+
+
+def cancelled_note(names: list[str]) -> str:
+    tools = ", ".join(names)
+    return (
+        f"(The user cancelled the {tools} call, which is now stopped. Say in a few words, "
+        "in the language they speak, that it is cancelled.)"
+    )

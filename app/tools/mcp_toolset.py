@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,9 +94,19 @@ class McpToolset:
         self._listings: dict[tuple[Any, ...], asyncio.Task[list[McpToolRef]]] = {}
         # calls held for the client's approval, by their mcp_approval_request item's id
         self.pending: dict[str, tuple[McpApprovalRequestItem, McpToolRef]] = {}
+        self._background: list[Callable[[], list[str]]] = []
 
     def hold(self, request: McpApprovalRequestItem, ref: McpToolRef) -> None:
         self.pending[request.id] = (request, ref)
+
+    def running_later(self, cancel: Callable[[], list[str]]) -> None:
+        """Calls went on in the background; `cancel()` stops those still running."""
+        self._background.append(cancel)
+
+    def cancel_background(self) -> list[str]:
+        """Cancel every call still running in the background; the tools' names."""
+        cancels, self._background = self._background, []
+        return [name for cancel in cancels for name in cancel()]
 
     def prepare(self, servers: list[McpTool]) -> None:
         """Start listing each server not listed yet (its item joins the conversation now)."""

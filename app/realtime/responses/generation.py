@@ -122,6 +122,7 @@ class Generation:
                 self.emit,
                 toolset.hold,
                 lambda calls: self.deps.on_tool_result(result_note(_results(calls))),
+                toolset.running_later,
             )
             self.calls.mcp = mcp
             self.calls.items += mcp.approved(toolset.pending, 1 + len(self.calls.items))

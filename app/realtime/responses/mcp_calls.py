@@ -36,6 +36,7 @@ from app.tools.mcp_items import McpApprovalRequestItem, McpApprovalResponseItem,
 from app.tools.mcp_toolset import McpToolRef
 
 INVALID_PARAMS = -32602  # JSON-RPC's code for arguments a method refuses
+CANCELLED = "the user cancelled the call"
 BACKGROUND: set[asyncio.Task[None]] = set()  # calls answered later (held: asyncio keeps weak refs)
 
 
@@ -60,13 +61,15 @@ class McpCalls:
         emit: EventSink,
         on_approval: Callable[[McpApprovalRequestItem, McpToolRef], None],
         on_background: Callable[[list[McpCallItem]], None] = lambda _calls: None,
+        on_detached: Callable[[Callable[[], list[str]]], None] = lambda _cancel: None,
     ) -> None:
         self.response_id = response_id
         self.refs = {ref.tool.name: ref for ref in refs}
         self.conversation, self.emit, self.on_approval = conversation, emit, on_approval
-        self.on_background = on_background
+        self.on_background, self.on_detached = on_background, on_detached
         self.detached = False
         self.finished: list[McpCallItem] = []  # the calls ended, in the order they ended
+        self._calls: dict[asyncio.Task[None], tuple[McpCallItem, int]] = {}
         self._waits: dict[str, float | None] = {}  # a call's own background threshold
         self._running: list[asyncio.Task[None]] = []
 
@@ -116,6 +119,7 @@ class McpCalls:
         self.emit(McpCallInProgress(item_id=item.id, output_index=index))
         task = asyncio.create_task(self._call(item, ref, index, error), name=f"mcp-{item.name}")
         self._running.append(task)
+        self._calls[task] = (item, index)
         own = ref.server.r1voice if ref is not None else None
         if ref is not None and own is not None and own.background_after_s is not None:
             self._waits[task.get_name()] = ref.background_after_s(None)
@@ -132,6 +136,10 @@ class McpCalls:
                 )
             except McpFailure as exc:
                 error = exc.error
+            except asyncio.CancelledError:  # its answer was cancelled (said so by _cancel)
+                if item.error is None:
+                    item.finish(None, {"type": "tool_execution_error", "message": CANCELLED})
+                raise
         item.finish(output, error)
         self.finished.append(item)
         done = McpCallFailed if error is not None else McpCallCompleted
@@ -156,6 +164,7 @@ class McpCalls:
         if not pending:
             return "done"
         self.detached = True  # the response ends before these calls do
+        self.on_detached(lambda: self._cancel(pending))
         ended = len(self.finished)
         waiting = asyncio.create_task(self._answer_later(pending, ended))
         BACKGROUND.add(waiting)
@@ -164,7 +173,19 @@ class McpCalls:
 
     async def _answer_later(self, pending: set[asyncio.Task[None]], ended: int) -> None:
         await asyncio.wait(pending)
-        self.on_background(self.finished[ended:])
+        if not all(task.cancelled() for task in pending):  # a cancelled call is not answered
+            self.on_background(self.finished[ended:])
+
+    def _cancel(self, pending: set[asyncio.Task[None]]) -> list[str]:
+        """Cancel the calls still running in the background; their names."""
+        running = [task for task in pending if not task.done()]
+        for task in running:
+            task.cancel()  # the MCP SDK tells the server the request is cancelled
+            item, index = self._calls[task]
+            item.finish(None, {"type": "tool_execution_error", "message": CANCELLED})
+            self.emit(McpCallFailed(item_id=item.id, output_index=index))  # now, not once
+            self._done(item, index)  # the SDK has told the server
+        return [task.get_name().removeprefix("mcp-") for task in running]
 
     def approved(
         self, pending: dict[str, tuple[McpApprovalRequestItem, McpToolRef]], first_index: int

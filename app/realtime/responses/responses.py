@@ -21,6 +21,7 @@ from app.realtime.handoff import TurnTiming
 from app.realtime.responses.response import Response
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec
 from app.realtime.session_config import SessionConfig
+from app.tools.acknowledgements import cancelled_note, cancels
 
 RECENT_RESPONSES = 64  # answers that can still be truncated
 
@@ -69,6 +70,7 @@ class Responses:
                 "for response.done",
             )
         spec = self._spec(options, early_user_text, early_language, idle_ms, event_id)
+        note = note or self._cancelled(early_user_text, idle_ms)
         if note is not None:
             spec = dataclasses.replace(spec, note=note)
         response = Response(spec, self._deps, timing, self._ended)
@@ -139,6 +141,18 @@ class Responses:
         self._on_outcome(outcome)
         if self._results:  # after whatever the outcome starts itself
             asyncio.get_running_loop().call_soon(self._answer_result)
+
+    def _cancelled(self, early_user_text: str | None, idle_ms: int | None) -> str | None:
+        """The user's turn said "never mind" while calls ran in the background: they
+        are cancelled, and the answer says so."""
+        last = self._deps.conversation.items[-1] if self._deps.conversation.items else None
+        if self._deps.mcp is None or early_user_text or idle_ms is not None or last is None:
+            return None
+        if last.role != "user" or not cancels(last.text or ""):
+            return None
+        names = self._deps.mcp.cancel_background()
+        self._results.clear()  # a result that came meanwhile is not answered either
+        return cancelled_note(names) if names else None
 
     def _tool_result(self, note: str) -> None:
         """A tool call that went on in the background is done: answer with its result

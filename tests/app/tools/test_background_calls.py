@@ -6,13 +6,14 @@ item stays where the call was made; the result's answer reads it there)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.app.protocol.test_ga_conformance import invalid_events
-from tests.app.tools.mcp_servers import mcp_server
+from tests.app.tools.mcp_servers import SLOW_S, mcp_server
 from tests.app.tools.test_mcp_realtime import Session, mcp_tool, types
 
 
@@ -76,3 +77,29 @@ def test_an_entry_that_says_wait_is_waited_for(shared_components: Any, weather_u
         answer = s.ask("Will it rain tomorrow in Rome?")
     assert text(answer) == "Rain tomorrow in Rome."  # no "Let me check that."
     assert "response.mcp_call.completed" in types(answer)
+
+
+def test_never_mind_cancels_a_call_running_in_the_background(
+    shared_components: Any, weather_url: str
+) -> None:
+    scripts = [[tagged("get_forecast", city="Rome")], ["Okay, cancelled."], ["Hi."]]
+    with Session(shared_components, scripts, "http://127.0.0.1:", background_after_s=0.3) as s:
+        s.tools([mcp_tool(weather_url, require_approval="never")], "conversation.item.done")
+        first = s.ask("Will it rain tomorrow in Rome?")
+        cancelled = s.ask("Never mind.")
+        time.sleep(SLOW_S + 0.5)  # past the tool's latency: its result would have come
+        after = s.ask("Hello?")
+    (call,) = [o for o in first[-1]["response"]["output"] if o["type"] == "mcp_call"]
+    failed = next(e for e in cancelled if e["type"] == "response.mcp_call.failed")
+    assert failed["item_id"] == call["id"]
+    item = next(
+        e["item"]
+        for e in cancelled
+        if e["type"] == "conversation.item.done" and e["item"]["type"] == "mcp_call"
+    )
+    assert item["error"]["message"] == "the user cancelled the call"
+    assert "cancelled the get_forecast call" in s.llm.prompts[1][-1].content
+    assert text(cancelled) == "Okay, cancelled."
+    assert len(s.llm.prompts) == 3  # the cancelled call's result was never answered
+    assert "response.mcp_call.completed" not in types(after)
+    assert invalid_events(s.seen) == []
