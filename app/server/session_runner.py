@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Any
 
 from fastapi import status
 
@@ -34,8 +35,10 @@ def create_session(
     dialect: str | None,
     extensions: bool,
     playback: Playback | None = None,
+    trace_parent: Any = None,
 ) -> Session:
-    """A session on the server's models (checked ready by the caller's Refusal)."""
+    """A session on the server's models (checked ready by the caller's Refusal);
+    `trace_parent`: the trace context its trace joins (a handshake's traceparent)."""
     assert state.components is not None
     metrics = state.metrics
     return Session(
@@ -46,7 +49,7 @@ def create_session(
         on_merge=metrics.record_merge,
         meter_llm=metrics.metered_llm,
         playback=playback,
-        trace=state.telemetry.session(),
+        trace=state.telemetry.session(trace_parent),
     )
 
 

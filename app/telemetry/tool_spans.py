@@ -42,8 +42,10 @@ class ToolSpans:
         elif isinstance(event, McpCallInProgress):
             item = self._mcp.get(event.item_id, {})
             name, arguments = str(item.get("name", "")), str(item.get("arguments", ""))
-            span = self._start(event.item_id, name, "extension", item.get("response_id"), arguments)
-            span.set_attribute("r1voice.mcp.server_label", str(item.get("server_label", "")))
+            started = self._start(
+                event.item_id, name, "extension", item.get("response_id"), arguments
+            )
+            started.set_attribute("r1voice.mcp.server_label", str(item.get("server_label", "")))
         elif isinstance(event, McpCallCompleted | McpCallFailed):
             span = self.open.get(event.item_id)
             if span is not None and isinstance(event, McpCallFailed):

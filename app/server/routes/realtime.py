@@ -13,6 +13,7 @@ from app.server.refusal import Refusal
 from app.server.session_runner import SessionRunner, create_session
 from app.server.state import WsState
 from app.server.transport import Received
+from app.telemetry.http import incoming_context
 
 log = logging.getLogger("r1voice.realtime")
 router = APIRouter(tags=["realtime"])
@@ -84,5 +85,6 @@ async def realtime(websocket: WebSocket, state: WsState) -> None:
         state.admitting -= 1
     # ?r1voice_events=1: also our r1voice.* events (turn metrics, reasoning); off by default
     extensions = websocket.query_params.get("r1voice_events", "") in ("1", "true")
-    session = create_session(state, _dialect(websocket), extensions)
+    joins = incoming_context(websocket.scope["headers"])  # a caller's traceparent, if any
+    session = create_session(state, _dialect(websocket), extensions, trace_parent=joins)
     await SessionRunner(state, session, transport).run()
