@@ -52,6 +52,9 @@ def _command(target: str, model: str, port: int, threads: int) -> tuple[list[str
             raise ServerFailed(f"llama.cpp: no GGUF bundled for {model}")
         command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf)]
         command += ["--port", str(port), "--n_ctx", "4096", "--n_threads", str(threads)]
+        # its server runs one request at a time (no slots); by default a new request
+        # interrupts the one streaming, which a load test would count as failed
+        command += ["--interrupt_requests", "False"]
         return [*command, "--model_alias", model], {}
     if target == "vllm":
         if not VLLM_PYTHON.exists():
@@ -61,7 +64,9 @@ def _command(target: str, model: str, port: int, threads: int) -> tuple[list[str
         command += ["--port", str(port), "--host", "127.0.0.1", "--max-model-len", "4096"]
         env = {
             "VLLM_CPU_KVCACHE_SPACE": "2",  # GiB of KV cache
-            "VLLM_CPU_OMP_THREADS_BIND": "all",  # every core, as the other servers use
+            # every core this process may use, as the other servers do ("auto" keeps one
+            # for its front end)
+            "VLLM_CPU_OMP_THREADS_BIND": ",".join(map(str, sorted(os.sched_getaffinity(0)))),
             "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
         }
         return command, env
