@@ -4,14 +4,16 @@ issued for the Device-Id (with an API key set), and the Device-Id allowlist."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import websockets
 from fastapi.testclient import TestClient
 
 from app.xiaozhi.tokens import DeviceAccess
-from bench.voice.xiaozhi_board import Board
+from bench.voice.xiaozhi_board import Board, hello
 from tests.conftest import app_with, client_with, run_live
 
 KEY = "sk-test-key"
@@ -81,6 +83,21 @@ def test_with_a_key_a_device_needs_the_token_issued_for_it(keyed: Any) -> None:
     assert hello["type"] == "hello"
     metrics = client.get("/metrics", headers={"Authorization": f"Bearer {KEY}"}).text
     assert 'r1voice_transport_errors_total{code="unauthorized",transport="xiaozhi"} 2.0' in metrics
+    assert 'r1voice_sessions_total{transport="xiaozhi"} 1.0' in metrics
+
+
+def test_a_browser_test_page_passes_the_headers_as_query_parameters(keyed: Any) -> None:
+    client, address = keyed
+    token = check_in(client).json()["websocket"]["token"]
+    query = f"device-id={DEVICE}&client-id=c1&protocol-version=3&authorization=Bearer%20{token}"
+
+    async def run() -> dict[str, Any]:
+        async with websockets.connect(f"ws://{address}/xiaozhi/v1/?{query}") as ws:
+            await ws.send(json.dumps(hello(version=3)))
+            return json.loads(await asyncio.wait_for(ws.recv(), 10))  # type: ignore[no-any-return]
+
+    answer = asyncio.run(run())
+    assert answer["type"] == "hello" and answer["session_id"].startswith("sess_")
 
 
 def test_a_device_not_in_the_allowlist_gets_no_token(keyed: Any) -> None:
