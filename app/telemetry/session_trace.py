@@ -39,6 +39,8 @@ class SessionTrace:
 
     def start(self, session_id: str) -> None:
         """The session began (its id as `session.created` gives it)."""
+        if self.reports is None and self.recordings is None:
+            return  # OFF, shared by every session: it keeps nothing of theirs
         self.id = session_id
         if self.recordings is None:
             return

@@ -71,6 +71,7 @@ class TracedSession(SessionTrace):
 
     def start(self, session_id: str) -> None:
         super().start(session_id)
+        self.id = session_id
         self.span.set_attribute("r1voice.session.id", session_id)
         self.span.set_attribute("gen_ai.conversation.id", session_id)
         if self.reports is not None:
