@@ -143,7 +143,7 @@ class LiveSession:
         elif isinstance(event, live.Append):
             await self._append(event)
         elif isinstance(event, live.Update):
-            self._update(event)
+            await self._update(event)
         elif isinstance(event, live.Close):
             self.outbox.closing("close_requested", event.event_id)
 
@@ -167,7 +167,8 @@ class LiveSession:
         await self._check_tokens(config)
         self.outbox.format = config.format
         update = realtime_update(config, voice)
-        update["session"]["tools"] = [DELEGATE_TOOL]
+        if config.delegation is not None:  # asked for: the tool costs every turn's prompt
+            update["session"]["tools"] = [DELEGATE_TOOL]
         await self.realtime(update)
         for item in config.input or []:
             content_type = "output_text" if item.role == "assistant" else "input_text"
@@ -256,10 +257,14 @@ class LiveSession:
         self._to_say += 1
         self._speak_soon()
 
-    def _update(self, event: live.Update) -> None:
+    async def _update(self, event: live.Update) -> None:
         assert self.config is not None
+        offered = self.config.delegation is not None
         self.config = updated(self.config, event.session, self._llms, event.event_id)
         self._delegate_as(self.config)
+        if not offered and self.config.delegation is not None:
+            tools = {"type": "realtime", "tools": [DELEGATE_TOOL]}
+            await self.realtime({"type": "session.update", "session": tools})
         self.outbox.emit(SessionUpdated(session=self.resource(), client_event_id=event.event_id))
 
     def _answer_done(self) -> None:

@@ -163,8 +163,9 @@ def test_audio_turn_and_instructions_append(scripted_server: ScriptedServer) -> 
         client = asyncio.run(main(address))
     assert client.of("error") == []
     heard = "".join(e["delta"] for e in client.of("session.input_transcript.delta"))
-    assert "fellow" in heard.lower()  # "And so, my fellow Americans"
-    assert client.said() == "".join(SHORT_ANSWER)
+    # "And so, my fellow Americans"; a pause after "And so" may end the turn there
+    assert any(w in heard.lower() for w in ("and so", "fellow", "americans")), heard
+    assert client.said().endswith("".join(SHORT_ANSWER))  # after what a split turn cut
     assert len(client.audio()) > 0
     assert client.of("session.usage.updated") != []
     assert client.raw[-1]["type"] == "session.closed"
