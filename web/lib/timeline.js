@@ -2,6 +2,9 @@
 // spans, grouped by turn): lanes over time for the user's speech, the VAD and turn
 // decisions, transcription passes, the LLM's queue / prefill / decode, TTS clauses, the
 // answer's playback and interruptions; a turn's stages in milliseconds and its words.
+// (The lanes' labels below are the English ones; the SVG shows the page's language.)
+
+import { t } from "./i18n.js";
 
 export const LANES = [
   { key: "speech", label: "User speech", color: "#2b6cb0" },
@@ -85,7 +88,7 @@ export function timelineSvg(report, opts = {}) {
   for (const t of m.turns) {
     parts.push(`<rect class="turn" data-turn="${t.number}" x="${t.x.toFixed(1)}" y="0" width="${t.w.toFixed(1)}" height="${m.height - 16}" fill="#edf2f7"><title>Turn ${t.number}</title></rect>`);
   }
-  for (const r of m.rows) parts.push(`<text x="2" y="${r.y + 13}" class="tick">${esc(r.label)}</text>`);
+  for (const r of m.rows) parts.push(`<text x="2" y="${r.y + 13}" class="tick">${esc(t(`timeline.lane.${r.key}`))}</text>`);
   for (const b of m.bars) {
     const title = `Turn ${b.turn}: ${b.name} ${ms(b.end - b.start)}`;
     parts.push(`<rect data-turn="${b.turn}" data-lane="${b.lane}" data-kind="${esc(b.kind)}" x="${b.x.toFixed(1)}" y="${b.y}" width="${b.w.toFixed(1)}" height="${b.h}" fill="${b.color}"><title>${esc(title)}</title></rect>`);

@@ -2,6 +2,7 @@
 // report, or a recent one's, drawn as lanes (web/lib/timeline.js); a click on a turn
 // shows its stages' milliseconds and its words, and plays the recording from there.
 import { authHeaders } from "../lib/auth.js";
+import { t } from "../lib/i18n.js";
 import { timelineSvg, turnDetail } from "../lib/timeline.js";
 import { $ } from "./dom.js";
 
@@ -36,11 +37,13 @@ export class TimelineView {
   async refresh() {
     const res = await get("/v1/r1voice/sessions");
     const select = $("timeline-session");
-    if (!res.ok) return this.say(`No session reports (${res.status})`);
+    if (!res.ok) return this.say(t("timeline.none", { status: res.status }));
     const { data } = await res.json();
     select.replaceChildren(
       ...data.map((s) => {
-        const option = new Option(`${s.id === this.currentId ? "this session" : new Date(s.started_at * 1000).toLocaleTimeString()} · ${s.turns} turns${s.recording_url ? " · recorded" : ""}`, s.id);
+        const when = s.id === this.currentId ? t("timeline.thisSession") : new Date(s.started_at * 1000).toLocaleTimeString();
+        const label = t("timeline.option", { when, turns: s.turns }) + (s.recording_url ? ` · ${t("timeline.recorded")}` : "");
+        const option = new Option(label, s.id);
         option.selected = s.id === (this.report?.id ?? this.currentId);
         return option;
       }),
@@ -50,10 +53,10 @@ export class TimelineView {
 
   async load(id) {
     const res = await get(`/v1/r1voice/sessions/${encodeURIComponent(id)}`);
-    if (!res.ok) return this.say(`Session ${id}: ${res.status}`);
+    if (!res.ok) return this.say(t("timeline.missing", { id, status: res.status }));
     this.report = await res.json();
     $("timeline-svg").innerHTML = timelineSvg(this.report);
-    this.say(this.report.turns.length ? "Click a turn for its stages." : "No turns yet.");
+    this.say(t(this.report.turns.length ? "timeline.hint" : "timeline.empty"));
     await this.loadRecording(this.report.recording_url);
   }
 
@@ -74,7 +77,7 @@ export class TimelineView {
     if (!d) return;
     const box = $("timeline-turn");
     const head = document.createElement("p");
-    head.textContent = `Turn ${d.number}: ended by ${d.endReason}${d.interrupted ? ", interrupted" : ""}, ${Math.round(d.ms)} ms`;
+    head.textContent = t(d.interrupted ? "timeline.interrupted" : "timeline.turn", { number: d.number, reason: d.endReason, ms: Math.round(d.ms) });
     const list = document.createElement("ol");
     for (const s of d.stages) {
       const li = document.createElement("li");
@@ -82,7 +85,7 @@ export class TimelineView {
       list.append(li);
     }
     const words = document.createElement("p");
-    words.textContent = `User: ${d.user ?? "—"} · Answer: ${d.answer ?? "—"}`;
+    words.textContent = t("timeline.words", { user: d.user ?? "—", answer: d.answer ?? "—" });
     box.replaceChildren(head, list, words);
     const audio = $("timeline-audio");
     const turn = this.report.turns.find((t) => t.number === number);
