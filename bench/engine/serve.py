@@ -141,6 +141,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "slo": {name: table.slo_summary(by_rate, slo) for name, by_rate in results.items()},
         "wall_s": round(time.perf_counter() - started, 1),
     }
+    result["targets"] = table.targets(result)
     plot = Path(args.plot) if args.plot else None
     if plot is None and args.json:
         plot = Path(args.json).with_suffix(".png")

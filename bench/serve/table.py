@@ -96,6 +96,8 @@ def format_rows(result: dict[str, Any]) -> str:
             f"({summary['requests_per_s_within_slo']} answered/s), crosses at "
             f"{summary['p99_crosses_slo_at']}"
         )
+    for name, value in result.get("targets", {}).items():
+        lines.append(f"{name}: {value}")
     return "\n".join(lines)
 
 
@@ -127,3 +129,54 @@ def plot(result: dict[str, Any], path: Path) -> bool:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+def _short_p99(row: dict[str, Any] | None) -> float | None:
+    return None if row is None else row.get("short", {}).get("ttft_p99_s")
+
+
+def targets(result: dict[str, Any]) -> dict[str, Any]:
+    """Issue #54's same-run ratios, from the rows there are: throughput within the SLOs
+    and P99 end-to-end against static (at static's saturation: the highest rate it
+    meets the SLOs at, else the lowest rate), and short requests' P99 TTFT of the
+    preempting modes against fcfs and reorder at each rate; for servers, each one's
+    goodput within the SLOs against r1voice's."""
+    res, slo = result["results"], result["slo"]
+    out: dict[str, Any] = {}
+    if "static" in res:
+        sat = slo["static"]["max_rate_within_slo"] or min(float(r) for r in res["static"])
+        out["static_saturation_rate"] = sat
+        for name in res:
+            if name == "static":
+                continue
+            st, me = (
+                slo["static"]["requests_per_s_within_slo"],
+                slo[name]["requests_per_s_within_slo"],
+            )
+            out[f"throughput_within_slo_{name}_vs_static"] = _ratio(me, st) if st else None
+            here, base = res[name].get(str(sat)), res["static"].get(str(sat))
+            if here and base:
+                out[f"e2e_p99_{name}_vs_static_at_saturation"] = _ratio(
+                    here["e2e_p99_s"], base["e2e_p99_s"]
+                )
+    for fast in ("priority", "product"):
+        for slow in ("fcfs", "reorder"):
+            if fast in res and slow in res:
+                out[f"short_ttft_p99_{fast}_vs_{slow}"] = {
+                    r: _ratio(_short_p99(row), _short_p99(res[slow].get(r)))
+                    for r, row in res[fast].items()
+                }
+    if "r1voice" in res:
+        ours = slo["r1voice"]["goodput_within_slo"]
+        for peer in ("vllm", "llama.cpp"):
+            if peer in res:
+                theirs = slo[peer]["goodput_within_slo"]
+                out[f"goodput_within_slo_r1voice_vs_{peer}"] = (
+                    _ratio(ours, theirs) if theirs else None
+                )
+                out[f"goodput_r1voice_vs_{peer}_per_rate"] = {
+                    r: _ratio(row["goodput_requests_per_s"], res[peer][r]["goodput_requests_per_s"])
+                    for r, row in res["r1voice"].items()
+                    if r in res[peer]
+                }
+    return out
