@@ -132,6 +132,7 @@ class Session:
             false_interruption_timeout_s=self.config.false_interruption_timeout,
         )
         self.turns.audio.heard = trace.heard  # the user's audio, recorded as heard
+        self.responses.user_idle = lambda: self.turns.idle  # a late tool result waits
 
     def session_object(self) -> dict[str, Any]:
         return self.trace.announce(self.dialect.session_object(self.config.to_wire(self.id)))
@@ -241,7 +242,6 @@ class Session:
         await apply_update(event, self.config, self.models, self._voices)
         self.trace.configure(event.session.tracing)
         self.responses.use_llm(traced_llm(self.trace, self.models.llm))  # from the next answer on
-        self.responses.tools_changed()
         cfg = self.config
         await self.turns.reconfigure(
             cfg.input_format,
@@ -251,6 +251,7 @@ class Session:
             cfg.false_interruption_timeout,
         )
         self.outbox.emit(SessionUpdated(session=self.session_object()))
+        self.responses.tools_changed()
 
     async def _clear_output_audio(self) -> None:
         """Stop the answer's audio the server plays; one still being spoken stops too (its

@@ -24,6 +24,7 @@ from app.realtime.session_config import SessionConfig
 from app.tools.acknowledgements import cancelled_note, cancels
 
 RECENT_RESPONSES = 64  # answers that can still be truncated
+RESULT_RETRY_S = 0.25  # a tool's result waiting for the user to finish: looked at again
 
 
 class Responses:
@@ -37,6 +38,9 @@ class Responses:
         self._deps = dataclasses.replace(deps, on_tool_result=self._tool_result)
         self._on_outcome = on_outcome
         self._results: list[str] = []  # notes of tool results waiting for a free turn
+        # whether the user is between turns (the session's turns say): a result waits
+        # for the end of a sentence being spoken
+        self.user_idle: Callable[[], bool] = lambda: True
         self.active: Response | None = None
         self._recent: OrderedDict[str, Response] = OrderedDict()  # item id -> response
         self._closed = False
@@ -162,6 +166,9 @@ class Responses:
 
     def _answer_result(self) -> None:
         if self._closed or self.active is not None or not self._results:
+            return  # an answer running: tried again when it ends
+        if not self.user_idle():  # mid-sentence: at the next pause
+            asyncio.get_running_loop().call_later(RESULT_RETRY_S, self._answer_result)
             return
         note = self._results.pop(0)
         self.start(note=note)

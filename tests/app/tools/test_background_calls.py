@@ -7,14 +7,19 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 
+from app.audio import PROTOCOL_RATE
+from app.llm import ChatMessage, GenerationParams, LLMDelta
 from tests.app.protocol.test_ga_conformance import invalid_events
 from tests.app.tools.mcp_servers import SLOW_S, mcp_server
 from tests.app.tools.test_mcp_realtime import Session, mcp_tool, types
+from tests.conftest import append_event, load_clip, receive_until
+from tests.fakes import ScriptedLLM
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +108,55 @@ def test_never_mind_cancels_a_call_running_in_the_background(
     assert len(s.llm.prompts) == 3  # the cancelled call's result was never answered
     assert "response.mcp_call.completed" not in types(after)
     assert invalid_events(s.seen) == []
+
+
+class Caller(ScriptedLLM):
+    """Calls get_forecast when typed to, says "Go on." to a spoken turn, and answers the
+    result once its note ends the prompt."""
+
+    async def stream_chat(
+        self, messages: list[ChatMessage], params: GenerationParams, request_id: str
+    ) -> AsyncGenerator[LLMDelta, None]:
+        last = messages[-1].content
+        if "The tools have answered" in last:
+            self.scripts = [["Rain tomorrow in Rome."]]
+        elif "Rome" in last:
+            self.scripts = [[tagged("get_forecast", city="Rome")]]
+        else:
+            self.scripts = [["Go on."]]
+        async for delta in super().stream_chat(messages, params, request_id):
+            yield delta
+
+
+def test_a_result_that_comes_mid_sentence_is_answered_after_it(
+    shared_components: Any, weather_url: str
+) -> None:
+    session = Session(shared_components, [], "http://127.0.0.1:", 5.0, 0.3, llm=Caller())
+    with session as s:
+        s.tools([mcp_tool(weather_url, require_approval="never")], "conversation.item.done")
+        s.ask("Will it rain tomorrow in Rome?")
+        speech = np.concatenate(
+            [
+                np.zeros(PROTOCOL_RATE // 4, np.float32),
+                load_clip("jfk.flac")[: PROTOCOL_RATE * 22 // 10],
+            ]
+        )
+        for i in range(0, speech.size, PROTOCOL_RATE // 50):  # at the pace it is spoken
+            s.ws.send_text(append_event(speech[i : i + PROTOCOL_RATE // 50]))
+            time.sleep(0.02)
+        s.ws.send_text(append_event(np.zeros(PROTOCOL_RATE * 2, np.float32)))
+        late = receive_until(
+            s.ws, lambda e: e["type"] == "response.done" and "Rain" in json.dumps(e)
+        )
+    kinds = types(late)
+    completed = kinds.index("response.mcp_call.completed")
+    stopped = kinds.index("input_audio_buffer.speech_stopped")
+    assert completed < stopped  # the result came while the user was speaking
+    result_id = late[-1]["response"]["id"]  # the answer that says the result
+    result_created = next(
+        i
+        for i, e in enumerate(late)
+        if e["type"] == "response.created" and e["response"]["id"] == result_id
+    )
+    assert stopped < result_created  # and was answered after the sentence
+    assert "Rain tomorrow in Rome." in text(late)

@@ -55,8 +55,9 @@ class Session:
         allowed: str,
         timeout_s: float = 5.0,
         background_after_s: float = 0.0,  # 0: every call is waited for
+        llm: ScriptedLLM | None = None,  # one of its own, in place of `scripts`
     ) -> None:
-        self.llm = ScriptedLLM(scripts)
+        self.llm = llm or ScriptedLLM(scripts)
         parts = dataclasses.replace(components, llm=self.llm)
         self.client = client_with(
             parts,
