@@ -99,14 +99,7 @@ class LiveSession:
             event_id = event.event_id
             await self._dispatch(event, arrived_at)
         except ProtocolError as exc:
-            self.outbox.emit(
-                Error(
-                    code=exc.code,
-                    message=exc.message,
-                    param=exc.param,
-                    client_event_id=event_id or exc.event_id,
-                )
-            )
+            self.refuse(exc, event_id)
         except Exception as exc:  # a bug of ours must not end the conversation
             log.exception("failed to handle a Live client event")
             message = f"the server failed to handle this event ({type(exc).__name__}); the session goes on"
@@ -118,6 +111,15 @@ class LiveSession:
                     kind="server_error",
                 )
             )
+
+    def refuse(self, exc: ProtocolError, event_id: str | None) -> None:
+        error = Error(
+            code=exc.code,
+            message=exc.message,
+            param=exc.param,
+            client_event_id=event_id or exc.event_id,
+        )
+        self.outbox.emit(error)
 
     async def realtime(self, event: dict[str, Any], arrived_at: float | None = None) -> None:
         """A Realtime client event into the session (its refusals come out as Live's)."""

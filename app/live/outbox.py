@@ -6,6 +6,7 @@ After `session.closed` nothing more goes out."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import Callable
 
@@ -49,6 +50,8 @@ class LiveOutbox(Outbox):
         self.on_answer_done: Callable[[], None] = lambda: None
         self.on_function_call: Callable[[Wire], None] = lambda _item: None
         self.closed = False
+        self.ended = asyncio.Event()  # set with session.closed: the connection may end
+        self.observers: list[Outbox] = []  # sidebands' (app/live/sideband.py)
         self._heard = (0, 0)  # where the turn being transcribed lies in the input audio
         self._transcribed: set[str] = set()  # turns whose words came as deltas
         self._words: list[str] = []  # the answer's words waiting for their audio
@@ -58,9 +61,18 @@ class LiveOutbox(Outbox):
             return
         for live in self._translate(event):
             super().emit(live)
+            if not isinstance(live, OutputAudioDelta):  # sidebands observe all but audio
+                for observer in self.observers:
+                    observer.emit(live)
             if isinstance(live, SessionClosed):
                 self.closed = True
+                self.ended.set()
                 return
+
+    def close(self) -> None:
+        super().close()
+        for observer in self.observers:
+            observer.close()
 
     def closing(self, reason: str, client_event_id: str | None = None) -> None:
         """`session.closed` with the final resource and usage; the last event."""

@@ -4,11 +4,14 @@ LiveSession and `session.close` ending it after `session.closed` went out."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from typing import Any
 
 from app.live.config import PcmFormat
 from app.live.live_session import LiveSession
 from app.live.outbox import LiveOutbox
+from app.live.sideband import RUNNING
 from app.live.timeline import Timeline
 from app.realtime.responses.playback import Playback
 from app.realtime.session import Session
@@ -40,17 +43,28 @@ def create_live_session(state: ServerState, playback: Playback | None = None) ->
 
 
 class ClosingTransport:
-    """The connection, read until the client's `session.close` (nothing after it is)."""
+    """The connection, read until `session.closed` went out (the client's, or a
+    sideband's `session.close`, or expiry) or the client's `session.close` came."""
 
-    def __init__(self, transport: Transport) -> None:
+    def __init__(self, transport: Transport, ended: asyncio.Event) -> None:
         self._transport = transport
         self._closing = False
+        self._ended = ended
+        self._ended_task: asyncio.Task[Any] | None = None
         self.lost = False  # the client went away without session.close
 
     async def receive(self) -> Received | None:
-        if self._closing:
+        if self._ended_task is None:
+            self._ended_task = asyncio.create_task(self._ended.wait())
+        ended = self._ended_task
+        if self._closing or ended.done():
             return None
-        data = await self._transport.receive()
+        receiving: asyncio.Task[Any] = asyncio.create_task(self._transport.receive())
+        await asyncio.wait({receiving, ended}, return_when=asyncio.FIRST_COMPLETED)
+        if not receiving.done():  # the session closed while the client was quiet
+            receiving.cancel()
+            return None
+        data = receiving.result()
         if data is None:
             self.lost = True
         elif not isinstance(data, InputPcm) and _is_close(data):
@@ -61,6 +75,8 @@ class ClosingTransport:
         await self._transport.send(text)
 
     async def close(self, code: int, reason: str) -> None:
+        if self._ended_task is not None:
+            self._ended_task.cancel()
         await self._transport.close(code, reason)
 
 
@@ -79,7 +95,7 @@ class LiveRunner(SessionRunner):
     def __init__(
         self, state: ServerState, live: LiveSession, transport: Transport, kind: str = "live"
     ) -> None:
-        self.transport = ClosingTransport(transport)
+        self.transport = ClosingTransport(transport, live.outbox.ended)
         super().__init__(state, live.session, self.transport, kind)
         self._live = live
 
@@ -93,7 +109,11 @@ class LiveRunner(SessionRunner):
             await self._live.handle(data, arrived_at)
 
     async def run(self) -> None:
-        await super().run()
+        RUNNING[self._live.session.id] = self._live
+        try:
+            await super().run()
+        finally:
+            RUNNING.pop(self._live.session.id, None)
         self._live.delegator.close()
         if self.transport.lost and self._live.config is not None:
             self._live.outbox.closing("connection_lost")  # for the log: no one hears it

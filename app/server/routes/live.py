@@ -5,19 +5,24 @@ drives the realtime session."""
 
 from __future__ import annotations
 
+import asyncio
+import hmac
 import logging
+import time
 from typing import Any
 
 from fastapi import APIRouter, Request, WebSocket, status
 
 from app.live.live_session import LiveSession
 from app.live.runner import LiveRunner, create_live_session
+from app.live.sideband import RUNNING, Sideband
 from app.protocol import events
 from app.protocol.errors import ProtocolError
 from app.server.refusal import Refusal
 from app.server.routes.openai_common import OpenAIError
 from app.server.routes.realtime import WebSocketTransport
 from app.server.state import HttpState, ServerState, WsState
+from app.server.transport import InputPcm
 from app.server.webrtc.offer import Offer, OfferError
 from app.server.webrtc.peer import Peer
 
@@ -43,6 +48,48 @@ async def live_sessions(websocket: WebSocket, state: WsState) -> None:
     await runner.run()
     if not runner.transport.lost:
         await transport.close(status.WS_1000_NORMAL_CLOSURE, "session closed")
+
+
+def _trusted(websocket: WebSocket, api_key: str) -> bool:
+    """The API key itself (a client secret, which opens the primary WebSocket, is not
+    enough for a sideband: the browser holds those)."""
+    if not api_key:
+        return True  # a server without a key trusts every client
+    bearer = websocket.headers.get("authorization", "")
+    offered = [bearer[7:].strip()] if bearer.lower().startswith("bearer ") else []
+    prefix = "openai-insecure-api-key."
+    offered += [
+        p[len(prefix) :] for p in websocket.scope.get("subprotocols", []) if p.startswith(prefix)
+    ]
+    return any(hmac.compare_digest(value.encode(), api_key.encode()) for value in offered)
+
+
+@router.websocket(PATH + "/{session_id}/attach")
+async def attach(websocket: WebSocket, session_id: str, state: WsState) -> None:
+    await websocket.accept()
+    transport = WebSocketTransport(websocket)
+    if not _trusted(websocket, state.settings.api_key):
+        reason = "a sideband needs the API key (Authorization: Bearer <key>), not a client secret"
+        await transport.close(status.WS_1008_POLICY_VIOLATION, reason)
+        return
+    live = RUNNING.get(session_id)
+    if live is None:
+        reason = f"no running Live session {session_id!r}"
+        await transport.close(status.WS_1008_POLICY_VIOLATION, reason)
+        return
+    with Sideband(live) as sideband:
+
+        async def read() -> None:
+            while (data := await transport.receive()) is not None:
+                if not isinstance(data, InputPcm):
+                    await sideband.handle(data, time.monotonic())
+
+        tasks = {asyncio.create_task(sideband.pump(transport.send)), asyncio.create_task(read())}
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+    await transport.close(status.WS_1000_NORMAL_CLOSURE, "detached, or the session ended")
 
 
 def _request(body: Any) -> tuple[dict[str, Any], Offer]:

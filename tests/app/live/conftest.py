@@ -104,8 +104,11 @@ class LiveClient:
 
 
 @contextlib.asynccontextmanager
-async def live_connection(address: str) -> AsyncIterator[LiveClient]:
-    async with websockets.connect(f"ws://{address}/v1/live/sessions", max_size=None) as ws:
+async def live_connection(
+    address: str, headers: dict[str, str] | None = None
+) -> AsyncIterator[LiveClient]:
+    url = f"ws://{address}/v1/live/sessions"
+    async with websockets.connect(url, max_size=None, additional_headers=headers) as ws:
         client = LiveClient(ws)
         try:
             yield client
