@@ -114,6 +114,9 @@ def parse(raw: str | bytes) -> LiveEvent:
         raise ProtocolError("invalid_event", "an event is a JSON object with a 'type'")
     event_id = data.get("event_id") if isinstance(data.get("event_id"), str) else None
     kind = data.get("type")
+    if not isinstance(kind, str):
+        message = f"'type' must be a Live event's name (a string), not {kind!r}"
+        raise ProtocolError("invalid_event", message, param="type", event_id=event_id)
     if kind in NOT_SERVED:
         message = f"'{kind}': {NOT_SERVED[kind]}"
         raise ProtocolError("unsupported_event", message, param="type", event_id=event_id)

@@ -94,6 +94,10 @@ def test_bad_input_is_refused_by_name_and_the_session_goes_on(scripted_live: Any
         async with live_connection(address) as client:
             await client.send({"type": "session.input_audio.mute", "event_id": "early"})
             await client.wait("error")
+            await client.send({"type": ["session.start"], "event_id": "odd"})
+            await client.wait("error", match=lambda e: e["client_event_id"] == "odd")
+            await client.send({"type": "session.hello", "event_id": "hi"})
+            await client.wait("error", match=lambda e: e["client_event_id"] == "hi")
             bad = {"model": "gpt-live-1", "voice": "marin"}
             await client.send({"type": "session.start", "event_id": "s1", "session": bad})
             await client.wait("error", match=lambda e: e["client_event_id"] == "s1")
@@ -131,6 +135,9 @@ def test_bad_input_is_refused_by_name_and_the_session_goes_on(scripted_live: Any
         client = asyncio.run(main(address))
     errors = {e["client_event_id"]: e["error"] for e in client.of("error")}
     assert errors["early"]["code"] == "session_not_started"
+    assert (errors["odd"]["code"], errors["odd"]["param"]) == ("invalid_event", "type")
+    assert errors["hi"]["code"] == "unknown_event_type"
+    assert "session.start" in errors["hi"]["message"]  # it lists the events there are
     assert (errors["s1"]["code"], errors["s1"]["param"]) == ("unknown_parameter", "session.voice")
     assert "voice" in errors["s1"]["message"]
     assert (errors["s2"]["code"], errors["s2"]["param"]) == ("invalid_value", "session.model")
