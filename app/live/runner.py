@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 from app.live.config import PcmFormat
 from app.live.live_session import LiveSession
@@ -43,28 +42,17 @@ def create_live_session(state: ServerState, playback: Playback | None = None) ->
 
 
 class ClosingTransport:
-    """The connection, read until `session.closed` went out (the client's, or a
-    sideband's `session.close`, or expiry) or the client's `session.close` came."""
+    """The connection, read until the client's `session.close` (nothing after it is)."""
 
-    def __init__(self, transport: Transport, ended: asyncio.Event) -> None:
+    def __init__(self, transport: Transport) -> None:
         self._transport = transport
         self._closing = False
-        self._ended = ended
-        self._ended_task: asyncio.Task[Any] | None = None
         self.lost = False  # the client went away without session.close
 
     async def receive(self) -> Received | None:
-        if self._ended_task is None:
-            self._ended_task = asyncio.create_task(self._ended.wait())
-        ended = self._ended_task
-        if self._closing or ended.done():
+        if self._closing:
             return None
-        receiving: asyncio.Task[Any] = asyncio.create_task(self._transport.receive())
-        await asyncio.wait({receiving, ended}, return_when=asyncio.FIRST_COMPLETED)
-        if not receiving.done():  # the session closed while the client was quiet
-            receiving.cancel()
-            return None
-        data = receiving.result()
+        data = await self._transport.receive()
         if data is None:
             self.lost = True
         elif not isinstance(data, InputPcm) and _is_close(data):
@@ -75,8 +63,6 @@ class ClosingTransport:
         await self._transport.send(text)
 
     async def close(self, code: int, reason: str) -> None:
-        if self._ended_task is not None:
-            self._ended_task.cancel()
         await self._transport.close(code, reason)
 
 
@@ -95,9 +81,20 @@ class LiveRunner(SessionRunner):
     def __init__(
         self, state: ServerState, live: LiveSession, transport: Transport, kind: str = "live"
     ) -> None:
-        self.transport = ClosingTransport(transport, live.outbox.ended)
+        self.transport = ClosingTransport(transport)
         super().__init__(state, live.session, self.transport, kind)
         self._live = live
+
+    async def _end_when_closed(self) -> None:
+        """A `session.closed` the client did not ask for (a sideband's close, expiry): the
+        connection ends once it went out (the client's own ends its reading at once)."""
+        outbox = self._live.outbox
+        await outbox.ended.wait()
+        for _ in range(100):  # polled: the outbox says nothing when it drains; at most 5 s
+            if outbox.queued_bytes == 0:
+                break
+            await asyncio.sleep(0.05)
+        await self.transport.close(1000, "session closed")
 
     async def _handle(self, data: Received, arrived_at: float) -> None:
         limit = self._state.settings.max_message_bytes
@@ -110,10 +107,12 @@ class LiveRunner(SessionRunner):
 
     async def run(self) -> None:
         RUNNING[self._live.session.id] = self._live
+        ender = asyncio.create_task(self._end_when_closed())
         try:
             await super().run()
         finally:
             RUNNING.pop(self._live.session.id, None)
+            ender.cancel()
         self._live.delegator.close()
         if self.transport.lost and self._live.config is not None:
             self._live.outbox.closing("connection_lost")  # for the log: no one hears it
