@@ -132,6 +132,8 @@ class Settings:
     # MCP servers a session's `mcp` tools may name: comma-separated URL prefixes; empty: none
     mcp_allowed_urls: str = ""
     mcp_timeout_s: float = 10.0  # one MCP request (connect, list, call) before it fails
+    # stdio MCP servers sessions may name (stdio:<label>): JSON {"label": ["command", "arg"]}
+    mcp_stdio_servers: str = ""
     tools_background_after_s: float = 1.5  # a tool call longer: answered when done; 0: wait
     # the address phone providers reach us at (https://...; empty: each webhook's own host)
     public_url: str = ""

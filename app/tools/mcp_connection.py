@@ -1,5 +1,7 @@
 """One session's connection to one MCP server, opened once and reused for every listing
-and call (the `mcp` SDK's Client over streamable HTTP, or SSE for a URL ending in `/sse`).
+and call (the `mcp` SDK's Client over streamable HTTP, SSE for a URL ending in `/sse`, or
+stdio for `stdio:<label>`: the process the operator named is started for the session and
+stopped when the connection closes).
 
 The SDK's client lives in anyio task groups, which must be left by the task that entered
 them: one owner task holds the connection open until `close()`, and the session's
@@ -23,7 +25,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import TextContent
 
-from app.tools.policy import McpPolicy
+from app.tools.policy import STDIO, McpPolicy
+from app.tools.stdio_transport import stdio_transport
 
 
 class McpFailure(Exception):
@@ -95,19 +98,9 @@ class McpConnection:
             raise failure(TimeoutError(), self.url) from None
 
     async def _hold(self, ready: asyncio.Future[Client]) -> None:
-        timeout = httpx2.Timeout(self.policy.timeout_s)
         try:
-            if urlparse(self.url).path.rstrip("/").endswith("/sse"):
-                transport: Any = sse_client(
-                    self.url, headers=self.headers, timeout=self.policy.timeout_s
-                )
-                async with Client(transport, read_timeout_seconds=self.policy.timeout_s) as client:
-                    ready.set_result(client)
-                    await self._closing.wait()
-                return
-            http = create_mcp_http_client(headers=self.headers, timeout=timeout)
-            async with http:
-                transport = streamable_http_client(self.url, http_client=http)
+            async with contextlib.AsyncExitStack() as stack:
+                transport = await self._transport(stack)
                 async with Client(transport, read_timeout_seconds=self.policy.timeout_s) as client:
                     ready.set_result(client)
                     await self._closing.wait()
@@ -116,6 +109,16 @@ class McpConnection:
                 ready.set_exception(failure(exc, self.url))
             if isinstance(exc, asyncio.CancelledError):
                 raise
+
+    async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
+        if self.url.startswith(STDIO):  # the operator's command, never a client's
+            return stdio_transport(self.policy.stdio_command(self.url))
+        if urlparse(self.url).path.rstrip("/").endswith("/sse"):
+            return sse_client(self.url, headers=self.headers, timeout=self.policy.timeout_s)
+        timeout = httpx2.Timeout(self.policy.timeout_s)
+        http = create_mcp_http_client(headers=self.headers, timeout=timeout)
+        http = await stack.enter_async_context(http)
+        return streamable_http_client(self.url, http_client=http)
 
     async def list_tools(self) -> list[ListedTool]:
         """All the server's tools (every page), refused past the policy's maximum."""
@@ -172,8 +175,9 @@ class McpConnection:
         self._closing.set()
         owner, self._owner = self._owner, None
         if owner is not None and not owner.done():
+            wait_s = 4.0 if self.url.startswith(STDIO) else 2.0  # a stdio server's grace
             try:
-                await asyncio.wait_for(asyncio.shield(owner), 2.0)
+                await asyncio.wait_for(asyncio.shield(owner), wait_s)
             except TimeoutError:
                 owner.cancel()
                 with contextlib.suppress(BaseException):
