@@ -23,11 +23,13 @@ def meets_slo(row: dict[str, Any], slo: dict[str, float]) -> bool:
 
 
 def slo_summary(by_rate: dict[str, dict[str, Any]], slo: dict[str, float]) -> dict[str, Any]:
-    """The highest rate whose P99s meet the SLOs, its throughput, the first that does not."""
+    """The first rate whose P99s miss the SLOs, and the rate just below it (the highest
+    of the rates met from the lowest on; a rate met again above a miss is noise) with
+    its throughput."""
     rates = sorted(by_rate, key=float)
-    met = [r for r in rates if meets_slo(by_rate[r], slo)]
     crossed = next((r for r in rates if not meets_slo(by_rate[r], slo)), None)
-    best = max(met, key=float) if met else None
+    met = rates[: rates.index(crossed)] if crossed is not None else rates
+    best = met[-1] if met else None
     return {
         "max_rate_within_slo": float(best) if best else None,
         "requests_per_s_within_slo": by_rate[best]["requests_per_s"] if best else 0.0,

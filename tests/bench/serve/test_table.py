@@ -62,3 +62,10 @@ def test_server_targets_are_r1voice_against_each_peer() -> None:
     assert targets["goodput_within_slo_r1voice_vs_llama.cpp"] is None  # it never met them
     assert targets["goodput_r1voice_vs_llama.cpp_per_rate"] == {"0.5": 2.5, "1.0": 4.5}
     assert result["slo"]["llama.cpp"]["p99_crosses_slo_at"] == 0.5
+
+
+def test_a_rate_met_again_above_a_miss_does_not_raise_the_throughput_within_slo() -> None:
+    rows = {"1.0": _row(0.5, 0.9, 3.0), "2.0": _row(1.2, 1.8, 4.0), "4.0": _row(0.9, 3.5, 5.0)}
+    summary = table.slo_summary(rows, SLO)
+    assert (summary["max_rate_within_slo"], summary["p99_crosses_slo_at"]) == (1.0, 2.0)
+    assert summary["requests_per_s_within_slo"] == 0.9
