@@ -59,8 +59,10 @@ class LiveOutbox(Outbox):
     def emit(self, event: ServerEvent) -> None:
         if self.closed:
             return
+        if self.observe is not None:  # the session's trace reads its own events
+            self.observe(event)
         for live in self._translate(event):
-            super().emit(live)
+            self.send(live)
             if not isinstance(live, OutputAudioDelta):  # sidebands observe all but audio
                 for observer in self.observers:
                     observer.emit(live)

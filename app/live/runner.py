@@ -35,6 +35,7 @@ def create_live_session(state: ServerState, playback: Playback | None = None) ->
         meter_llm=metrics.metered_llm,
         playback=playback,
         outbox=outbox,
+        trace=state.telemetry.session(),
     )
     voices = state.components.tts.voices()
     llms = state.components.llms

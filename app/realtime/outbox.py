@@ -58,6 +58,11 @@ class Outbox:
     def emit(self, event: ServerEvent) -> None:
         if self.observe is not None:
             self.observe(event)
+        self.send(event)
+
+    def send(self, event: ServerEvent) -> None:
+        """Queue `event` for the client, unobserved (a translating outbox observes the
+        session's own event and sends its translation)."""
         if event.EXTENSION and not self.extensions:
             return
         for out in to_wire(event, self.dialect, events.new_id("event")):

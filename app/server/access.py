@@ -6,7 +6,7 @@ as `Authorization: Bearer <key>`; a WebSocket may instead offer the subprotocol
 `openai-insecure-api-key.<key>` (browsers cannot set headers) and may use a client secret
 from `POST /v1/realtime/client_secrets` in place of the key. Health probes stay open; the
 page's static files are open (they hold no secret); /metrics and the API docs follow
-`open_metrics`. A WebRTC offer (`POST /v1/realtime/calls`) takes a client secret as its
+`open_metrics`. A WebRTC offer (`POST /v1/realtime/calls`, `/v1/live/sessions`) takes a client secret as its
 bearer token, as OpenAI's does. The Host check stops DNS rebinding of a loopback server; the Origin check
 stops other web pages a user visits from using it through their browser.
 """
@@ -38,7 +38,9 @@ ALWAYS_OPEN = ("/v2/health/",)
 CHECKS_ITS_OWN = ("/v1/telephony/", "/xiaozhi/")
 PAGE = ("/web/", "/static/")
 DOCS_AND_METRICS = ("/metrics", "/docs", "/redoc", "/openapi.json")
-CALLS_PATH = "/v1/realtime/calls"  # a WebRTC offer: a client secret opens it too
+# WebRTC offers (Realtime calls, Live sessions): a client secret opens them too, as a
+# browser holds only that
+CALLS_PATHS = ("/v1/realtime/calls", "/v1/live/sessions")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
@@ -138,7 +140,7 @@ class AccessGuard:
             where = "Authorization: Bearer <key>"
             if scope["type"] == "websocket":
                 where += f", the subprotocol {KEY_SUBPROTOCOL}<key> or a client secret"
-            elif scope["path"] == CALLS_PATH:
+            elif scope["path"] in CALLS_PATHS:
                 where += " or a client secret"
             return 401, "invalid_api_key", f"a valid API key is required ({where})"
         return None
@@ -158,7 +160,7 @@ class AccessGuard:
         for value in offered:
             if hmac.compare_digest(value.encode(), key):
                 return True
-            realtime = scope["type"] == "websocket" or scope["path"] == CALLS_PATH
+            realtime = scope["type"] == "websocket" or scope["path"] in CALLS_PATHS
             if realtime and self.client_secrets.valid(value):
                 return True
         return False

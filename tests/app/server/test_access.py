@@ -107,6 +107,14 @@ def test_websocket_needs_the_key_or_a_client_secret(guarded: TestClient) -> None
     # a client secret opens Realtime connections only
     secret_auth = {"Authorization": f"Bearer {minted['value']}"}
     assert guarded.get("/v1/models", headers=secret_auth).status_code == 401
+    # ... and WebRTC offers, a Live session's too (a browser holds only the secret): past
+    # the guard, this offer is refused for what it is, not for who sent it
+    offer = {"content": "v=0", "headers": {"Content-Type": "application/sdp"}}
+    assert guarded.post("/v1/live/sessions", **offer).status_code == 401
+    live = guarded.post(
+        "/v1/live/sessions", headers={**secret_auth, **offer["headers"]}, content="v=0"
+    )
+    assert live.status_code == 400, live.text
 
 
 def test_client_secrets_expire() -> None:
