@@ -1,7 +1,10 @@
 """Per-client limits: a request rate (a token bucket per client address) and a number of
 Realtime sessions open at once. A client over either gets `429 rate_limited` with the
 seconds to wait in `Retry-After`, before any route runs; other clients do not notice.
-Health probes are not counted. Both limits off with 0.
+Health probes are not counted, nor phone streams and their webhooks: a provider sends
+every call from a few addresses of its own (they are checked by Twilio's signature and
+single-use stream URLs instead, and count toward R1VOICE_MAX_CONNECTIONS). Both limits
+off with 0.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from dataclasses import dataclass
 
 from app.server.access import ASGIApp, Receive, Scope, Send, send_refusal
 
-UNCOUNTED = ("/v2/health/", "/health")
+UNCOUNTED = ("/v2/health/", "/health", "/v1/telephony/")
 MAX_CLIENTS = 10_000  # buckets kept; the idlest are forgotten past this
 
 

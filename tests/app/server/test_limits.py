@@ -105,6 +105,18 @@ def test_one_client_may_hold_only_so_many_sessions(shared_components: Any) -> No
         assert "R1VOICE_CLIENT_MAX_SESSIONS" in refused.value.json()["error"]["message"]
 
 
+def test_phone_streams_are_not_counted_per_client_address(shared_components: Any) -> None:
+    """A phone provider streams every call from a few addresses of its own: the limit per
+    address would turn a busy number's callers away (its streams are checked by their
+    signed, single-use URLs instead, and count toward R1VOICE_MAX_CONNECTIONS)."""
+    client = client_with(shared_components, client_max_sessions=1)
+    with client.websocket_connect("/v1/realtime") as first:
+        first.receive_json()
+        for _ in range(2):
+            with client.websocket_connect("/v1/telephony/twilio/stream") as call:
+                call.send_json({"event": "connected", "protocol": "Call", "version": "1.0.0"})
+
+
 @pytest.mark.parametrize(
     ("setting", "code"),
     [("session_idle_timeout_s", "session_idle_timeout"), ("session_max_s", "session_expired")],
