@@ -1,11 +1,12 @@
-"""OpenAI's Agents SDK (`openai-agents`) with MCP tools served by r1voice: a RealtimeAgent
+"""OpenAI's Agents SDK (`openai-agents`) with MCP tools and r1voice: a RealtimeAgent
 pointed at the server by URL, a real MCP server over streamable HTTP started by the test.
 
-The SDK's RealtimeAgent takes function tools only (a `HostedMCPTool` is refused by the SDK
-itself before it connects), so its session names the MCP server the way the SDK leaves
-open, a raw `session.update` with Realtime's `mcp` entry: the server lists the tools,
-makes the call and answers with its result, and every event it sends (the mcp_list_tools
-and mcp_call items, the approval request) passes the SDK's own validation."""
+The SDK's RealtimeAgent takes function tools only (the SDK itself refuses a
+`HostedMCPTool` when the session starts), so its session names the MCP server the way the
+SDK leaves open, a raw `session.update` with Realtime's `mcp` entry: the server lists the
+tools, makes the call and answers with its result, and every event it sends (the
+mcp_list_tools and mcp_call items, the approval request) passes the SDK's own validation.
+The SDK's own MCP client (`mcp_servers=`) works too: its tools reach us as functions."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 from agents import HostedMCPTool
 from agents.exceptions import UserError
+from agents.mcp import MCPServerStreamableHttp
 from agents.realtime import RealtimeAgent
 from agents.realtime.model_inputs import RealtimeModelSendRawMessage
 
@@ -114,6 +116,38 @@ async def test_an_approval_request_reaches_the_agents_session_and_its_answer_the
     made = [o for o in done["response"]["output"] if o["type"] == "mcp_call"]
     assert made[0]["approval_request_id"] == request["id"]
     assert made[0]["output"] == "Sunny and 21 degrees in Paris."
+    assert recorder.refused() == []
+    assert recorder.errors() == []
+    assert invalid_events(recorder.raw) == []
+
+
+@pytest.mark.timeout(600)
+@run_async
+async def test_the_sdks_own_mcp_client_calls_the_tool_the_server_offered_as_a_function(
+    shared_components: Any,
+) -> None:
+    """`mcp_servers=` on the agent: the SDK lists the MCP server's tools, the server offers
+    them as functions, the SDK makes the call the model writes and sends its output."""
+    with server_with_mcp(shared_components, [CALL], ["It is sunny ", "in Paris."]) as (
+        address,
+        url,
+    ):
+        weather = MCPServerStreamableHttp(params={"url": url}, cache_tools_list=True)
+        await weather.connect()
+        try:
+            mcp_agent = RealtimeAgent(name="Assistant", mcp_servers=[weather])
+            async with agent_session(address, mcp_agent) as recorder:
+                await recorder.session.send_message("What is the weather in Paris?")
+                end = await recorder.wait(lambda e: e.type == "tool_end")
+                n = len(recorder.events)
+                await recorder.wait(lambda _: last_answer(recorder) == "It is sunny in Paris.", n)
+        finally:
+            await weather.cleanup()
+    assert end.tool.name == "get_weather"
+    assert "Sunny and 21 degrees in Paris." in str(end.output)
+    updated = [e for e in recorder.raw if e["type"] == "session.updated"][-1]
+    offered = [t["name"] for t in updated["session"]["tools"]]
+    assert offered == ["get_weather", "get_forecast", "get_alerts", "book_umbrella"]
     assert recorder.refused() == []
     assert recorder.errors() == []
     assert invalid_events(recorder.raw) == []
