@@ -20,6 +20,7 @@ from app.tools.policy import McpPolicy, McpRefused, parse_stdio_servers
 from tests.app.protocol.test_ga_conformance import invalid_events
 from tests.app.tools.test_mcp_realtime import Session, call, send, types
 from tests.conftest import client_with
+from tests.fakes import ScriptedLLM
 
 SCRIPT = str(Path(__file__).with_name("stdio_weather.py"))
 SERVERS = json.dumps({"weather": [sys.executable, SCRIPT]})
@@ -173,3 +174,24 @@ def test_a_bad_setting_is_refused_naming_it(value: str, says: str) -> None:
         parse_stdio_servers(value)
     assert says in str(refused.value)
     assert parse_stdio_servers("  ") == ()
+
+
+def test_the_chat_route_uses_a_stdio_server_and_stops_it_after_the_request(
+    shared_components: Any,
+) -> None:
+    llm = ScriptedLLM([[call("server_pid")], ["Done."]])
+    http = client_with(dataclasses.replace(shared_components, llm=llm), mcp_stdio_servers=SERVERS)
+    body = {
+        "model": shared_components.settings.llm_model,
+        "messages": [{"role": "user", "content": "Which process?"}],
+        "tools": [stdio_tool()],
+    }
+    reply = http.post("/v1/chat/completions", json=body)
+    refused = http.post("/v1/chat/completions", json={**body, "tools": [stdio_tool("nope")]})
+    assert reply.status_code == 200
+    assert reply.json()["choices"][0]["message"]["content"] == "Let me check. Done."
+    record = llm.prompts[1][-2].content
+    pid = int(record.split("It answered: ")[1].rstrip(")"))
+    assert not alive(pid), f"the stdio MCP server {pid} outlived its request"
+    assert refused.status_code == 400
+    assert "R1VOICE_MCP_STDIO_SERVERS" in refused.json()["error"]["message"]
