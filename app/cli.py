@@ -29,6 +29,7 @@ def _serve(args: argparse.Namespace) -> int:
     from app.server.app import create_app
     from app.server.drain import DrainingServer
     from app.settings import Settings
+    from app.tools.policy import McpPolicy
 
     overrides = {
         k: v
@@ -63,6 +64,11 @@ def _serve(args: argparse.Namespace) -> int:
             + ", ".join(LOG_LEVELS),
             file=sys.stderr,
         )
+        return 2
+    try:  # said now, not to every session that names an MCP server
+        McpPolicy.from_settings(settings)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(format="%(levelname)s:     %(name)s: %(message)s")
     logging.getLogger("r1voice").setLevel(log_level.upper())

@@ -20,6 +20,18 @@ def test_serve_refuses_an_unknown_log_level_and_names_the_levels() -> None:
     assert "R1VOICE_LOG_LEVEL='loud'" in run.stderr and "debug" in run.stderr
 
 
+def test_serve_refuses_bad_stdio_mcp_servers_and_names_the_setting() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "app.cli", "serve", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "R1VOICE_MCP_STDIO_SERVERS": "clock=python clock.py"},
+    )
+    assert run.returncode == 2
+    assert "R1VOICE_MCP_STDIO_SERVERS is not JSON" in run.stderr
+
+
 def _numpy_threads(env: dict[str, str]) -> int:
     """The threads of a process that imported the CLI, then numpy and ran a product."""
     code = (
