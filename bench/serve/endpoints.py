@@ -44,6 +44,12 @@ def drive(
     return http_driver.run(base_url, model, workload.make(n, rate, seed, quick))
 
 
+def rate_seed(seed: int, i: int) -> int:
+    """The i-th rate's seed: a server keeps its prefix cache from one rate to the next,
+    so each rate sends documents and chats of its own (the same for every server)."""
+    return seed + 1000 * i
+
+
 def warm(base_url: str, model: str) -> None:
     """One request of each class first: compilation and kernel choice happen outside."""
     http_driver.run(base_url, model, workload.make(6, 50.0, seed=999, quick=True))
@@ -63,8 +69,8 @@ def run_target(
             info = {"start_s": server.start()}
         except ServerFailed as exc:  # reported, every request of it failed
             info = {"failed_to_start": str(exc)[-2000:]}
-            for rate in rates:
-                wl = workload.make(n, rate, args.seed, quick)
+            for i, rate in enumerate(rates):
+                wl = workload.make(n, rate, rate_seed(args.seed, i), quick)
                 records[str(rate)] = [
                     failed(r.kind, r.index, "server did not start", r.t) for r in wl
                 ]
@@ -72,9 +78,10 @@ def run_target(
         base_url, model = server.base_url, server.served_model
     try:
         warm(base_url, model)
-        for rate in rates:
+        for i, rate in enumerate(rates):
             started = time.perf_counter()
-            records[str(rate)] = drive(args.driver, base_url, model, rate, n, args.seed, quick)
+            seed = rate_seed(args.seed, i)
+            records[str(rate)] = drive(args.driver, base_url, model, rate, n, seed, quick)
             print(f"  {name} @ {rate}/s: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     finally:
         if server is not None:
