@@ -44,7 +44,11 @@ class CallRecorder:
         return f"/v1/r1voice/sessions/{self.session_id}/recording"
 
     def _now(self) -> int:
-        return int((time.monotonic() - self.started) * RATE)
+        """The recording's clock: wall time, but never behind the user's audio. A client
+        that sends faster than real time (a file, a test) has its audio laid end to end
+        ahead of the wall clock; what answers it came after that audio, so it is placed
+        after it too (on wall time alone it overlapped the words it answered)."""
+        return max(int((time.monotonic() - self.started) * RATE), self.user.end)
 
     def _stop(self, reason: str) -> None:
         if self.stopped is None:
