@@ -159,7 +159,7 @@ async def run_calls(server: Any, clips: list[Any], rounds: int, args: Any) -> di
 
     from bench.voice.client import open_connection, pause_after, voice_turn
     from bench.voice.runner import transport_url
-    from bench.voice.stats import median_interval, summarize
+    from bench.voice.stats import paired_gap, summarize
     from bench.voice.twilio_caller import TwilioCaller
     from bench.voice.workload import Clip
 
@@ -195,17 +195,7 @@ async def run_calls(server: Any, clips: list[Any], rounds: int, args: Any) -> di
     finally:
         await caller.hang_up()
         await ws.close()
-    v2v = {
-        t: summarize(p[t]["voice_to_voice_audible_ms"] for p in pairs)
-        for t in ("websocket", "twilio")
-    }
-    diffs = [
-        p["twilio"]["voice_to_voice_audible_ms"] - p["websocket"]["voice_to_voice_audible_ms"]
-        for p in pairs
-        if p["twilio"]["voice_to_voice_audible_ms"] is not None
-        and p["websocket"]["voice_to_voice_audible_ms"] is not None
-    ]
-    gap = summarize(diffs) | {"p50_ci90": median_interval(diffs)}
+    v2v, gap = paired_gap(pairs, "twilio")
     stop = summarize(t.get("speech_to_clear_ms") for t in trials)
     return {
         "voice_to_voice_audible_ms": v2v,

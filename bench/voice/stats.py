@@ -102,6 +102,21 @@ def summarize(values: Iterable[float | None]) -> dict[str, Any]:
     }
 
 
+def paired_gap(
+    pairs: list[dict[str, Any]], other: str, key: str = "voice_to_voice_audible_ms"
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Pairs of the same clip said over the WebSocket and over `other` (a phone call, a
+    board): each side's summary of `key`, and `other` minus the WebSocket per pair, with
+    the median's 90% interval (pairs where either side has no figure are left out)."""
+    sides = {t: summarize(p[t][key] for p in pairs) for t in ("websocket", other)}
+    diffs = [
+        p[other][key] - p["websocket"][key]
+        for p in pairs
+        if p[other][key] is not None and p["websocket"][key] is not None
+    ]
+    return sides, summarize(diffs) | {"p50_ci90": median_interval(diffs)}
+
+
 def level_summary(
     n_sessions: int, n_turns: int, delays: list[float], sessions: list[dict[str, Any]]
 ) -> dict[str, Any]:

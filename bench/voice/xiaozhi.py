@@ -162,7 +162,7 @@ async def run_boards(server: Any, clips: list[Any], rounds: int, args: Any) -> d
 
     from bench.voice.client import open_connection, pause_after, voice_turn
     from bench.voice.runner import transport_url
-    from bench.voice.stats import median_interval, summarize
+    from bench.voice.stats import paired_gap, summarize
     from bench.voice.workload import Clip
     from bench.voice.xiaozhi_board import Board
 
@@ -200,17 +200,7 @@ async def run_boards(server: Any, clips: list[Any], rounds: int, args: Any) -> d
     finally:
         await board.close()
         await ws.close()
-    v2v = {
-        t: summarize(p[t]["voice_to_voice_audible_ms"] for p in pairs)
-        for t in ("websocket", "xiaozhi")
-    }
-    diffs = [
-        p["xiaozhi"]["voice_to_voice_audible_ms"] - p["websocket"]["voice_to_voice_audible_ms"]
-        for p in pairs
-        if p["xiaozhi"]["voice_to_voice_audible_ms"] is not None
-        and p["websocket"]["voice_to_voice_audible_ms"] is not None
-    ]
-    gap = summarize(diffs) | {"p50_ci90": median_interval(diffs)}
+    v2v, gap = paired_gap(pairs, "xiaozhi")
     measured = [t for t in trials if t["measured"]]
     return {
         "voice_to_voice_audible_ms": v2v,

@@ -374,3 +374,13 @@ def test_the_medians_interval_is_the_sign_tests() -> None:
     assert stats.median_interval(range(1, 17), confidence=0.5) == [7, 10]
     with pytest.raises(ValueError, match="confidence"):
         stats.median_interval([1.0], confidence=1.0)
+
+
+def test_a_paired_gap_is_the_other_side_minus_the_websocket_per_pair() -> None:
+    """Phone calls and boards against the WebSocket (bench/voice/phone.py, xiaozhi.py)."""
+    key = "voice_to_voice_audible_ms"
+    pairs = [{"websocket": {key: 700.0}, "twilio": {key: 700.0 + g}} for g in range(1, 6)]
+    pairs.append({"websocket": {key: 650.0}, "twilio": {key: None}})  # no answer heard
+    sides, gap = stats.paired_gap(pairs, "twilio")
+    assert (sides["websocket"]["n"], sides["twilio"]["n"]) == (6, 5)
+    assert (gap["n"], gap["p50"], gap["p50_ci90"]) == (5, 3.0, [1.0, 5.0])
