@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.audio import PROTOCOL_RATE
 from app.protocol.server_events import AudioDelta, AudioTranscriptDone, TranscriptionCompleted, ga
 
@@ -49,3 +51,23 @@ TRANSCRIPT_DONE = TranscriptionCompleted.TYPE
 # A response's statuses that are a whole answer: "incomplete" is one cut at its
 # max_output_tokens, spoken to its end all the same.
 ANSWERED = ("completed", "incomplete")
+
+
+def paired_clips(args: Any, transport: str) -> tuple[list[Any], list[Any], int, dict[str, Any]]:
+    """What a transport's paired bench says (bench/voice/phone.py, xiaozhi.py): all the
+    clips, the ones said in pairs (the quick run: jfk and three questions), the rounds
+    (`--paired`; quick 1, else 3) and the result's head (machine, load)."""
+    import os
+
+    from bench.kit.machine import describe
+    from bench.voice.workload import HUMAN_CLIPS, prepare_clips
+
+    quick = bool(getattr(args, "quick", False))
+    human = ["jfk"] if quick else list(HUMAN_CLIPS)
+    clips = [c for c in prepare_clips(human).values() if c.name != "interruption"]
+    said = clips[: len(human) + 3] if quick else clips
+    rounds = max(getattr(args, "paired", 0) or (1 if quick else 3), 1)
+    result: dict[str, Any] = {"benchmark": "voice", "transport": transport, "quick": quick}
+    result["machine"] = describe()
+    result["load_before"] = os.getloadavg()
+    return clips, said, rounds, result

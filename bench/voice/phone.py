@@ -230,18 +230,10 @@ def run_twilio(args: argparse.Namespace) -> dict[str, Any]:
     import asyncio
     import os
 
-    from bench.kit.machine import describe
     from bench.kit.server import Server
-    from bench.voice.workload import HUMAN_CLIPS, prepare_clips
+    from bench.voice.common import paired_clips
 
-    quick = bool(getattr(args, "quick", False))
-    human = ["jfk"] if quick else list(HUMAN_CLIPS)
-    prepared = prepare_clips(human)
-    clips = [c for c in prepared.values() if c.name != "interruption"]
-    said = clips[: len(human) + 3] if quick else clips
-    result: dict[str, Any] = {"benchmark": "voice", "transport": "twilio", "quick": quick}
-    result["machine"] = describe()
-    result["load_before"] = os.getloadavg()
+    clips, said, rounds, result = paired_clips(args, "twilio")
     asr_model = os.environ.get("R1VOICE_ASR_MODEL", "whisper-tiny.en")
     log(f"line: {len(clips)} clips through {asr_model}, as they are and through mu-law 8 kHz")
     result["line"] = line_wer(clips, asr_model)
@@ -250,7 +242,6 @@ def run_twilio(args: argparse.Namespace) -> dict[str, Any]:
     try:
         server.start()
         result["startup_to_ready_s"] = round(server.wait_ready(args.ready_timeout), 3)
-        rounds = max(getattr(args, "paired", 0) or (1 if quick else 3), 1)
         log(f"calls: {rounds} round(s) of {len(said)} clips, WebSocket and Twilio in turn")
         result.update(asyncio.run(run_calls(server, said, rounds, args)))
     finally:

@@ -227,24 +227,15 @@ def run_xiaozhi(args: argparse.Namespace) -> dict[str, Any]:
     import asyncio
     import os
 
-    from bench.kit.machine import describe
     from bench.kit.server import Server
-    from bench.voice.workload import HUMAN_CLIPS, prepare_clips
+    from bench.voice.common import paired_clips
 
-    quick = bool(getattr(args, "quick", False))
-    human = ["jfk"] if quick else list(HUMAN_CLIPS)
-    prepared = prepare_clips(human)
-    clips = [c for c in prepared.values() if c.name != "interruption"]
-    said = clips[: len(human) + 3] if quick else clips
-    result: dict[str, Any] = {"benchmark": "voice", "transport": "xiaozhi", "quick": quick}
-    result["machine"] = describe()
-    result["load_before"] = os.getloadavg()
+    _clips, said, rounds, result = paired_clips(args, "xiaozhi")
     server = Server(args)
     server.env.update(DEVICE_PIPELINE_OFF)  # both sessions on the server's own models
     try:
         server.start()
         result["startup_to_ready_s"] = round(server.wait_ready(args.ready_timeout), 3)
-        rounds = max(getattr(args, "paired", 0) or (1 if quick else 3), 1)
         log(f"boards: {rounds} round(s) of {len(said)} clips, WebSocket and xiaozhi in turn")
         result.update(asyncio.run(run_boards(server, said, rounds, args)))
     finally:
