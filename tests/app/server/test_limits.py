@@ -112,9 +112,13 @@ def test_phone_streams_are_not_counted_per_client_address(shared_components: Any
     client = client_with(shared_components, client_max_sessions=1)
     with client.websocket_connect("/v1/realtime") as first:
         first.receive_json()
-        for _ in range(2):
+        for _ in range(2):  # each reaches the stream's own checks: media before `start`
             with client.websocket_connect("/v1/telephony/twilio/stream") as call:
                 call.send_json({"event": "connected", "protocol": "Call", "version": "1.0.0"})
+                call.send_json({"event": "media", "media": {"payload": ""}})
+                with pytest.raises(WebSocketDisconnect) as closed:
+                    call.receive_json()
+            assert closed.value.code == 1008 and "before `start`" in closed.value.reason
 
 
 @pytest.mark.parametrize(
