@@ -25,7 +25,8 @@ def server() -> Iterator[Server]:
         yield running
 
 
-def _check(records: list[dict[str, Any]]) -> None:
+def _check(records: list[dict[str, Any]]) -> int:
+    """Every request answered with its asked-for tokens; returns how many were checked."""
     expected = workload.make(N, RATE, SEED, quick=True)
     assert [(r["index"], r["kind"]) for r in records] == [(q.index, q.kind) for q in expected]
     assert {r["kind"] for r in records} == set(workload.KINDS)  # the seed draws each class
@@ -35,16 +36,17 @@ def _check(records: list[dict[str, Any]]) -> None:
         assert 0 < record["ttft"] <= record["e2e"]
         assert record["tpot"] > 0
         assert "lag" in record  # how late the client sent it, for the table
+    return len(records)
 
 
 def test_the_locustfile_headless_records_every_request_per_class(server: Server) -> None:
     records = endpoints.locust_records(server.base_url, "r1voice", RATE, N, SEED, quick=True)
-    _check(records)
+    assert _check(records) == N
 
 
 def test_the_asyncio_driver_records_the_same_requests(server: Server) -> None:
     records = http_driver.run(server.base_url, "r1voice", workload.make(N, RATE, SEED))
-    _check(records)
+    assert _check(records) == N
 
 
 def test_a_server_that_does_not_start_fails_its_row_by_name() -> None:
