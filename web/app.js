@@ -1,6 +1,6 @@
 // The r1voice page: the ASR -> LLM -> TTS pipeline on screen, swappable by drag and drop,
 // and a voice conversation over Realtime (GA dialect): a WebRTC call where the browser can,
-// else the WebSocket. Plain ES modules:
+// else the WebSocket; or over GPT-Live (a setting; ui/livesocket.js). Plain ES modules:
 // web/lib/ holds the logic (no DOM), web/ui/ the views; this file builds them, routes the
 // server's events to them, and starts the page in its language (English or Simplified
 // Chinese: the user's saved choice, else the browser's).
@@ -10,7 +10,7 @@
 // metrics, responses (with the voice they used), the session as the server confirmed it.
 import { metricsLine, turnSegments } from "./lib/chart.js";
 import { chineseDefaults } from "./lib/components.js";
-import { errorMessage, thinkingSummary } from "./lib/events.js";
+import { delegationNote, errorMessage, thinkingSummary } from "./lib/events.js";
 import { getLanguage, pickLanguage, SAVED_ITEM, setLanguage, t } from "./lib/i18n.js";
 import { keptText, userMessage } from "./lib/items.js";
 import { StageTracker } from "./lib/stages.js";
@@ -45,6 +45,7 @@ const debug = (window.r1voice = {
   sessions: 0,
   language: "en", // the page's
   transport: null, // "webrtc" or "websocket": the connection in use
+  delegations: [], // GPT-Live's, as they changed
 });
 
 // The views call each other only through the hooks and objects given here; a hook may
@@ -75,6 +76,8 @@ const client = new RealtimeClient(notices, {
     debug.transport = transport;
     settings.showTransport(transport);
   },
+  liveStart: () => session.choices.wanted() || {}, // GPT-Live fixes them at session.start
+  playing: () => answers.schedule.isPlaying() || answers.responses.isStopped(answers.responses.active), // stopped: by the user's speech
 });
 const session = new SessionConfig({
   client,
@@ -82,6 +85,7 @@ const session = new SessionConfig({
   debug,
   onChange: () => {
     settings.fill();
+    if (debug.transport) settings.showTransport(debug.transport); // the LLMs Live may delegate to
     talk.update();
   },
 });
@@ -178,6 +182,11 @@ function onEvent(ev) {
       break;
     case "r1voice.turn.metrics":
       showMetrics(ev);
+      break;
+    case "live.delegation": // GPT-Live: a delegation was created, got thinking or commentary, or is done
+      debug.delegations.push({ change: ev.change, ...ev.delegation });
+      conversation.note(delegationNote(ev), "delegation");
+      timeline.delegation(ev.delegation);
       break;
     case "error":
       onError(ev.error || {});

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { laneOf, timelineBars, timelineModel, timelineSvg, turnDetail } from "../../web/lib/timeline.js";
+import { delegationBars, laneOf, timelineBars, timelineModel, timelineSvg, turnDetail } from "../../web/lib/timeline.js";
 
 // A report as GET /v1/r1voice/sessions/{id} gives it (trimmed): one spoken turn that was
 // interrupted, one typed turn whose chat span has no phases (a backend that does not say).
@@ -55,7 +55,7 @@ test("spans go to their lanes; the chat span is drawn by its phases", () => {
 test("the model scales time to the width, one row per lane", () => {
   const m = timelineModel(REPORT, { width: 510, row: 20, pad: 110 });
   assert.equal(m.endMs, 4000);
-  assert.equal(m.height, 7 * 20 + 16);
+  assert.equal(m.height, 8 * 20 + 16); // the delegation lane too
   const decode = m.bars.find((b) => b.kind === "decode");
   assert.equal(decode.x, 110 + 1100 * (396 / 4000));
   assert.equal(decode.y, m.rows.find((r) => r.key === "llm").y + 3);
@@ -78,4 +78,31 @@ test("a turn's detail: stages from its start, its words from the items", () => {
   assert.equal(d.answer, "It is");
   assert.equal(turnDetail(REPORT, 2).user, null);
   assert.equal(turnDetail(REPORT, 9), null);
+});
+
+// A GPT-Live delegation as the page records it (web/lib/live.js), on the session's clock.
+const DELEGATION = { id: "deleg_1", target: "client", created: 1200, thinking: [1500], commentary: 2500, done: 2500 };
+
+test("a delegation is a bar from its creation to its end, with marks where thinking and commentary came", () => {
+  assert.deepEqual(
+    delegationBars(DELEGATION).map((b) => [b.kind, b.start, b.end]),
+    [["delegation", 1200, 2500], ["thinking", 1500, 1500], ["commentary", 2500, 2500]],
+  );
+  // still open: it runs to the end of what the report shows
+  const open = { ...DELEGATION, thinking: [], commentary: null, done: null };
+  assert.deepEqual(delegationBars(open, 3000).map((b) => [b.kind, b.start, b.end]), [["open", 1200, 3000]]);
+});
+
+test("the timeline draws a Live session's delegations on their lane, at their times", () => {
+  const m = timelineModel(REPORT, { width: 510, row: 20, pad: 110, delegations: [DELEGATION] });
+  const lane = m.rows.find((r) => r.key === "delegation");
+  const bars = m.bars.filter((b) => b.lane === "delegation");
+  assert.deepEqual(bars.map((b) => [b.kind, b.x, b.y, b.color]), [
+    ["delegation", 110 + 1200 * (396 / 4000), lane.y + 3, "#b7791f"],
+    ["thinking", 110 + 1500 * (396 / 4000), lane.y + 3, "#d69e2e"],
+    ["commentary", 110 + 2500 * (396 / 4000), lane.y + 3, "#2f855a"],
+  ]);
+  assert.equal(bars[1].w, 2); // a mark stays visible
+  const svg = timelineSvg(REPORT, { delegations: [DELEGATION] });
+  assert.match(svg, /data-lane="delegation" data-kind="delegation"[^>]*><title>delegation deleg_1 \(client\): 1200 ms–2500 ms<\/title>/);
 });

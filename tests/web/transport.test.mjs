@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { callCloseCode, chooseTransport, savedChoice, TRANSPORT_ITEM } from "../../web/lib/transport.js";
+import { callCloseCode, chooseTransport, DELEGATION_ITEM, PROTOCOL_ITEM, savedChoice, savedProtocol, TRANSPORT_ITEM } from "../../web/lib/transport.js";
 
 const storage = (value) => ({ getItem: (k) => (k === TRANSPORT_ITEM ? value : null) });
 
@@ -27,4 +27,14 @@ test("refused calls map to the close codes the page explains", () => {
   assert.equal(callCloseCode(503), 1013);
   assert.equal(callCloseCode(429), 1013);
   assert.equal(callCloseCode(400), 4002);
+});
+
+test("Realtime unless GPT-Live was chosen; Live goes over the WebSocket", () => {
+  const kept = (values) => ({ getItem: (k) => values[k] ?? null });
+  assert.deepEqual(savedProtocol(kept({})), { protocol: "realtime", delegation: "off" });
+  assert.deepEqual(savedProtocol(kept({ [PROTOCOL_ITEM]: "live", [DELEGATION_ITEM]: "client" })), { protocol: "live", delegation: "client" });
+  assert.deepEqual(savedProtocol(kept({ [PROTOCOL_ITEM]: "sip" })), { protocol: "realtime", delegation: "off" });
+  assert.deepEqual(savedProtocol({ getItem: () => { throw new Error("private mode"); } }), { protocol: "realtime", delegation: "off" });
+  assert.equal(chooseTransport("auto", true, false, "live"), "websocket");
+  assert.equal(chooseTransport("auto", true, false, "realtime"), "webrtc");
 });

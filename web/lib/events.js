@@ -113,7 +113,7 @@ export function slotOfParam(param) {
 }
 
 // The error codes the page explains in its own words (`error.<code>` in i18n.js).
-const ERROR_HINTS = ["server_busy", "unsupported_voice", "unsupported_model", "unsupported_language", "input_audio_buffer_commit_empty", "conversation_already_has_active_response", "tts_failed"];
+const ERROR_HINTS = ["live_unsupported", "server_busy", "unsupported_voice", "unsupported_model", "unsupported_language", "input_audio_buffer_commit_empty", "conversation_already_has_active_response", "tts_failed"];
 
 /** A server message made short enough for a card: long lists elided, then cut. */
 export function shorten(message, max = 200) {
@@ -185,4 +185,11 @@ export function looksLikeAudio(file) {
  *  cut by the session's budget (the model was stopped), or finished by the model. */
 export function thinkingSummary(done) {
   return t(done && done.cut === true ? "log.thinkingCut" : "log.thinking");
+}
+
+/** A conversation line for a GPT-Live delegation's change (`live.delegation`: created,
+ *  thinking, commentary, done), with where it happened on the session's clock. */
+export function delegationNote({ change, delegation: d }) {
+  const at = { created: d.created, thinking: d.thinking.at(-1), commentary: d.commentary, done: d.done }[change];
+  return t(`live.${change}`, { target: d.target, seconds: ((at || 0) / 1000).toFixed(1), ms: Math.max(0, (d.done ?? 0) - d.created) });
 }

@@ -1,7 +1,8 @@
 // A session's timeline from its report (GET /v1/r1voice/sessions/{id}: the session's own
 // spans, grouped by turn): lanes over time for the user's speech, the VAD and turn
 // decisions, transcription passes, the LLM's queue / prefill / decode, TTS clauses, the
-// answer's playback and interruptions; a turn's stages in milliseconds and its words.
+// answer's playback and interruptions, and a GPT-Live session's delegations (the page's
+// own record of them, on the session's clock); a turn's stages in milliseconds and its words.
 // (The lanes' labels below are the English ones; the SVG shows the page's language.)
 
 import { t } from "./i18n.js";
@@ -14,7 +15,21 @@ export const LANES = [
   { key: "tts", label: "TTS", color: "#dd6b20" },
   { key: "playback", label: "Playback", color: "#38a169" },
   { key: "interrupt", label: "Interruptions", color: "#e53e3e" },
+  { key: "delegation", label: "Delegations", color: "#b7791f" },
 ];
+
+const DELEGATION_COLORS = { thinking: "#d69e2e", commentary: "#2f855a" };
+
+/** A delegation's bars (turn 0: no turn's): from its creation to its end (to `nowMs`
+ *  while open), and a mark where each thinking and its commentary were appended. */
+export function delegationBars(d, nowMs) {
+  const end = d.done ?? Math.max(d.created, nowMs ?? d.created);
+  const mark = (kind, at) => ({ lane: "delegation", kind, turn: 0, name: `${kind} ${d.id}`, start: at, end: at });
+  const bars = [{ lane: "delegation", kind: d.done === null ? "open" : "delegation", turn: 0, name: `delegation ${d.id} (${d.target})`, start: d.created, end }];
+  for (const at of d.thinking) bars.push(mark("thinking", at));
+  if (d.commentary !== null) bars.push(mark("commentary", d.commentary));
+  return bars;
+}
 
 const PHASE_COLORS = { queue: "#b794f4", prefill: "#805ad5", decode: "#553c9a" };
 
@@ -52,9 +67,12 @@ export function timelineBars(report) {
   return bars;
 }
 
-/** Pixels: one row per lane, time scaled to `width` (labels in the first `pad`). */
-export function timelineModel(report, { width = 720, row = 18, pad = 110 } = {}) {
-  const bars = timelineBars(report);
+/** Pixels: one row per lane, time scaled to `width` (labels in the first `pad`);
+ *  `delegations`: a Live session's, drawn on their lane. */
+export function timelineModel(report, { width = 720, row = 18, pad = 110, delegations = [] } = {}) {
+  const reported = timelineBars(report);
+  const reportEnd = Math.max(0, ...reported.map((b) => b.end));
+  const bars = [...reported, ...delegations.flatMap((d) => delegationBars(d, reportEnd))];
   const turns = report.turns || [];
   const endMs = Math.max(1, ...bars.map((b) => b.end), ...turns.map((t) => t.start_ms + t.duration_ms));
   const scale = (width - pad - 4) / endMs;
@@ -70,10 +88,10 @@ export function timelineModel(report, { width = 720, row = 18, pad = 110 } = {})
     bars: bars.map((b) => ({
       ...b,
       x: pad + b.start * scale,
-      w: Math.max(b.kind === "interrupted" ? 2 : 1, (b.end - b.start) * scale),
+      w: Math.max(b.kind === "interrupted" || b.lane === "delegation" ? 2 : 1, (b.end - b.start) * scale),
       y: y[b.lane] + 3,
       h: row - 6,
-      color: b.lane === "llm" && PHASE_COLORS[b.kind] ? PHASE_COLORS[b.kind] : color[b.lane],
+      color: (b.lane === "llm" && PHASE_COLORS[b.kind]) || (b.lane === "delegation" && DELEGATION_COLORS[b.kind]) || color[b.lane],
     })),
   };
 }
@@ -90,7 +108,7 @@ export function timelineSvg(report, opts = {}) {
   }
   for (const r of m.rows) parts.push(`<text x="2" y="${r.y + 13}" class="tick">${esc(t(`timeline.lane.${r.key}`))}</text>`);
   for (const b of m.bars) {
-    const title = `Turn ${b.turn}: ${b.name} ${ms(b.end - b.start)}`;
+    const title = b.turn ? `Turn ${b.turn}: ${b.name} ${ms(b.end - b.start)}` : `${b.name}: ${ms(b.start)}–${ms(b.end)}`;
     parts.push(`<rect data-turn="${b.turn}" data-lane="${b.lane}" data-kind="${esc(b.kind)}" x="${b.x.toFixed(1)}" y="${b.y}" width="${b.w.toFixed(1)}" height="${b.h}" fill="${b.color}"><title>${esc(title)}</title></rect>`);
   }
   parts.push(`<text x="${m.width - 2}" y="${m.height - 3}" text-anchor="end" class="tick">${(m.endMs / 1000).toFixed(1)} s</text>`);

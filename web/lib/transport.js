@@ -5,6 +5,11 @@
 
 export const TRANSPORT_ITEM = "r1voice.transport";
 export const CHOICES = ["auto", "websocket"];
+// Which protocol: OpenAI's Realtime (the default) or GPT-Live (/v1/live/sessions, over
+// the WebSocket), with Live's delegation ("off", "client" or a model's id).
+export const PROTOCOL_ITEM = "r1voice.protocol";
+export const PROTOCOLS = ["realtime", "live"];
+export const DELEGATION_ITEM = "r1voice.liveDelegation";
 
 /** The saved choice ("auto" unless the WebSocket was pinned). */
 export function savedChoice(storage) {
@@ -16,9 +21,20 @@ export function savedChoice(storage) {
   }
 }
 
-/** "webrtc" or "websocket": what `choice` means in this browser, after `failedWebRTC`. */
-export function chooseTransport(choice, hasWebRTC, failedWebRTC = false) {
-  return choice === "auto" && hasWebRTC && !failedWebRTC ? "webrtc" : "websocket";
+/** The saved protocol ("realtime" unless Live was chosen) and Live's delegation. */
+export function savedProtocol(storage) {
+  try {
+    const protocol = storage.getItem(PROTOCOL_ITEM);
+    return { protocol: PROTOCOLS.includes(protocol) ? protocol : "realtime", delegation: storage.getItem(DELEGATION_ITEM) || "off" };
+  } catch {
+    return { protocol: "realtime", delegation: "off" };
+  }
+}
+
+/** "webrtc" or "websocket": what `choice` means in this browser, after `failedWebRTC`
+ *  (GPT-Live goes over the WebSocket). */
+export function chooseTransport(choice, hasWebRTC, failedWebRTC = false, protocol = "realtime") {
+  return choice === "auto" && hasWebRTC && !failedWebRTC && protocol !== "live" ? "webrtc" : "websocket";
 }
 
 /** A refused call (HTTP status) as the WebSocket close code the page already explains. */

@@ -6,14 +6,18 @@ import { KEY_ITEM, KEY_SUBPROTOCOL, KeyRequired, keyWanted, realtimeProtocols } 
 import { Backoff } from "../lib/backoff.js";
 import { closeInfo, parseEvent, retryView } from "../lib/events.js";
 import { t } from "../lib/i18n.js";
-import { chooseTransport, savedChoice, TRANSPORT_ITEM } from "../lib/transport.js";
+import { startEvent } from "../lib/live.js";
+import { chooseTransport, DELEGATION_ITEM, PROTOCOL_ITEM, savedChoice, savedProtocol, TRANSPORT_ITEM } from "../lib/transport.js";
 import { $, h } from "./dom.js";
+import { LiveSocket } from "./livesocket.js";
 import { RtcSocket } from "./rtc.js";
 
 export class RealtimeClient {
   /** hooks: onTransport("webrtc" | "websocket") as a connection opens, onEvent(ev) for
    *  each server event, onSend(ev) for each sent one, onClosed()
-   *  when the socket closes (before the page says why), onKey() when a key was entered. */
+   *  when the socket closes (before the page says why), onKey() when a key was entered,
+   *  liveStart() the voice and instructions a Live session starts with, playing() whether
+   *  an answer still plays. */
   constructor(notices, hooks) {
     this.notices = notices;
     this.hooks = hooks;
@@ -28,6 +32,7 @@ export class RealtimeClient {
     this.choice = savedChoice(localStorage); // "auto" (WebRTC where it can) or "websocket"
     this.failedWebRTC = false; // a call failed: the WebSocket from then on
     this.transport = null; // "webrtc" or "websocket": the connection open (or opening)
+    Object.assign(this, savedProtocol(localStorage)); // protocol: "realtime" or "live"; Live's delegation
   }
 
   get isOpen() {
@@ -48,11 +53,28 @@ export class RealtimeClient {
   choose(choice) {
     this.choice = choice;
     this.failedWebRTC = false;
+    this._keep(TRANSPORT_ITEM, choice);
+    this._reopen();
+  }
+
+  /** Settings: "realtime" or "live", and Live's delegation ("off", "client" or a model):
+   *  kept for the next visit; a new session from now on. */
+  chooseProtocol(protocol, delegation = this.delegation) {
+    Object.assign(this, { protocol, delegation });
+    this._keep(PROTOCOL_ITEM, protocol);
+    this._keep(DELEGATION_ITEM, delegation);
+    this._reopen();
+  }
+
+  _keep(item, value) {
     try {
-      localStorage.setItem(TRANSPORT_ITEM, choice);
+      localStorage.setItem(item, value);
     } catch {
       /* storage refused: the choice lasts for this page */
     }
+  }
+
+  _reopen() {
     const old = this.ws;
     if (old) {
       old.onclose = null;
@@ -114,14 +136,17 @@ export class RealtimeClient {
     } finally {
       this.connecting = false;
     }
-    const transport = chooseTransport(this.choice, typeof RTCPeerConnection !== "undefined", this.failedWebRTC);
+    const transport = chooseTransport(this.choice, typeof RTCPeerConnection !== "undefined", this.failedWebRTC, this.protocol);
+    const proto = location.protocol === "https:" ? "wss" : "ws";
     let socket;
-    if (transport === "webrtc") {
+    if (this.protocol === "live") {
+      const start = () => startEvent({ ...this.hooks.liveStart(), delegation: this.delegation });
+      socket = new LiveSocket(`${proto}://${location.host}/v1/live/sessions`, protocols, start, this.hooks.playing);
+    } else if (transport === "webrtc") {
       const secret = protocols.find((p) => p.startsWith(KEY_SUBPROTOCOL));
       const bearer = secret ? secret.slice(KEY_SUBPROTOCOL.length) : null;
       socket = new RtcSocket("/v1/realtime/calls?r1voice_events=1", bearer, $("answer-audio"));
     } else {
-      const proto = location.protocol === "https:" ? "wss" : "ws";
       socket = new WebSocket(`${proto}://${location.host}/v1/realtime?dialect=ga&r1voice_events=1`, protocols);
     }
     this.transport = transport;

@@ -51,7 +51,8 @@ export class SessionConfig {
     // hands-free mode returns to the turn detection the server starts sessions with
     if (this.view.turnDetection) this.handsFreeTurn = this.view.turnDetection.type;
     const wanted = this.choices.wanted();
-    if (wanted) this.client.send(sessionUpdate(wanted)); // keep the user's choices
+    // keep the user's choices (GPT-Live took them in session.start, and takes no others)
+    if (wanted && this.client.protocol !== "live") this.client.send(sessionUpdate(wanted));
     if (!this.palettes) this.load();
     else this._applyDefaults();
   }

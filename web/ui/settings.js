@@ -16,9 +16,20 @@ export class SettingsDrawer {
     this.transport = null; // the connection in use, as the page shows it
   }
 
-  /** Which connection the page talks over ("webrtc" or "websocket"). */
+  /** Which connection the page talks over ("webrtc" or "websocket"), and in which
+   *  protocol (Realtime, or GPT-Live with its delegation: none, the client, or one of the
+   *  server's LLMs as the backend model). */
   showTransport(transport) {
     this.transport = transport;
+    const live = this.client.protocol === "live";
+    $("page-protocol").value = this.client.protocol;
+    const llms = ((this.session.palettes && this.session.palettes.llm) || []).filter((r) => r.available && r.id);
+    const options = [["off", t("settings.delegOff")], ["client", t("settings.delegClient")], ...llms.map((r) => [r.id, t("settings.delegModel", { model: r.id })])];
+    if (!options.some(([v]) => v === this.client.delegation)) options.push([this.client.delegation, t("settings.delegModel", { model: this.client.delegation })]);
+    $("live-delegation").replaceChildren(...options.map(([value, label]) => h("option", { value }, label)));
+    $("live-delegation").value = this.client.delegation;
+    $("live-delegation").closest("label").hidden = !live;
+    $("page-transport").disabled = live; // Live goes over the WebSocket
     $("page-transport").value = this.client.choice;
     $("transport-in-use").textContent = t("settings.inUse", { transport: transport === "webrtc" ? "WebRTC" : "WebSocket" });
     $("transport-in-use").dataset.transport = transport;
@@ -123,6 +134,8 @@ export class SettingsDrawer {
     $("copy-config").addEventListener("click", () => this.copyConfig());
     $("page-language").addEventListener("change", (e) => this.onLanguage(e.target.value));
     $("page-transport").addEventListener("change", (e) => this.client.choose(e.target.value));
+    $("page-protocol").addEventListener("change", (e) => this.client.chooseProtocol(e.target.value));
+    $("live-delegation").addEventListener("change", (e) => this.client.chooseProtocol("live", e.target.value));
   }
 
   _showTurnKnobs() {

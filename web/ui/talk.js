@@ -5,6 +5,7 @@
 import { micOptions } from "../lib/devices.js";
 import { errorMessage, micErrorMessage } from "../lib/events.js";
 import { t } from "../lib/i18n.js";
+import { SpeechGate } from "../lib/live.js";
 import { encodeAudio, meterValue, PROTOCOL_RATE } from "../lib/pcm.js";
 import { $, announce, h } from "./dom.js";
 
@@ -23,6 +24,7 @@ export class Talk {
     this.sentSamples = 0; // since the current push-to-talk press
     this.held = false; // push-to-talk is pressed
     this.lastPress = null; // what a Retry after a microphone error does again
+    this.gate = new SpeechGate(); // GPT-Live: speech over the answer stops it here at once
   }
 
   /** A frame from the microphone (24 kHz). */
@@ -31,6 +33,7 @@ export class Talk {
     // a WebRTC call carries the microphone on its own track (see _stream)
     if (!this.client.serverPlays) this.client.send({ type: "input_audio_buffer.append", audio: encodeAudio(samples) });
     this.sentSamples += samples.length;
+    if (this.client.protocol === "live" && this.gate.push(samples, this.answers.schedule.isPlaying())) this.answers.bargeIn("speech_started");
   }
 
   /** The microphone's level ({peak} of a frame) on the meter. */
@@ -172,6 +175,8 @@ export class Talk {
 
   /** Whether the microphone goes to the server (a WebRTC call: its track, set or unset). */
   _stream(on) {
+    // GPT-Live: the session hears the microphone muted while Talk is off
+    if (this.client.protocol === "live" && on !== this.streaming) this.client.send({ type: on ? "session.input_audio.unmute" : "session.input_audio.mute" });
     this.streaming = on;
     this.client.setMic(on ? this.audio.micTrack : null);
   }

@@ -1,6 +1,7 @@
 // The session timeline view (a <details> under the conversation): the current session's
 // report, or a recent one's, drawn as lanes (web/lib/timeline.js); a click on a turn
-// shows its stages' milliseconds and its words, and plays the recording from there.
+// shows its stages' milliseconds and its words, and plays the recording from there. A
+// GPT-Live session's delegations are drawn on their lane as they happen.
 import { authHeaders } from "../lib/auth.js";
 import { t } from "../lib/i18n.js";
 import { timelineSvg, turnDetail } from "../lib/timeline.js";
@@ -14,6 +15,7 @@ export class TimelineView {
     this.report = null;
     this.currentId = null;
     this.audioUrl = null;
+    this.delegations = new Map(); // the current session's (GPT-Live), by id
   }
 
   bind() {
@@ -31,6 +33,7 @@ export class TimelineView {
   /** The session the page talks in now (from session.created). */
   current(id) {
     this.currentId = id;
+    this.delegations.clear();
     if (this.root.open) this.refresh();
   }
 
@@ -55,9 +58,21 @@ export class TimelineView {
     const res = await get(`/v1/r1voice/sessions/${encodeURIComponent(id)}`);
     if (!res.ok) return this.say(t("timeline.missing", { id, status: res.status }));
     this.report = await res.json();
-    $("timeline-svg").innerHTML = timelineSvg(this.report);
+    this.draw();
     this.say(t(this.report.turns.length ? "timeline.hint" : "timeline.empty"));
     await this.loadRecording(this.report.recording_url);
+  }
+
+  /** A delegation of the current session, as it changed: drawn at once if it is shown. */
+  delegation(d) {
+    this.delegations.set(d.id, d);
+    if (this.report && this.report.id === this.currentId) this.draw();
+    else if (this.root.open) this.refresh();
+  }
+
+  draw() {
+    const delegations = this.report.id === this.currentId ? [...this.delegations.values()] : [];
+    $("timeline-svg").innerHTML = timelineSvg(this.report, { delegations });
   }
 
   async loadRecording(url) {

@@ -1,0 +1,71 @@
+// A GPT-Live session (WS /v1/live/sessions) with the face of the page's Realtime
+// WebSocket (readyState, send, close, onopen/onmessage/onclose), so the RealtimeClient
+// and every view drive it unchanged: web/lib/live.js translates both ways. It sends
+// `session.start` as it opens, and ends an answer when its audio has gone quiet (Live
+// says no answer's end).
+import { LiveTranslator } from "../lib/live.js";
+
+const OPEN = 1;
+const CLOSED = 3;
+export const QUIET_MS = 3000; // no more answer audio or words for this long: the answer is done
+
+export class LiveSocket {
+  /** url: the Live endpoint; protocols: the WebSocket subprotocols (a client secret);
+   *  start(): the `session.start` event; playing(): whether an answer still plays. */
+  constructor(url, protocols, start, playing) {
+    this.readyState = 0;
+    this.onopen = this.onmessage = this.onclose = null;
+    this.translator = new LiveTranslator();
+    this.playing = playing;
+    this.quiet = null;
+    this.ws = new WebSocket(url, protocols);
+    this.ws.onopen = () => {
+      this.readyState = OPEN;
+      this.ws.send(JSON.stringify(start()));
+      if (this.onopen) this.onopen();
+    };
+    this.ws.onmessage = (m) => {
+      let ev;
+      try {
+        ev = JSON.parse(m.data);
+      } catch {
+        return;
+      }
+      const out = this.translator.fromLive(ev, { playing: this.playing() });
+      if (ev.type === "session.output_audio.delta" || ev.type === "session.output_transcript.delta") this._armQuiet();
+      this._deliver(out);
+    };
+    this.ws.onclose = (e) => {
+      this.readyState = CLOSED;
+      clearTimeout(this.quiet);
+      if (this.onclose) this.onclose({ code: e.code, reason: e.reason });
+    };
+  }
+
+  _armQuiet() {
+    clearTimeout(this.quiet);
+    this.quiet = setTimeout(() => this._deliver(this.translator.finish()), QUIET_MS);
+  }
+
+  _deliver(events) {
+    for (const ev of events) if (this.onmessage) this.onmessage({ data: ev });
+  }
+
+  /** A Realtime client event (JSON): sent as Live's, or answered here (a refusal, or
+   *  a session.update that changes nothing), as the server would. */
+  send(text) {
+    if (this.readyState !== OPEN) return;
+    const result = this.translator.toLive(JSON.parse(text));
+    for (const ev of result.send || []) this.ws.send(JSON.stringify(ev));
+    const reply = result.refused || result.reply;
+    if (reply) setTimeout(() => this._deliver([reply]), 0); // after send() returns, as a server's would
+  }
+
+  close() {
+    if (this.readyState === CLOSED) return;
+    this.readyState = CLOSED;
+    clearTimeout(this.quiet);
+    if (this.ws.readyState === OPEN) this.ws.send(JSON.stringify({ type: "session.close" }));
+    this.ws.close();
+  }
+}
