@@ -121,7 +121,13 @@ at::Tensor int8_linear(const at::Tensor& x, const at::Tensor& packed, const at::
       const int64_t col = b * 16;
       const float* bb = bp != nullptr ? bp + col : nullptr;
       const int8_t* wb = wp + b * 16 * kp;
-      if (m >= kTileRows && b + 1 < b1) {
+      // NB blocks share each broadcast activation: four for a decode's one row, two
+      // for more rows (their accumulators fill the registers); the bits do not change.
+      if (m == 1 && b + 4 <= b1) {
+        const __mmask16 store[4] = {mask(col), mask(col + 16), mask(col + 32), mask(col + 48)};
+        block_rows<4>(wb, k4, hi, lo, kp, m, rs + col, sp + col, bb, sxp, yp + col, n, store);
+        b += 4;
+      } else if (m > 1 && b + 1 < b1) {
         const __mmask16 store[2] = {mask(col), mask(col + 16)};
         block_rows<2>(wb, k4, hi, lo, kp, m, rs + col, sp + col, bb, sxp, yp + col, n, store);
         b += 2;

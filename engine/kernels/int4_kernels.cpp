@@ -25,44 +25,81 @@
 
 namespace {
 
-template <int R>
-inline void tile4(const uint8_t* wb, int64_t groups, int64_t k8_per_group, const uint8_t* hi,
-                  const uint8_t* lo, int64_t kp, const int32_t* xsum, const uint16_t* scales,
-                  const uint16_t* mins, const float* bias, const float* sx, float* y, int64_t ldy,
-                  __mmask16 store) {
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+// R rows x NB consecutive blocks of 16 outputs: each broadcast activation is reused for
+// NB weight vectors (a decode's one row otherwise issued a broadcast per vpdpbusd pair);
+// every output's integer sums and float ops are those of NB = 1, so the bits are too.
+template <int R, int NB>
+inline void tile4(const uint8_t* wb, int64_t block_bytes, int64_t groups, int64_t k8_per_group,
+                  const uint8_t* hi, const uint8_t* lo, int64_t kp, const int32_t* xsum,
+                  const uint16_t* scales, const uint16_t* mins, const float* bias, const float* sx,
+                  float* y, int64_t ldy, const __mmask16* store) {
+  __m512 acc[NB][R];
+  for (int c = 0; c < NB; ++c)
+    for (int r = 0; r < R; ++r) acc[c][r] = _mm512_setzero_ps();
   const __m512i nib = _mm512_set1_epi8(0x0F);
   for (int64_t g = 0; g < groups; ++g) {
-    __m512i ah[R], al[R];
-    for (int r = 0; r < R; ++r) ah[r] = al[r] = _mm512_setzero_si512();
+    __m512i ah[NB][R], al[NB][R];
+    for (int c = 0; c < NB; ++c)
+      for (int r = 0; r < R; ++r) ah[c][r] = al[c][r] = _mm512_setzero_si512();
     for (int64_t j = 0; j < k8_per_group; ++j) {
       const int64_t jj = g * k8_per_group + j;
-      const __m512i v = _mm512_loadu_si512(wb + 64 * jj);
-      const __m512i w0 = _mm512_and_si512(v, nib);
-      const __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+      __m512i w0[NB], w1[NB];
+      for (int c = 0; c < NB; ++c) {
+        const __m512i v = _mm512_loadu_si512(wb + c * block_bytes + 64 * jj);
+        w0[c] = _mm512_and_si512(v, nib);
+        w1[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+      }
       for (int r = 0; r < R; ++r) {
         const uint8_t* h = hi + r * kp + 8 * jj;
         const uint8_t* l = lo + r * kp + 8 * jj;
-        ah[r] = _mm512_dpbusd_epi32(ah[r], w0, _mm512_set1_epi32(*reinterpret_cast<const int32_t*>(h)));
-        ah[r] = _mm512_dpbusd_epi32(ah[r], w1, _mm512_set1_epi32(*reinterpret_cast<const int32_t*>(h + 4)));
-        al[r] = _mm512_dpbusd_epi32(al[r], w0, _mm512_set1_epi32(*reinterpret_cast<const int32_t*>(l)));
-        al[r] = _mm512_dpbusd_epi32(al[r], w1, _mm512_set1_epi32(*reinterpret_cast<const int32_t*>(l + 4)));
+        const __m512i h0 = _mm512_set1_epi32(*reinterpret_cast<const int32_t*>(h));
+        const __m512i h1 = _mm512_set1_epi32(*reinterpret_cast<const int32_t*>(h + 4));
+        const __m512i l0 = _mm512_set1_epi32(*reinterpret_cast<const int32_t*>(l));
+        const __m512i l1 = _mm512_set1_epi32(*reinterpret_cast<const int32_t*>(l + 4));
+        for (int c = 0; c < NB; ++c) {
+          ah[c][r] = _mm512_dpbusd_epi32(ah[c][r], w0[c], h0);
+          ah[c][r] = _mm512_dpbusd_epi32(ah[c][r], w1[c], h1);
+          al[c][r] = _mm512_dpbusd_epi32(al[c][r], w0[c], l0);
+          al[c][r] = _mm512_dpbusd_epi32(al[c][r], w1[c], l1);
+        }
       }
     }
-    const __m512 s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 16 * g)));
-    const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins + 16 * g)));
-    for (int r = 0; r < R; ++r) {
-      const __m512 dot = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ah[r]), _mm512_set1_ps(128.0f),
-                                         _mm512_cvtepi32_ps(al[r]));
-      acc[r] = _mm512_fmadd_ps(s, dot, acc[r]);
-      acc[r] = _mm512_fmadd_ps(m, _mm512_set1_ps((float)xsum[r * groups + g]), acc[r]);
+    for (int c = 0; c < NB; ++c) {
+      const uint16_t* sc = scales + c * groups * 16 + 16 * g;
+      const uint16_t* mc = mins + c * groups * 16 + 16 * g;
+      const __m512 s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc)));
+      const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mc)));
+      for (int r = 0; r < R; ++r) {
+        const __m512 dot = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ah[c][r]), _mm512_set1_ps(128.0f),
+                                           _mm512_cvtepi32_ps(al[c][r]));
+        acc[c][r] = _mm512_fmadd_ps(s, dot, acc[c][r]);
+        acc[c][r] = _mm512_fmadd_ps(m, _mm512_set1_ps((float)xsum[r * groups + g]), acc[c][r]);
+      }
     }
   }
-  for (int r = 0; r < R; ++r) {
-    __m512 v = _mm512_mul_ps(acc[r], _mm512_set1_ps(sx[r]));
-    if (bias != nullptr) v = _mm512_add_ps(v, _mm512_loadu_ps(bias));
-    _mm512_mask_storeu_ps(y + r * ldy, store, v);
+  for (int c = 0; c < NB; ++c) {
+    for (int r = 0; r < R; ++r) {
+      __m512 v = _mm512_mul_ps(acc[c][r], _mm512_set1_ps(sx[r]));
+      if (bias != nullptr) v = _mm512_add_ps(v, _mm512_loadu_ps(bias + 16 * c));
+      _mm512_mask_storeu_ps(y + r * ldy + 16 * c, store[c], v);
+    }
+  }
+}
+
+// The sum of each group's quantized inputs, 128 * hi + lo (hi signed), in integers.
+inline void group_sums(const uint8_t* hi, const uint8_t* lo, int64_t groups, int64_t g,
+                       int32_t* out) {
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    __m512i acc = _mm512_setzero_si512();
+    int64_t i = gi * g;
+    for (; i + 16 <= (gi + 1) * g; i += 16) {
+      const __m512i h = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(hi + i)));
+      const __m512i l = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lo + i)));
+      acc = _mm512_add_epi32(acc, _mm512_add_epi32(_mm512_slli_epi32(h, 7), l));
+    }
+    int32_t sum = _mm512_reduce_add_epi32(acc);
+    for (; i < (gi + 1) * g; ++i) sum += 128 * (int32_t)(int8_t)hi[i] + (int32_t)lo[i];
+    out[gi] = sum;
   }
 }
 
@@ -88,12 +125,7 @@ at::Tensor int4_linear(const at::Tensor& x, const at::Tensor& packed, const at::
   at::parallel_for(0, m, 64, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       quantize_row(xp + r * k, k, k, hi + r * k, lo + r * k, sxp + r, 0);
-      for (int64_t gi = 0; gi < groups; ++gi) {  // sum of the group's quantized inputs
-        int32_t sum = 0;
-        for (int64_t i = gi * g; i < (gi + 1) * g; ++i)
-          sum += 128 * (int32_t)(int8_t)hi[r * k + i] + (int32_t)lo[r * k + i];
-        xsum[r * groups + gi] = sum;
-      }
+      group_sums(hi + r * k, lo + r * k, groups, g, xsum + r * groups);
     }
   });
   const uint8_t* wp = packed.data_ptr<uint8_t>();
@@ -104,26 +136,40 @@ at::Tensor int4_linear(const at::Tensor& x, const at::Tensor& packed, const at::
   float* yp = y.data_ptr<float>();
   const int64_t blocks = np / 16, k8g = g / 8, block_bytes = 8 * k;
   const int64_t grain = std::max<int64_t>(1, 32768 / block_bytes);
+  const auto mask = [&](int64_t col) {
+    const int64_t left = n - col;
+    return left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1);
+  };
   at::parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
+    for (int64_t b = b0; b < b1;) {
+      // One row takes blocks four at a time (the broadcasts shared), two or three rows two
+      // at a time, tiles of four rows one (their accumulators fill the 32 registers).
+      const int64_t nb = m == 1 && b + 4 <= b1 ? 4 : m < 4 && b + 2 <= b1 ? 2 : 1;
       const uint8_t* wb = wp + b * block_bytes;
       const uint16_t* sb = sp + b * groups * 16;
       const uint16_t* mb = mp + b * groups * 16;
-      const int64_t col = b * 16, left = n - col;
-      const __mmask16 store = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1);
+      const int64_t col = b * 16;
+      const __mmask16 store[4] = {mask(col), mask(col + 16), mask(col + 32), mask(col + 48)};
       const float* bb = bp != nullptr ? bp + col : nullptr;
       int64_t r = 0;
-#define R1VOICE_TILE4(R)                                                                        \
-  tile4<R>(wb, groups, k8g, hi + r * k, lo + r * k, k, xsum + r * groups, sb, mb, bb, sxp + r, \
-           yp + r * n + col, n, store)
-      for (; r + 4 <= m; r += 4) R1VOICE_TILE4(4);
-      switch (m - r) {
-        case 3: R1VOICE_TILE4(3); break;
-        case 2: R1VOICE_TILE4(2); break;
-        case 1: R1VOICE_TILE4(1); break;
-        default: break;
+#define R1VOICE_TILE4(R, NB)                                                                  \
+  tile4<R, NB>(wb, block_bytes, groups, k8g, hi + r * k, lo + r * k, k, xsum + r * groups, sb, \
+               mb, bb, sxp + r, yp + r * n + col, n, store)
+      for (; r + 4 <= m; r += 4) R1VOICE_TILE4(4, 1);
+      const int64_t left = m - r;
+      if (nb == 4) {
+        R1VOICE_TILE4(1, 4);
+      } else if (nb == 2) {
+        if (left == 1) R1VOICE_TILE4(1, 2);
+        else if (left == 2) R1VOICE_TILE4(2, 2);
+        else if (left == 3) R1VOICE_TILE4(3, 2);
+      } else {
+        if (left == 1) R1VOICE_TILE4(1, 1);
+        else if (left == 2) R1VOICE_TILE4(2, 1);
+        else if (left == 3) R1VOICE_TILE4(3, 1);
       }
 #undef R1VOICE_TILE4
+      b += nb;
     }
   });
   return y;

@@ -97,6 +97,28 @@ def test_int4_linear_matches_the_dequantized_weights(group_size: int, rows: int)
 
 
 @needs_kernels
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("n", [16 * 9 + 5, 16 * 3])  # block counts the 4- and 2-block paths split
+def test_a_rows_product_has_the_same_bits_alone_and_in_any_batch(bits: int, n: int) -> None:
+    """One row takes several output blocks per pass (the broadcasts shared), more rows
+    other tiles: each output's integer sums and float ops, so its bits, are the same."""
+    torch.manual_seed(n + bits)
+    k, g = 128, 32
+    w, bias = torch.randn(n, k) * 0.05, torch.randn(n)
+    x = torch.randn(9, k) * torch.rand(9, 1) * 10
+    if bits == 4:
+        packed = pack_int4(*Q.quantize_int4(w, g), bias)
+        product = lambda rows: ops.int4_linear(rows, *packed, n, g)  # noqa: E731
+    else:
+        packed = pack_int8(*Q.quantize_int8(w), bias)
+        product = lambda rows: ops.int8_linear(rows, *packed, n)  # noqa: E731
+    alone = torch.cat([product(x[i : i + 1]) for i in range(9)])
+    for rows in (2, 3, 4, 5, 9):
+        assert torch.equal(product(x[:rows]), alone[:rows]), rows
+    assert not torch.equal(alone[0], alone[1])  # distinct rows: the check compares something
+
+
+@needs_kernels
 def test_rms_norm_residual_and_silu_and_mul() -> None:
     torch.manual_seed(0)
     x, r, w = torch.randn(5, 70), torch.randn(5, 70), torch.rand(70)
