@@ -61,6 +61,7 @@ class Replies:
         self._emotion_sent = False
         self._response_id = ""
         self._cut: set[str] = set()  # answers stopped here: their late deltas are dropped
+        self._holding = False  # a sound over the answer stopped the board (see `hold`)
 
     async def handle(self, event: dict[str, Any]) -> list[FunctionCall]:
         """Send the device what `event` means to it; returns the function calls a finished
@@ -88,6 +89,29 @@ class Replies:
             return await self._done(event.get("response") or {})
         return []
 
+    def hold(self) -> None:
+        """A sound began over the answer: the board stops at once (`tts stop`, ahead of
+        the frames), the frames it had not played wait here."""
+        if self._holding or not (self.speaking or self._out.playing):
+            return
+        self._holding = True
+        self._out.hold(self._stamped({"type": "tts", "state": "stop"}))
+
+    def release(self, resume: bool) -> None:
+        """The sound was decided on. `resume`: it was no barge-in, the board plays on from
+        the held frame (`tts start` first); else the held frames are dropped (the answer
+        paused: what it says next starts with its own `tts start`)."""
+        if not self._holding:
+            return
+        self._holding = False
+        if resume and (self.speaking or self._out.playing):
+            self._out.release(self._stamped({"type": "tts", "state": "start"}))
+            return
+        self._encoder.reset()
+        self._out.drop()
+        self._out.release()
+        self.speaking = False  # its `tts stop` went at the hold
+
     async def stop(self) -> None:
         """The answer is cut off here (the device aborted, or spoke over it)."""
         self._text = ""
@@ -99,6 +123,10 @@ class Replies:
         answer that goes on after it starts again with `tts start`."""
         self._encoder.reset()
         self._out.drop()
+        if self._holding:  # the board was stopped at the sound's start
+            self._holding = False
+            self._out.release()
+            self.speaking = False
         if self.speaking:
             self.speaking = False
             await self._message({"type": "tts", "state": "stop"})
@@ -144,4 +172,7 @@ class Replies:
         self._out.put(packet)
 
     async def _message(self, message: dict[str, Any]) -> None:
-        self._out.put({"session_id": self._session_id, **message})
+        self._out.put(self._stamped(message))
+
+    def _stamped(self, message: dict[str, Any]) -> dict[str, Any]:
+        return {"session_id": self._session_id, **message}

@@ -17,6 +17,7 @@ from app.protocol.dialect import BETA
 from app.server.refusal import Refusal
 from app.server.session_runner import SessionRunner, create_session
 from app.server.state import HttpState, ServerState, WsState
+from app.xiaozhi.board_hold import BoardHold
 from app.xiaozhi.device import DeviceOptions, DeviceTransport
 from app.xiaozhi.hello import DeviceHello, HelloError, server_hello
 from app.xiaozhi.tokens import DeviceAccess
@@ -125,6 +126,13 @@ async def device(websocket: WebSocket, state: WsState) -> None:
         session.id,
         options,
         on_error=lambda code: metrics.record_transport_error("xiaozhi", code),
+    )
+    # the board stops at the first sound over an answer, not at speech_started
+    turns = session.turns
+    session.turns.barge_in.output = BoardHold(
+        transport.replies,
+        realtime=lambda: transport.mode == "realtime",
+        confirmed=lambda: turns.turn is not None and turns.turn.confirmed,
     )
     await websocket.send_text(json.dumps(server_hello(session.id)))
     log.info("xiaozhi device %s: session %s (protocol v%d)", device_id, session.id, hello.version)

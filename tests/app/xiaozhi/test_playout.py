@@ -82,3 +82,49 @@ def test_a_board_that_stops_reading_is_refused() -> None:
         out.close()
 
     asyncio.run(run())
+
+
+def test_a_hold_stops_the_board_at_once_and_release_plays_on_from_the_held_frame() -> None:
+    sent: list[Any] = []
+    now = [100.0]
+
+    async def run() -> None:
+        async def send_json(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        async def send_opus(packet: bytes) -> None:
+            sent.append(packet)
+
+        async def settle() -> None:
+            for _ in range(20):
+                await asyncio.sleep(0)
+
+        out = Playout(send_json, send_opus, frame_ms=60, lead_ms=120, clock=lambda: now[0])
+        for i in range(6):
+            out.put(bytes([i]))
+        await settle()
+        assert sent == [b"\x00", b"\x01", b"\x02"]  # 0-180 ms: the lead's worth
+        now[0] += 0.07  # frame 0 has played, frame 1 plays: 1 and 2 are unplayed
+        assert out.playing
+        out.hold({"type": "tts", "state": "stop"})
+        await settle()
+        assert sent[3:] == [{"type": "tts", "state": "stop"}]  # ahead of any frame
+        out.put({"type": "tts", "state": "sentence_start", "text": "On."})
+        await settle()
+        assert len(sent) == 4  # held: the sentence waits behind the held frames
+        out.release({"type": "tts", "state": "start"})
+        await settle()
+        # the board plays on from the first frame it had not played, after `tts start`
+        assert sent[4:] == [{"type": "tts", "state": "start"}, b"\x01", b"\x02", b"\x03"]
+        out.hold({"type": "tts", "state": "stop"})
+        out.drop()  # the sound was a barge-in: the held frames go, the message still shows
+        out.release()
+        await settle()
+        assert sent[8:] == [
+            {"type": "tts", "state": "stop"},
+            {"type": "tts", "state": "sentence_start", "text": "On."},
+        ]
+        assert not out.playing  # the board dropped what it held; nothing waits here
+        out.close()
+
+    asyncio.run(run())
