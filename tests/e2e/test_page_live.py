@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -97,3 +98,54 @@ def test_the_page_talks_over_live_and_shows_the_delegation_on_its_timeline(
     expect(lane.and_(page.locator("[data-kind=commentary]"))).to_have_count(1)
     expect(page.locator("#timeline-svg rect[data-lane=llm]").first).to_be_attached()
     snap(page, "timeline")
+
+
+# Keeps the page's peer connections, to read what their audio tracks received.
+KEEP_PEERS = """
+window.__peers = [];
+const Peer = window.RTCPeerConnection;
+window.RTCPeerConnection = class extends Peer {
+  constructor(...args) { super(...args); window.__peers.push(this); }
+};
+"""
+RECEIVED_ENERGY = """async () => {
+  let energy = 0;
+  for (const pc of window.__peers) {
+    (await pc.getStats()).forEach((s) => {
+      if (s.type === "inbound-rtp" && s.kind === "audio") energy += s.totalAudioEnergy || 0;
+    });
+  }
+  return energy;
+}"""
+
+
+def test_the_page_talks_over_live_on_webrtc(
+    open_page: Callable[..., Page],
+    start_server: Callable[..., ServerHandle],
+    shared_components: Any,
+    tmp_path: Path,
+    snap: Snapper,
+) -> None:
+    server = start_server(dataclasses.replace(shared_components, llm=ScriptedLLM(ANSWER)))
+    wav = speech_wav(shared_components, tmp_path / "question.wav", [1.0, QUESTION, 30.0])
+
+    def before(page: Page) -> None:
+        page.add_init_script("localStorage.setItem('r1voice.protocol', 'live')")
+        page.add_init_script(KEEP_PEERS)
+
+    page = open_page(wav, server.address, transport="auto", before_load=before)
+    connected(page)
+    assert debug(page)["transport"] == "webrtc"
+    page.click("#talk")
+    expect(user_final(page, HEARD)).to_be_visible(timeout=TIMEOUT_MS)
+    expect(assistant(page, re.compile(r"Paris", re.I))).to_be_visible(timeout=TIMEOUT_MS)
+    page.click("#talk")
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while page.evaluate(RECEIVED_ENERGY) == 0:  # the answer's audio came on the track
+        assert time.monotonic() < deadline, "no answer audio on the session's track"
+        page.wait_for_timeout(200)
+    state = debug(page)
+    assert state["audioDeltas"] == 0, "the answer played from the session's track"
+    assert state["events"]["session.input_audio.muted"] == 1
+    assert "error" not in state["events"]
+    snap(page, "answered-over-webrtc")

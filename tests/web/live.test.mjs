@@ -24,6 +24,9 @@ test("session.start carries the page's voice, instructions and delegation", () =
   });
   // nothing chosen: the server's voice, no instructions, no delegation
   assert.deepEqual(startEvent({}), { type: "session.start", session: { model: "gpt-live-1", audio: { format: { type: "audio/pcm", rate: 24000 } } } });
+  // over WebRTC the call negotiates the format: it is left out
+  assert.deepEqual(startEvent({ voice: "af_heart", webrtc: true }).session, { model: "gpt-live-1", audio: { output: { voice: "af_heart" } } });
+  assert.deepEqual(startEvent({ webrtc: true }).session, { model: "gpt-live-1" });
   assert.equal(delegationConfig("off"), null);
   assert.deepEqual(delegationConfig("client"), { type: "client" });
 });

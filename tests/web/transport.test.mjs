@@ -29,12 +29,10 @@ test("refused calls map to the close codes the page explains", () => {
   assert.equal(callCloseCode(400), 4002);
 });
 
-test("Realtime unless GPT-Live was chosen; Live goes over the WebSocket", () => {
+test("Realtime unless GPT-Live was chosen", () => {
   const kept = (values) => ({ getItem: (k) => values[k] ?? null });
   assert.deepEqual(savedProtocol(kept({})), { protocol: "realtime", delegation: "off" });
   assert.deepEqual(savedProtocol(kept({ [PROTOCOL_ITEM]: "live", [DELEGATION_ITEM]: "client" })), { protocol: "live", delegation: "client" });
   assert.deepEqual(savedProtocol(kept({ [PROTOCOL_ITEM]: "sip" })), { protocol: "realtime", delegation: "off" });
   assert.deepEqual(savedProtocol({ getItem: () => { throw new Error("private mode"); } }), { protocol: "realtime", delegation: "off" });
-  assert.equal(chooseTransport("auto", true, false, "live"), "websocket");
-  assert.equal(chooseTransport("auto", true, false, "realtime"), "webrtc");
 });

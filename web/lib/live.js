@@ -17,10 +17,12 @@ export function delegationConfig(choice) {
   return { type: "responses", responses: { model: choice } };
 }
 
-/** `session.start` for the page's voice, instructions and delegation choice. */
-export function startEvent({ voice, instructions, delegation } = {}) {
-  const session = { model: LIVE_MODEL, audio: { format: { ...FORMAT } } };
+/** `session.start` for the page's voice, instructions and delegation choice (`webrtc`:
+ *  a WebRTC session's config, without the format the call negotiates). */
+export function startEvent({ voice, instructions, delegation, webrtc = false } = {}) {
+  const session = { model: LIVE_MODEL, audio: webrtc ? {} : { format: { ...FORMAT } } };
   if (voice) session.audio.output = { voice };
+  if (!Object.keys(session.audio).length) delete session.audio;
   if (instructions) session.instructions = instructions;
   const d = delegationConfig(delegation);
   if (d) session.delegation = d;

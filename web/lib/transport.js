@@ -6,7 +6,7 @@
 export const TRANSPORT_ITEM = "r1voice.transport";
 export const CHOICES = ["auto", "websocket"];
 // Which protocol: OpenAI's Realtime (the default) or GPT-Live (/v1/live/sessions, over
-// the WebSocket), with Live's delegation ("off", "client" or a model's id).
+// either connection), with Live's delegation ("off", "client" or a model's id).
 export const PROTOCOL_ITEM = "r1voice.protocol";
 export const PROTOCOLS = ["realtime", "live"];
 export const DELEGATION_ITEM = "r1voice.liveDelegation";
@@ -32,9 +32,9 @@ export function savedProtocol(storage) {
 }
 
 /** "webrtc" or "websocket": what `choice` means in this browser, after `failedWebRTC`
- *  (GPT-Live goes over the WebSocket). */
-export function chooseTransport(choice, hasWebRTC, failedWebRTC = false, protocol = "realtime") {
-  return choice === "auto" && hasWebRTC && !failedWebRTC && protocol !== "live" ? "webrtc" : "websocket";
+ *  (either protocol, Realtime or GPT-Live). */
+export function chooseTransport(choice, hasWebRTC, failedWebRTC = false) {
+  return choice === "auto" && hasWebRTC && !failedWebRTC ? "webrtc" : "websocket";
 }
 
 /** A refused call (HTTP status) as the WebSocket close code the page already explains. */

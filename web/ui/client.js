@@ -136,15 +136,16 @@ export class RealtimeClient {
     } finally {
       this.connecting = false;
     }
-    const transport = chooseTransport(this.choice, typeof RTCPeerConnection !== "undefined", this.failedWebRTC, this.protocol);
+    const transport = chooseTransport(this.choice, typeof RTCPeerConnection !== "undefined", this.failedWebRTC);
     const proto = location.protocol === "https:" ? "wss" : "ws";
     let socket;
+    const secret = protocols.find((p) => p.startsWith(KEY_SUBPROTOCOL));
+    const bearer = secret ? secret.slice(KEY_SUBPROTOCOL.length) : null;
     if (this.protocol === "live") {
-      const start = () => startEvent({ ...this.hooks.liveStart(), delegation: this.delegation });
-      socket = new LiveSocket(`${proto}://${location.host}/v1/live/sessions`, protocols, start, this.hooks.playing);
+      const start = () => startEvent({ ...this.hooks.liveStart(), delegation: this.delegation, webrtc: transport === "webrtc" });
+      const rtc = transport === "webrtc" ? new RtcSocket("/v1/live/sessions", bearer, $("answer-audio"), start().session) : null;
+      socket = new LiveSocket(`${proto}://${location.host}/v1/live/sessions`, protocols, start, this.hooks.playing, rtc);
     } else if (transport === "webrtc") {
-      const secret = protocols.find((p) => p.startsWith(KEY_SUBPROTOCOL));
-      const bearer = secret ? secret.slice(KEY_SUBPROTOCOL.length) : null;
       socket = new RtcSocket("/v1/realtime/calls?r1voice_events=1", bearer, $("answer-audio"));
     } else {
       socket = new WebSocket(`${proto}://${location.host}/v1/realtime?dialect=ga&r1voice_events=1`, protocols);

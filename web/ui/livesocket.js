@@ -1,8 +1,9 @@
-// A GPT-Live session (WS /v1/live/sessions) with the face of the page's Realtime
-// WebSocket (readyState, send, close, onopen/onmessage/onclose), so the RealtimeClient
-// and every view drive it unchanged: web/lib/live.js translates both ways. It sends
-// `session.start` as it opens, and ends an answer when its audio has gone quiet (Live
-// says no answer's end).
+// A GPT-Live session (WS /v1/live/sessions, or a WebRTC session made by POSTing its
+// offer there) with the face of the page's Realtime WebSocket (readyState, send, close,
+// onopen/onmessage/onclose), so the RealtimeClient and every view drive it unchanged:
+// web/lib/live.js translates both ways. Over the WebSocket it sends `session.start` as
+// it opens (a WebRTC session's request carried it), and it ends an answer when its audio
+// and words have gone quiet (Live says no answer's end).
 import { LiveTranslator } from "../lib/live.js";
 
 const OPEN = 1;
@@ -11,26 +12,29 @@ export const QUIET_MS = 3000; // no more answer audio or words for this long: th
 
 export class LiveSocket {
   /** url: the Live endpoint; protocols: the WebSocket subprotocols (a client secret);
-   *  start(): the `session.start` event; playing(): whether an answer still plays. */
-  constructor(url, protocols, start, playing) {
+   *  start(): the `session.start` event; playing(): whether an answer still plays;
+   *  rtc: an RtcSocket that made the session over WebRTC (then url, protocols and start
+   *  are not used). */
+  constructor(url, protocols, start, playing, rtc = null) {
     this.readyState = 0;
     this.onopen = this.onmessage = this.onclose = null;
     this.translator = new LiveTranslator();
     this.playing = playing;
     this.quiet = null;
-    this.ws = new WebSocket(url, protocols);
+    this.ws = rtc || new WebSocket(url, protocols);
     this.ws.onopen = () => {
       this.readyState = OPEN;
-      this.ws.send(JSON.stringify(start()));
+      if (!rtc) this.ws.send(JSON.stringify(start()));
       if (this.onopen) this.onopen();
     };
     this.ws.onmessage = (m) => {
       let ev;
       try {
-        ev = JSON.parse(m.data);
+        ev = typeof m.data === "string" ? JSON.parse(m.data) : null;
       } catch {
         return;
       }
+      if (!ev) return;
       const out = this.translator.fromLive(ev, { playing: this.playing() });
       if (ev.type === "session.output_audio.delta" || ev.type === "session.output_transcript.delta") this._armQuiet();
       this._deliver(out);
@@ -59,6 +63,11 @@ export class LiveSocket {
     for (const ev of result.send || []) this.ws.send(JSON.stringify(ev));
     const reply = result.refused || result.reply;
     if (reply) setTimeout(() => this._deliver([reply]), 0); // after send() returns, as a server's would
+  }
+
+  /** WebRTC: the microphone's track while the user talks (null: none). */
+  setMic(track) {
+    if (this.ws.setMic) this.ws.setMic(track);
   }
 
   close() {

@@ -3,7 +3,8 @@
 // so the RealtimeClient drives either the same way. The events travel on the `oai-events`
 // data channel; the microphone goes out on the audio transceiver's sender (set while the
 // user talks, none otherwise) and the answer plays from the remote track in an <audio>
-// element: the server paces it, stops it on barge-in and knows what was heard.
+// element: the server paces it, stops it on barge-in and knows what was heard. A GPT-Live
+// session (POST /v1/live/sessions) is made the same way, its config beside the offer.
 import { callCloseCode } from "../lib/transport.js";
 
 const CONNECTING = 0;
@@ -11,8 +12,9 @@ const OPEN = 1;
 const CLOSED = 3;
 
 export class RtcSocket {
-  /** url: the calls endpoint; bearer: a client secret (or null); player: the <audio>. */
-  constructor(url, bearer, player) {
+  /** url: the calls endpoint; bearer: a client secret (or null); player: the <audio>;
+   *  live: a GPT-Live session config (the offer then goes as Live's JSON request). */
+  constructor(url, bearer, player, live = null) {
     this.readyState = CONNECTING;
     this.onopen = this.onmessage = this.onclose = null;
     this.pc = new RTCPeerConnection();
@@ -32,14 +34,16 @@ export class RtcSocket {
     this.pc.onconnectionstatechange = () => {
       if (this.pc.connectionState === "failed") this._closed(4000, "");
     };
-    this._offer(url, bearer).catch(() => this._closed(4000, ""));
+    this._offer(url, bearer, live).catch(() => this._closed(4000, ""));
   }
 
-  async _offer(url, bearer) {
+  async _offer(url, bearer, live) {
     await this.pc.setLocalDescription(await this.pc.createOffer());
-    const headers = { "Content-Type": "application/sdp" };
+    const sdp = this.pc.localDescription.sdp;
+    const headers = { "Content-Type": live ? "application/json" : "application/sdp" };
     if (bearer) headers.Authorization = `Bearer ${bearer}`;
-    const res = await fetch(url, { method: "POST", body: this.pc.localDescription.sdp, headers });
+    const body = live ? JSON.stringify({ session: live, transport: { type: "webrtc", sdp } }) : sdp;
+    const res = await fetch(url, { method: "POST", body, headers });
     if (!res.ok) {
       let reason = "";
       try {
@@ -50,7 +54,8 @@ export class RtcSocket {
       return this._closed(callCloseCode(res.status), reason);
     }
     if (this.readyState === CLOSED) return;
-    await this.pc.setRemoteDescription({ type: "answer", sdp: await res.text() });
+    const answer = live ? (await res.json()).transport.sdp : await res.text();
+    await this.pc.setRemoteDescription({ type: "answer", sdp: answer });
   }
 
   send(text) {

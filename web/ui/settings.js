@@ -29,7 +29,6 @@ export class SettingsDrawer {
     $("live-delegation").replaceChildren(...options.map(([value, label]) => h("option", { value }, label)));
     $("live-delegation").value = this.client.delegation;
     $("live-delegation").closest("label").hidden = !live;
-    $("page-transport").disabled = live; // Live goes over the WebSocket
     $("page-transport").value = this.client.choice;
     $("transport-in-use").textContent = t("settings.inUse", { transport: transport === "webrtc" ? "WebRTC" : "WebSocket" });
     $("transport-in-use").dataset.transport = transport;

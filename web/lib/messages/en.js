@@ -239,7 +239,7 @@ export const EN = {
   "timeline.words": "User: {user} · Answer: {answer}",
   "settings.protocol": "Protocol",
   "settings.protoRealtime": "OpenAI Realtime",
-  "settings.protoLive": "GPT-Live (WebSocket)",
+  "settings.protoLive": "GPT-Live",
   "settings.delegation": "GPT-Live delegation",
   "settings.delegOff": "none: the live model answers everything",
   "settings.delegClient": "to the client (a sideband answers)",

@@ -228,7 +228,7 @@ export const ZH = {
   "timeline.words": "用户：{user} · 回答：{answer}",
   "settings.protocol": "协议",
   "settings.protoRealtime": "OpenAI Realtime 协议",
-  "settings.protoLive": "GPT-Live（WebSocket）",
+  "settings.protoLive": "GPT-Live 协议",
   "settings.delegation": "GPT-Live 委托",
   "settings.delegOff": "不委托：实时模型自己回答",
   "settings.delegClient": "委托给客户端（由旁路连接回答）",
