@@ -11,6 +11,11 @@ and the share of the server's CPU time each stage's threads took (/proc, by thre
 name). **Capacity is the largest N with P95 <= the target (1.5 s) and no failed turn**;
 the sweep stops at the first N past it.
 
+`--transport twilio` sweeps phone callers beside the WebSocket sessions, level by level
+on the same server, scripts, starts and think times (bench/capacity/phone_session.py: each
+caller speaks Twilio's media stream, 20 ms mu-law 8 kHz frames at real-time pace, marks
+echoed), and reports both capacities at the same P95 limit.
+
 `--peer pipecat` sweeps the stack a user would build instead (bench/capacity/pipecat_peer.py: a
 Pipecat pipeline on the same models) level by level after r1voice, on the same scripts,
 starts and think times, and reports both capacities and their ratio.
@@ -72,6 +77,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also sweep the Pipecat pipeline on the same models, level by level after "
         "r1voice (needs `make bench-pipecat`)",
     )  # fmt: skip
+    parser.add_argument(
+        "--transport", choices=["websocket", "twilio"], default="websocket",
+        help="twilio: also sweep phone callers (Twilio media streams) on the same server, "
+        "level by level after the WebSocket's",
+    )  # fmt: skip
     parser.add_argument("--plot", default=None, help="write a PNG of P50/P95 against N here")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--port", type=int, default=0, help="server port (default: a free one)")
@@ -110,6 +120,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "llm_model": server.llm_model,
             "turn_detection": args.turn_detection,
             "eagerness": args.eagerness,
+            "transport": args.transport,
         },
     }
     peer = _peer(args, server.llm_model) if args.peer else None
@@ -122,6 +133,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"ws://127.0.0.1:{server.port}/v1/realtime?r1voice_events=1", [server.proc.pid]
             )
         }
+        if args.transport == "twilio":
+            systems["twilio"] = _phone_system(server)
         if peer is not None:
             result["peer_startup_s"] = round(peer.start(args.ready_timeout), 3)
             llm_pid, bot_pid = peer.pids
@@ -131,6 +144,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         sweeps = asyncio.run(sweep(systems, clips, human, levels, turns, args, merge_window_ms))
         result["levels"] = sweeps["r1voice"]
         result["capacity"] = capacity(sweeps["r1voice"])
+        if "twilio" in sweeps:
+            result["twilio"] = {"levels": sweeps["twilio"], "capacity": capacity(sweeps["twilio"])}
+            result["transports"] = {
+                "sessions_held": {
+                    "websocket": result["capacity"]["sessions"],
+                    "twilio": result["twilio"]["capacity"]["sessions"],
+                },
+                "p95_target_ms": args.p95_target_ms,
+            }
         if peer is not None:
             result["peer"] = {
                 "system": "pipecat",
@@ -145,6 +167,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result.setdefault("peer", {})["processes"] = peer.stop()
     if args.plot:
         shown = {"r1voice": result.get("levels", [])}
+        if "twilio" in result:
+            shown["r1voice (twilio)"] = result["twilio"]["levels"]
         if peer is not None:
             shown["pipecat"] = result["peer"].get("levels", [])
         result["plot"] = plot(shown, args.plot, args.p95_target_ms)
@@ -157,6 +181,18 @@ PIPECAT_PIPELINE = (
     "llama.cpp's server (llama-cpp-python, the same GGUF), Piper (the same voice); "
     "one pipeline per connection"
 )
+
+
+def _phone_system(server: Any) -> Any:
+    """Phone callers on the same server: its media stream, a spoken long question."""
+    from bench.capacity.phone_session import STREAM_PATH, ulaw
+    from bench.capacity.sweep import System
+    from bench.voice.phone import LONG_QUESTION, _piper
+    from bench.voice.workload import Clip
+
+    question = ulaw(Clip("long", "tts", LONG_QUESTION, _piper()(LONG_QUESTION)).pcm)
+    url = f"ws://127.0.0.1:{server.port}{STREAM_PATH}"
+    return System(url, [server.proc.pid], transport="twilio", long_question=question)
 
 
 def _peer(args: argparse.Namespace, llm_model: str | None) -> Any:

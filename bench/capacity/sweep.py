@@ -22,6 +22,8 @@ class System:
     # the stage each process is, where its threads carry no stage names (the peer's)
     process_stages: dict[int, str] | None = None
     broken: bool = False
+    transport: str = "websocket"  # or "twilio": the sessions are phone calls
+    long_question: bytes = b""  # twilio: a spoken question whose answer runs long (mu-law)
 
     def stages(self) -> dict[str, tuple[str, ...]]:
         if not self.process_stages:
@@ -95,20 +97,25 @@ async def _level(
 ) -> dict[str, Any]:
     import asyncio
 
+    from bench.capacity.phone_session import phone_barge_in, phone_session
     from bench.voice.client import run_session
     from bench.voice.stats import summarize
 
-    url = system.url
+    url, phone = system.url, system.transport == "twilio"
     before = system.cpu()
     own_before = own_cpu()
+    session = phone_session if phone else run_session
     sessions_task = asyncio.gather(
         *(
-            run_session(url, script, delay, args.turn_timeout, merge_window_s, think_s=th)
+            session(url, script, delay, args.turn_timeout, merge_window_s, think_s=th)
             for script, delay, th in zip(scripts, delays, think, strict=True)
         )
     )
+    barge_at = 1.0 + delays[-1]
     barge_task = asyncio.create_task(
-        _barge_in(url, interruption, args.turn_timeout, merge_window_s, delay=1.0 + delays[-1])
+        phone_barge_in(url, system.long_question, interruption, args.turn_timeout, barge_at)
+        if phone
+        else _barge_in(url, interruption, args.turn_timeout, merge_window_s, delay=barge_at)
         if system.barge_in
         else _not_measured("the peer takes no typed request to start a long answer")
     )

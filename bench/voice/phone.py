@@ -98,8 +98,8 @@ def line_wer(clips: list[Any], asr_model: str) -> dict[str, Any]:
 
 
 async def phone_turn(caller: Any, ulaw: bytes, timeout_s: float) -> dict[str, Any]:
-    """Say `ulaw` on the call; the first audible sample of the answer to all of it played.
-    That answer is the one whose mark comes after the speech's end; its frames follow the
+    """Say `ulaw` on the call; the answer's first frame arriving, and the first audible
+    sample of the answer to all of it played. That answer is the one whose mark comes after the speech's end; its frames follow the
     mark or clear before it (an answer to part of the speech, cut by the rest, ends so)."""
     start = len(caller.log)
     _, last = await caller.say(ulaw)
@@ -114,9 +114,10 @@ async def phone_turn(caller: Any, ulaw: bytes, timeout_s: float) -> dict[str, An
     begin = max(
         [start] + [i for i in range(start, i_mark) if log_[i][1]["event"] in ("mark", "clear")]
     )
-    first = next(
-        (m for _, m in log_[begin:i_mark] if m["event"] == "media" and m["media"]["audible"]), None
-    )
+    media = [(t, m) for t, m in log_[begin:i_mark] if m["event"] == "media"]
+    if media:  # as a WebSocket client's first delta: the answer's first frame arriving
+        turn["voice_to_voice_ms"] = round((media[0][0] - last) * 1000, 1)
+    first = next((m for _, m in media if m["media"]["audible"]), None)
     if first is not None:
         turn["voice_to_voice_audible_ms"] = round((first["media"]["plays_at"] - last) * 1000, 1)
     return turn | {"status": "completed" if first is not None else "silent"}

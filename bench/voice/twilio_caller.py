@@ -51,6 +51,7 @@ class TwilioCaller:
         self._tasks: list[asyncio.Task[None]] = []
         self._sequence = 0
         self._key = "streamSid"  # where a message names its stream
+        self.max_lag_ms = 0.0  # the line's frames sent late (this process's CPU busy)
 
     @classmethod
     async def open(
@@ -215,6 +216,8 @@ class TwilioCaller:
             delay = t0 + sent * FRAME_MS / 1000 - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
+            else:
+                self.max_lag_ms = max(self.max_lag_ms, -delay * 1000)
             frame = SILENCE
             if self._speech:
                 ulaw, done = self._speech[0]
