@@ -1,0 +1,96 @@
+"""Pipecat's `OpenAILiveLLMService` (pipecat-ai 1.14, unmodified) in a real Pipecat
+pipeline, pointed at r1voice by its URL only. The pipeline (pipecat_live_pipeline.py)
+runs in `.venv-pipecat`, Pipecat's own environment, against a real server here: it
+streams a person's speech at real-time pace (or starts with a user message: a text
+turn), appends instructions once the session has started, gets the user's transcript,
+the answer's words and audio, and closes the session by ending the pipeline."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.audio import PROTOCOL_RATE
+from tests.clients.conftest import BARGE_IN_S, SHORT_ANSWER, serve, speech_pcm
+from tests.conftest import app_with
+from tests.fakes import ScriptedLLM
+
+ROOT = Path(__file__).resolve().parents[2]
+PIPECAT_PYTHON = ROOT / ".venv-pipecat" / "bin" / "python"
+PIPELINE = Path(__file__).parent / "pipecat_live_pipeline.py"
+APPENDED = "Always name the city you mean."
+
+pytestmark = [
+    pytest.mark.timeout(600),
+    pytest.mark.skipif(not PIPECAT_PYTHON.exists(), reason="no .venv-pipecat: `make test`"),
+]
+
+
+def run_pipeline(components: Any, tmp_path: Path, *args: str) -> tuple[dict[str, Any], Any]:
+    """The Pipecat pipeline against a real server whose LLM says SHORT_ANSWER; returns
+    the pipeline's JSON result and the scripted LLM (its prompts)."""
+    llm = ScriptedLLM([SHORT_ANSWER])
+    out = tmp_path / "result.json"
+    with serve(app_with(dataclasses.replace(components, llm=llm))) as address:
+        run = subprocess.run(
+            [
+                str(PIPECAT_PYTHON), str(PIPELINE), "--url", f"ws://{address}/v1/live/sessions",
+                "--append", APPENDED, "--expect", "".join(SHORT_ANSWER), "--out", str(out), *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=500,
+        )  # fmt: skip
+    assert run.returncode == 0 and out.exists(), run.stdout[-3000:] + run.stderr[-6000:]
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result, llm
+
+
+def check_conversation(result: dict[str, Any], llm: ScriptedLLM) -> None:
+    """What every conversation shows: no error, the answer's words and audio reached the
+    end of the pipeline, the service handled every server event, the instructions append
+    was acknowledged, and ending the pipeline closed the session."""
+    log = "\n".join(result["log"])
+    assert result["errors"] == [], log[-4000:]
+    (session,) = result["sessions"]
+    assert session["model"] == "gpt-live-1" and session["id"]
+    assert "".join(result["said"]).endswith("".join(SHORT_ANSWER))  # after a cut turn's
+    assert result["ends"][-1].endswith("".join(SHORT_ANSWER))  # the answer's turn ended
+    assert result["audio_bytes"] >= PROTOCOL_RATE  # half a second of PCM16 at 24 kHz
+    assert [line for line in result["log"] if line.startswith(("WARNING", "ERROR"))] == []
+    assert "unparseable server event" not in log
+    assert "ignoring unknown server event" not in log
+    assert "session closed (close_requested)" in log  # session.close -> session.closed
+    assert "timed out waiting for session.closed" not in log
+    assert "session.instructions.appended" in log  # the append's acknowledgement
+    answers = [m["content"] for m in result["context"] if m["role"] == "assistant"]
+    assert answers and answers[-1].strip().endswith("".join(SHORT_ANSWER)), answers
+
+
+def test_spoken_conversation(shared_components: Any, tmp_path: Path) -> None:
+    speech = tmp_path / "speech.pcm"
+    speech.write_bytes(speech_pcm(BARGE_IN_S))
+    result, llm = run_pipeline(shared_components, tmp_path, "--speech", str(speech))
+    check_conversation(result, llm)
+    # The instructions appended once the session started reached every answer's prompt.
+    assert llm.prompts and all(APPENDED in str(p) for p in llm.prompts)
+    # The service's transcript of the speech went upstream to the user aggregator,
+    # which wrote it into the context.
+    assert result["downstream_transcripts"] == 0
+    heard = " ".join(m["content"] for m in result["context"] if m["role"] == "user").lower()
+    # "And so, my fellow Americans"; a pause after "And so" may end the turn there
+    assert any(w in heard for w in ("and so", "fellow", "americans")), heard
+
+
+def test_text_turn_from_the_context(shared_components: Any, tmp_path: Path) -> None:
+    """The context's user message seeds the session's `input`: answered at once."""
+    result, llm = run_pipeline(
+        shared_components, tmp_path, "--speech", "-", "--question", "Capital of France?"
+    )
+    check_conversation(result, llm)
+    assert "Capital of France?" in str(llm.prompts[0])
