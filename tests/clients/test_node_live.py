@@ -1,0 +1,88 @@
+"""The `openai` npm package's GPT-Live WebSocket client (LiveWS) under Node, pointed at
+r1voice by its baseURL only: a text turn (the initial history ending with the user's
+question), an audio turn after an instructions append, and the close. The scenarios live
+in node/live.test.mjs (node's built-in test runner); every server event they received is
+checked here against the openai Python SDK's Live event models. `make test` installs the
+npm packages (npm ci). WebRTC from Node is not tested: Node has no native WebRTC."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clients.conftest import BARGE_IN_S, SHORT_ANSWER, ScriptedServer, speech_pcm
+from tests.clients.test_openai_live import MODELS
+
+NODE_DIR = Path(__file__).parent / "node"
+SCRIPT = NODE_DIR / "live.test.mjs"
+SCENARIOS = ["text turn", "audio turn and instructions append"]
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (make install)")
+    if not (NODE_DIR / "node_modules" / "openai" / "resources" / "live").is_dir():
+        pytest.skip(f"npm packages missing: run `make test` (npm ci --prefix {NODE_DIR})")
+    return node
+
+
+def invalid(events: list[dict[str, Any]]) -> list[str]:
+    """The server events the Python SDK's Live models refuse (or do not know)."""
+    bad = []
+    for event in events:
+        model = MODELS.get(event["type"])
+        if model is None:
+            bad.append(f"{event['type']}: not a Live event")
+            continue
+        try:
+            model.model_validate(event)
+        except Exception as exc:
+            bad.append(f"{event['type']}: {str(exc).splitlines()[1:3]}")
+    return bad
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_openai_js_live_client(
+    scenario: str, node: str, scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    (tmp_path / "speech.pcm").write_bytes(speech_pcm(BARGE_IN_S))
+    events_out = tmp_path / "events.json"
+    with scripted_server(SHORT_ANSWER) as address:
+        env = {
+            **os.environ,
+            "R1VOICE_BASE_URL": f"http://{address}/v1",
+            "R1VOICE_EVENTS_OUT": str(events_out),
+            "R1VOICE_SPEECH_PCM": str(tmp_path / "speech.pcm"),
+            "R1VOICE_TIMEOUT_MS": os.environ.get("R1VOICE_TIMEOUT_MS", "240000"),
+        }
+        run = subprocess.run(
+            [node, "--test", f"--test-name-pattern=^{scenario}$", str(SCRIPT)],
+            cwd=NODE_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=500,
+        )
+    seen: dict[str, Any] = json.loads(events_out.read_text()) if events_out.exists() else {}
+    received = seen.get("received", [])
+    assert run.returncode == 0, (
+        run.stdout[-6000:]
+        + run.stderr[-3000:]
+        + f"\nserver events: {[e['type'] for e in received]}"
+        + f"\nSDK errors: {seen.get('sdkErrors')}"
+    )
+    assert "# pass 1" in run.stdout, run.stdout[-3000:]  # the scenario ran, not skipped
+    assert received[0]["type"] == "session.started"
+    assert received[-1]["type"] == "session.closed"
+    assert [e for e in received if e["type"] == "error"] == []
+    assert invalid(received) == []
+    assert seen["sdkErrors"] == []
