@@ -220,6 +220,7 @@ class DeviceTransport:
                 detection = None if mode == "manual" else {"type": self._options.turn_detection}
                 self._put({"type": "session.update", "session": {"turn_detection": detection}})
             self.mode = mode
+            self.replies.listening(realtime=mode == "realtime")
             if mode == "manual":
                 self._put({"type": "input_audio_buffer.clear"})
         elif state == "stop" and self.mode == "manual":

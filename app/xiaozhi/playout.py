@@ -23,6 +23,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 LEAD_MS = 120  # two 60 ms frames: what a board may hold ahead of what it plays
+# ... while it listens over the answer (`realtime`): its firmware plays out what it holds
+# after `tts stop` there (its decoder is reset only when it starts listening anew)
+REALTIME_LEAD_MS = 60
 MAX_QUEUED = 1000  # items (about a minute of frames): past it the board is not reading
 
 
@@ -36,7 +39,7 @@ class Playout:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._send_json, self._send_opus = send_json, send_opus
-        self._frame_ms, self._lead_ms, self._clock = frame_ms, lead_ms, clock
+        self._frame_ms, self.lead_ms, self._clock = frame_ms, lead_ms, clock
         self._items: deque[dict[str, Any] | bytes] = deque()
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -108,7 +111,7 @@ class Playout:
             now = self._clock()
             if self._start is None or now > self._start + self._sent_ms / 1000:
                 self._start, self._sent_ms = now, 0.0  # the board played all: anew
-            due = self._start + (self._sent_ms - self._lead_ms) / 1000
+            due = self._start + (self._sent_ms - self.lead_ms) / 1000
             if due > now:
                 self._ready.clear()  # a hold or a drop during the wait is seen
                 with contextlib.suppress(TimeoutError):

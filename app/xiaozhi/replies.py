@@ -24,7 +24,7 @@ from app.protocol.server_events import (
 )
 from app.xiaozhi.hello import SERVER_FRAME_MS
 from app.xiaozhi.opus import OpusEncoder
-from app.xiaozhi.playout import Playout
+from app.xiaozhi.playout import LEAD_MS, REALTIME_LEAD_MS, Playout
 
 SendJson = Callable[[dict[str, Any]], Awaitable[None]]
 SendOpus = Callable[[bytes], Awaitable[None]]
@@ -88,6 +88,11 @@ class Replies:
         elif kind == ResponseDone.TYPE:
             return await self._done(event.get("response") or {})
         return []
+
+    def listening(self, realtime: bool) -> None:
+        """The board's listening mode: in `realtime` it is sent less ahead (what it holds
+        plays on after `tts stop`)."""
+        self._out.lead_ms = REALTIME_LEAD_MS if realtime else LEAD_MS
 
     def hold(self) -> None:
         """A sound began over the answer: the board stops at once (`tts stop`, ahead of

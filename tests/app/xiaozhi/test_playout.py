@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.xiaozhi.playout import MAX_QUEUED, Playout
+from app.xiaozhi.playout import LEAD_MS, MAX_QUEUED, REALTIME_LEAD_MS, Playout
+from app.xiaozhi.replies import Replies
 
 
 def test_items_leave_in_order_and_a_drop_keeps_the_messages() -> None:
@@ -128,3 +129,30 @@ def test_a_hold_stops_the_board_at_once_and_release_plays_on_from_the_held_frame
         out.close()
 
     asyncio.run(run())
+
+
+def test_a_board_listening_over_the_answer_is_sent_less_ahead() -> None:
+    sent: list[bytes] = []
+
+    async def run() -> None:
+        async def send_json(message: dict[str, Any]) -> None:
+            pass
+
+        async def send_opus(packet: bytes) -> None:
+            sent.append(packet)
+
+        replies = Replies("sess", send_json, send_opus)
+        replies.listening(realtime=True)  # what `listen` start in realtime mode sets
+        out = replies._out
+        assert out.lead_ms == REALTIME_LEAD_MS
+        out._clock = lambda: 100.0  # a clock that never moves
+        for i in range(4):
+            out.put(bytes([i]))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        replies.listening(realtime=False)
+        assert out.lead_ms == LEAD_MS
+        replies.close()
+
+    asyncio.run(run())
+    assert sent == [b"\x00", b"\x01"]  # at 0 and 60 ms: one frame ahead, not two
