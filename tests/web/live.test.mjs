@@ -137,6 +137,10 @@ test("a server delegation ends when its backend's response does, on the session'
   now = 5000;
   const done = tr.fromLive({ type: "response.event", delegation_id: "deleg_2", event: { type: "response.completed" } });
   assert.deepEqual([done[0].change, done[0].delegation.done], ["done", 4000]);
+  // its conclusion, appended where it is said: the commentary mark, the delegation stays done
+  const said = tr.fromLive({ type: "session.commentary.appended", start_ms: 4600, end_ms: 4600 });
+  assert.deepEqual(said.map((e) => e.change), ["commentary", undefined]);
+  assert.deepEqual([said[0].delegation.commentary, said[0].delegation.done], [4600, 4000]);
   assert.equal(tr.fromLive({ type: "response.event", delegation_id: "deleg_9", event: { type: "response.completed" } }).length, 1);
 });
 

@@ -170,8 +170,10 @@ export class LiveTranslator {
   }
 
   /** A delegation's progress, as `live.delegation` events ({change, delegation}): Live's
-   *  appends name no delegation, so thinking and commentary go to the oldest open one, and
-   *  its commentary finishes it (as the server's own bookkeeping does). */
+   *  appends name no delegation, so thinking and commentary go to the oldest one without
+   *  commentary yet. A client's commentary finishes its delegation (as the server's own
+   *  bookkeeping does); a server delegation is done when its backend's response is, and
+   *  its commentary (the conclusion) is appended where it is said. */
   _delegation(ev) {
     const say = (change, d) => [{ type: "live.delegation", change, delegation: { ...d, thinking: [...d.thinking] } }];
     if (ev.type === "session.delegation.created") {
@@ -180,18 +182,17 @@ export class LiveTranslator {
       return say("created", d);
     }
     if (ev.type === "response.event") return this._backend(ev);
-    const open = this.delegations.find((d) => d.done === null);
+    const open = this.delegations.find((d) => d.commentary === null);
     if (!open) return [];
     if (ev.type === "session.thinking.appended") {
       open.thinking.push(ev.start_ms);
       return say("thinking", open);
     }
-    if (ev.type === "session.commentary.appended") {
-      open.commentary = ev.start_ms;
-      open.done = ev.end_ms;
-      return [...say("commentary", open), ...say("done", open)];
-    }
-    return [];
+    if (ev.type !== "session.commentary.appended") return [];
+    open.commentary = ev.start_ms;
+    if (open.done !== null) return say("commentary", open);
+    open.done = ev.end_ms;
+    return [...say("commentary", open), ...say("done", open)];
   }
 
   /** Server delegation's backend (`response.event`, Responses events of a delegation):
