@@ -91,14 +91,20 @@ class ScriptedASR:
         self.texts = texts
         self.calls: list[tuple[int, str | None]] = []  # (samples, prefix)
         self.prompts: list[str | None] = []  # each pass's
+        self.contexts: list[str | None] = []  # each final pass's words before it
         self.busy = False
         self.fixed_language: str | None = None
 
     async def run(
-        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+        self,
+        audio_16k: np.ndarray,
+        prefix: str | None = None,
+        prompt: str | None = None,
+        context: str | None = None,
     ) -> Transcript:
         self.calls.append((audio_16k.size, prefix))
         self.prompts.append(prompt)
+        self.contexts.append(context)
         await asyncio.sleep(0)
         text = self.texts[min(len(self.calls) - 1, len(self.texts) - 1)]
         return Transcript(text=text, language="en", duration_s=audio_16k.size / 16_000)
@@ -115,10 +121,14 @@ class HeldASR(ScriptedASR):
         self.ready = asyncio.Event()
 
     async def run(
-        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+        self,
+        audio_16k: np.ndarray,
+        prefix: str | None = None,
+        prompt: str | None = None,
+        context: str | None = None,
     ) -> Transcript:
         await self.ready.wait()
-        return await super().run(audio_16k, prefix, prompt)
+        return await super().run(audio_16k, prefix, prompt, context)
 
 
 class ScriptedVoices:

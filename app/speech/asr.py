@@ -17,10 +17,15 @@ from app.executor import CancelToken, ModelExecutor
 from app.speech.languages import ENGLISH_ONLY, model_languages, simplified
 from app.speech.partial_passes import PartialPasses
 from app.speech.whisper_decoding import (
+    COMPRESSION_MAX,
+    EARLY_END_S,
+    LOGPROB_MIN,
     MIN_WINDOW_OTHER_S,
     MIN_WINDOW_S,
     NO_SPEECH_PROB_MAX,
+    UNCONDITIONED,
     decode_options,
+    echoes,
     repeats,
     window_frames,
 )
@@ -35,6 +40,9 @@ class Transcript:
     text: str
     language: str
     duration_s: float
+    doubtful: bool = False  # a segment decoded unsurely or repetitively (LOGPROB_MIN)
+    logprob: float = 0.0  # its tokens' mean log-probability
+    end_s: float = 0.0  # where its last segment ends (with timestamps)
 
 
 class WhisperASR:
@@ -116,6 +124,7 @@ class WhisperASR:
         language: str | None = None,
         prompt: str | None = None,
         partial: bool = False,
+        context: str | None = None,
     ) -> Transcript:
         """`transcribe` on this model's executor; a cancelled caller stops it between
         segments. A `partial` pass runs in the partial passes' process when there is one."""
@@ -131,6 +140,7 @@ class WhisperASR:
                 cancel=token,
                 language=language,
                 partial=partial,
+                context=context,
             )
         )
 
@@ -142,6 +152,8 @@ class WhisperASR:
         cancel: CancelToken | None = None,
         language: str | None = None,
         partial: bool = False,
+        context: str | None = None,
+        condition: bool | None = None,
     ) -> Transcript:
         """Transcribe a whole utterance (float32, 16 kHz, mono). Blocking.
 
@@ -155,11 +167,15 @@ class WhisperASR:
         47 s monologue against 4.5% with), and as faster-whisper decodes a long clip
         (see whisper_decoding.LONG_FORM_BEAM). Segments are decoded lazily, so a set
         `cancel` token stops the work at the next segment. A clip under 30 s is encoded
-        over a fitted window; if Whisper loops there, the full window decodes it again,
-        unless the pass is a `partial` one (words shown while the user speaks): a partial
-        that loops comes back empty. Redone, a looping partial over a Mandarin
-        interruption took 2.6-2.9 s, which a final pass waited behind while the
-        interrupted answer played on.
+        over a fitted window; if Whisper loops there or stops early (EARLY_END_S), the
+        full window decodes it again, unless the pass is a `partial` one (words shown
+        while the user speaks): a partial that loops comes back empty (redone, one took
+        2.6-2.9 s, which a final pass waited behind while an interrupted answer played on).
+
+        `context`: the words of the turns just before, Whisper's initial prompt when no
+        `prompt` is given. A context that misleads the pass (its words decoded again, or a
+        segment decoded unsurely) is dropped and the pass decoded again without it.
+        `condition` overrides whether a turn over 30 s conditions its windows.
         """
         language = "en" if self.english_only else language or self.language
         started = time.perf_counter()
@@ -171,23 +187,40 @@ class WhisperASR:
                 shortest = max(shortest, MIN_WINDOW_OTHER_S)
             frames = window_frames(audio_16k.size, shortest)
             beam = 1 if partial or language == "en" else self.final_beam
+            stamps = not partial and language != "en"  # see EARLY_END_S
+            seconds = audio_16k.size / 16_000
             if self._partials is not None and not partial:
                 self._partials.final_started()  # a partial waits for this, not the reverse
             try:
-                result = self._decode(audio_16k, frames, prompt, prefix, cancel, language, beam)
+                hint = prompt or (None if partial else context)
+                result = self._decode(
+                    audio_16k, frames, hint, prefix, cancel, language, beam, condition, stamps
+                )
+                if hint and (echoes(hint, result.text) or (hint == context and result.doubtful)):
+                    hint = None  # it misled the pass: decoded again without it
+                    result = self._decode(
+                        audio_16k, frames, None, prefix, cancel, language, beam, condition, stamps
+                    )
+                full = WINDOW_S * FRAMES_PER_S
+                stopped = bool(result.text) and result.end_s < seconds - EARLY_END_S
+                if stamps and frames < full and stopped:
+                    result = self._decode(  # it stopped early: the full window hears the rest
+                        audio_16k, full, hint, prefix, cancel, language, beam, condition, stamps
+                    )
+                if audio_16k.size > WINDOW_S * 16_000 and condition is None and result.doubtful:
+                    result = self._other_way(audio_16k, result, prefix, cancel, language)
                 if partial and repeats(result.text):
                     result = Transcript(text="", language=result.language, duration_s=0.0)
                 elif frames < WINDOW_S * FRAMES_PER_S and repeats(result.text):
                     # A loop a prompt led into (the listening prompt's "嗯。对。" over an
                     # interruption) is decoded again without it first, over the same
                     # window: 0.5 s, not the full window's 1.7 s while the answer waits.
-                    full = WINDOW_S * FRAMES_PER_S
-                    redo = [(frames, None), (full, None)] if prompt else [(full, None)]
-                    for window, hint in redo:
+                    redo = [(frames, None), (full, None)] if hint else [(full, None)]
+                    for window, none in redo:
                         if not repeats(result.text):
                             break
                         result = self._decode(
-                            audio_16k, window, hint, prefix, cancel, language, beam
+                            audio_16k, window, none, prefix, cancel, language, beam
                         )
             finally:
                 if self._partials is not None and not partial:
@@ -202,6 +235,25 @@ class WhisperASR:
         )
         return result
 
+    def _other_way(
+        self,
+        audio_16k: np.ndarray,
+        first: Transcript,
+        prefix: str | None,
+        cancel: CancelToken | None,
+        language: str | None,
+    ) -> Transcript:
+        """A turn over 30 s that Whisper decoded unsurely, decoded again with its windows
+        conditioned the other way (see UNCONDITIONED): the likelier of the two, per turn.
+        Conditioned, a window may repeat the text it was shown or skip a sentence;
+        unconditioned, it may lose the words a window's edge cut."""
+        conditioned = language not in UNCONDITIONED
+        frames = WINDOW_S * FRAMES_PER_S
+        other = self._decode(audio_16k, frames, None, prefix, cancel, language, 5, not conditioned)
+        if other.doubtful != first.doubtful:
+            return first if other.doubtful else other
+        return other if other.logprob > first.logprob else first
+
     def _decode(
         self,
         audio_16k: np.ndarray,
@@ -211,10 +263,13 @@ class WhisperASR:
         cancel: CancelToken | None,
         language: str | None,
         beam: int = 1,
+        condition: bool | None = None,
+        timestamps: bool = False,
     ) -> Transcript:
         self.model.window_frames = frames
         long_form = audio_16k.size > WINDOW_S * 16_000
-        options = decode_options(audio_16k.size, language, beam, bool(prompt or prefix))
+        prompted = bool(prompt or prefix)
+        options = decode_options(audio_16k.size, language, beam, prompted, condition, timestamps)
         segments, info = self.model.transcribe(
             audio_16k.astype(np.float32),
             language=language,
@@ -223,13 +278,23 @@ class WhisperASR:
             prefix=prefix,
             **options,
         )
-        kept = []
+        kept: list[str] = []
+        doubtful, window, logprob, tokens, end = False, -1, 0.0, 0, 0.0
         for s in segments:
             if cancel is not None and cancel.cancelled:
                 break
             if long_form or s.no_speech_prob < NO_SPEECH_PROB_MAX or s.avg_logprob > -0.5:
+                unsure = s.avg_logprob < LOGPROB_MIN or s.compression_ratio > COMPRESSION_MAX
+                # a window that opens with the words before it may have decoded its prompt
+                echo = s.seek != window and window >= 0 and echoes(join(kept), s.text)
+                doubtful = doubtful or unsure or echo
+                window = s.seek
                 kept.append(s.text.strip())
+                logprob += s.avg_logprob * len(s.tokens)
+                tokens += len(s.tokens)
+                end = s.end
         text = join(kept)  # spaces only where the script wants them (none in Chinese)
         if info.language == "zh":
             text = simplified(text)
-        return Transcript(text=text, language=info.language, duration_s=info.duration)
+        mean = logprob / max(tokens, 1)
+        return Transcript(text, info.language, info.duration, doubtful, mean, end)

@@ -105,9 +105,15 @@ class ChosenTranscriber:
         return "en" if self.model.english_only else self.language or self.model.language
 
     async def run(
-        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+        self,
+        audio_16k: np.ndarray,
+        prefix: str | None = None,
+        prompt: str | None = None,
+        context: str | None = None,
     ) -> Transcript:
-        return await self.model.run(audio_16k, prefix=prefix, language=self.language, prompt=prompt)
+        return await self.model.run(
+            audio_16k, prefix=prefix, language=self.language, prompt=prompt, context=context
+        )
 
     async def partial(self, audio_16k: np.ndarray, prefix: str | None = None) -> Transcript:
         return await self.model.run(audio_16k, prefix=prefix, language=self.language, partial=True)

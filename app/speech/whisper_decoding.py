@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from app.speech.whisper_loader import FRAMES_PER_S, WINDOW_S
-from app.text_units import is_cjk_letter, units
+from app.text_units import is_cjk_letter, join, units
 
 # A clip shorter than Whisper's window is encoded over a window fitted to it (its length
 # plus WINDOW_MARGIN_S, at least MIN_WINDOW_S) instead of 30 s of mostly padding: the
@@ -61,6 +61,50 @@ TEMPERATURE = 0.0
 UNCONDITIONED = (None, "en")
 
 
+# Over a window fitted to a turn, whisper-base ended a Mandarin turn of several sentences
+# after its first pause: three human recordings joined with 0.4 s pauses (14.6 s) came
+# out as the first sentence alone (50 of 63 characters lost), the full window heard all
+# four sentences. A final pass of a turn not known to be English decodes with timestamps,
+# and one whose last segment ends over EARLY_END_S before the audio does is decoded again
+# over the full window. English passes (tiny.en) did not stop early and stay without.
+EARLY_END_S = 1.0
+# A prompted pass Whisper decoded this unsurely is decoded again without the prompt: the
+# thresholds faster-whisper's fallback uses (a mean token log-probability under -1, a
+# gzip compression ratio over 2.4: repetitive text).
+LOGPROB_MIN = -1.0
+COMPRESSION_MAX = 2.4
+# The previous turns' words a turn that follows them closely is prompted with: the last
+# CONTEXT_UNITS words (Chinese characters) of them. Whisper reads up to 223 prompt tokens;
+# a short prompt costs the decoder less and is as much of a hint.
+CONTEXT_UNITS = 60
+
+
+def context_prompt(*texts: str | None) -> str | None:
+    """The words of the turns before (oldest first) as Whisper's initial prompt: their last
+    CONTEXT_UNITS units; None when they said nothing."""
+    said = units(join(t.strip() for t in texts if t and t.strip()))
+    return join(said[-CONTEXT_UNITS:]) or None
+
+
+def echoes(prompt: str | None, text: str, min_words: int = 4, min_cjk: int = 6) -> bool:
+    """Whether `text` opens by repeating the prompt's words: its first `min_words` words
+    (`min_cjk` Chinese characters) are a run of the prompt's. A window shown the text
+    before it can decode that text again instead of its own audio."""
+    if not prompt:
+        return False
+    said, shown = _words(text), _words(prompt)
+    cjk = sum(bool(w) and is_cjk_letter(w[0]) for w in said) * 2 > len(said)
+    n = min_cjk if cjk else min_words
+    if len(said) < n:
+        return False
+    head = said[:n]
+    return any(shown[i : i + n] == head for i in range(len(shown) - n + 1))
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in (u.strip(".,!?;:。，！？；：、\"'").lower() for u in units(text)) if w]
+
+
 def window_frames(samples: int, min_window_s: float) -> int:
     """Encoder frames for a clip of `samples` (16 kHz): fitted to it, at most Whisper's 30 s."""
     seconds = max(min_window_s, math.ceil(samples / 16_000 + WINDOW_MARGIN_S))
@@ -93,20 +137,31 @@ def repeats(text: str, min_words: int = 3, min_cjk: int = 4) -> bool:
     return False
 
 
-def decode_options(samples: int, language: str | None, beam: int, prompted: bool) -> dict[str, Any]:
+def decode_options(
+    samples: int,
+    language: str | None,
+    beam: int,
+    prompted: bool,
+    condition: bool | None = None,
+    timestamps: bool = False,
+) -> dict[str, Any]:
     """faster-whisper's options for a pass over a clip of `samples` (16 kHz): a clip over
-    Whisper's window decodes as faster-whisper decodes a long clip (see LONG_FORM_BEAM),
-    a shorter one with `beam`, without timestamps and within its token bound."""
+    Whisper's window decodes as faster-whisper decodes a long clip (see LONG_FORM_BEAM;
+    `condition` None: each window on the text before it unless `language` is in
+    UNCONDITIONED), a shorter one with `beam`, within its token bound, and with
+    `timestamps` only if asked (see EARLY_END_S)."""
     if samples > WINDOW_S * 16_000:
         return {
             "beam_size": LONG_FORM_BEAM,
             "temperature": TEMPERATURE,
-            "condition_on_previous_text": language not in UNCONDITIONED,
+            "condition_on_previous_text": (
+                language not in UNCONDITIONED if condition is None else condition
+            ),
         }
     return {
         "beam_size": beam,
         "temperature": TEMPERATURE,
         "condition_on_previous_text": False,
-        "without_timestamps": True,
+        "without_timestamps": not timestamps,
         "max_new_tokens": max_new_tokens(samples, prompted),
     }

@@ -142,11 +142,17 @@ class TracedASR:
         return self.inner.fixed_language  # type: ignore[no-any-return]
 
     async def run(
-        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+        self,
+        audio_16k: np.ndarray,
+        prefix: str | None = None,
+        prompt: str | None = None,
+        context: str | None = None,
     ) -> Transcript:
         span = self._span("final", audio_16k)
         try:
-            result: Transcript = await self.inner.run(audio_16k, prefix=prefix, prompt=prompt)
+            result: Transcript = await self.inner.run(
+                audio_16k, prefix=prefix, prompt=prompt, context=context
+            )
         except BaseException as exc:
             _ended(span, exc)
             raise

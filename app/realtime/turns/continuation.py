@@ -4,6 +4,10 @@ Speech resuming within the merge window of the end of the previous VAD turn cont
 unless its answer was already shown or played: that turn and its unseen answer are
 deleted and the whole utterance is transcribed again, so nobody answers half a
 sentence. A clear, a manual commit or an idle nudge ends that chance.
+
+Speech a little later (within CONTEXT_WINDOW_S) is a turn of its own, but its final pass
+hears the last turn's words as Whisper's prompt (TurnTranscriber.words_before): a
+sentence a pause cut in two is decoded as the rest of its first half.
 """
 
 from __future__ import annotations
@@ -11,11 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from app.audio import PIPELINE_RATE
 from app.protocol.server_events import ItemDeleted
 from app.realtime.conversation import Conversation
 from app.realtime.handoff import EventSink
 from app.realtime.turns.transcriber import stop_task
 from app.realtime.turns.turn import CommittedTurn, ResponseStarter, SpeechTurn
+
+CONTEXT_WINDOW_S = 5.0  # after a turn's end, speech within this is prompted with its words
 
 
 @dataclass
@@ -25,6 +32,8 @@ class Continuation:
     emit: EventSink
     merge_window: int  # samples after a turn's end within which speech continues it
     on_merge: Callable[[str], None] = lambda _detection: None  # a continued turn, counted
+    # samples after a turn's end within which speech is prompted with its words
+    context_window: int = int(CONTEXT_WINDOW_S * PIPELINE_RATE)
     last: CommittedTurn | None = field(default=None, init=False)  # may still be continued
 
     def committed(self, turn: CommittedTurn) -> None:
@@ -44,6 +53,12 @@ class Continuation:
         delete that turn and its unseen answer, and hand its audio and agreed words on."""
         last = self.last
         if last is None or not self.continues(turn.start):
+            if (
+                last is not None
+                and last.vad
+                and turn.start - last.end_sample <= self.context_window
+            ):
+                turn.transcriber.before = last.transcriber
             return
         self.last = None
         self.on_merge(detection)
@@ -56,3 +71,6 @@ class Continuation:
             self.emit(ItemDeleted(item_id=removed.id))
         turn.carry = (last.audio, last.end_sample)
         turn.transcriber.agreement = last.transcriber.agreement  # agreed words still stand
+        # decoded as one piece, with what came before the turn it continues
+        turn.transcriber.before = last.transcriber.before
+        turn.transcriber.context = last.transcriber.context

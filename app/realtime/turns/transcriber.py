@@ -9,6 +9,10 @@
   faster-whisper applies a prefix only to the first 30 s window: long turns came out
   with repeated sentences). Partial passes use the agreed words as a prefix, for
   stable display.
+- Context: a turn that follows the last one closely (see continuation.py) is decoded
+  with that turn's words (and the ones it followed) as Whisper's initial prompt: a
+  sentence cut by a pause goes on from its first half. The ASR drops a context that
+  misleads the pass.
 - Start early: at the VAD's lull (see `VADConfig.lull_ms`) the final pass starts on the
   audio so far; if the user goes on speaking it is cancelled (and stops at its next
   segment on the ASR thread).
@@ -26,6 +30,7 @@ import numpy as np
 from app.audio import PIPELINE_RATE
 from app.realtime.turns.agreement import LocalAgreement
 from app.speech.asr import Transcript
+from app.speech.whisper_decoding import context_prompt
 
 log = logging.getLogger("r1voice.asr")
 PARTIAL_INTERVAL_S = 1.0
@@ -47,7 +52,11 @@ class SpeechRecognizer(Protocol):
         ...
 
     async def run(
-        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+        self,
+        audio_16k: np.ndarray,
+        prefix: str | None = None,
+        prompt: str | None = None,
+        context: str | None = None,
     ) -> Transcript: ...
 
     async def partial(self, audio_16k: np.ndarray, prefix: str | None = None) -> Transcript:
@@ -72,6 +81,10 @@ class TurnTranscriber:
         self.language: str | None = None  # what the last final pass heard
         self.paused = False
         self.prompt: str | None = None  # Whisper's prompt for final passes
+        # the turn this one follows closely (its words are the context), until it is read
+        self.before: TurnTranscriber | None = None
+        self.context: str | None = None  # the words before this turn, once read
+        self.text: str | None = None  # what the last final pass heard
         self._partials: asyncio.Task[None] | None = None
         self._early: tuple[int, asyncio.Task[str]] | None = None
         self._final_passes = 0  # running now (an early one, and the one finish awaits)
@@ -105,11 +118,25 @@ class TurnTranscriber:
         """A final pass: the whole turn, no forced prefix."""
         self._final_passes += 1
         try:
-            transcript = await self.asr.run(audio, prompt=self.prompt)
+            context = self.words_before()
+            transcript = await self.asr.run(audio, prompt=self.prompt, context=context)
         finally:
             self._final_passes -= 1
         self.language = transcript.language or None
+        self.text = transcript.text
         return transcript.text
+
+    def words_before(self) -> str | None:
+        """The words of the turns this one goes on from (None: it follows none). Read
+        once, when known: the turn before lets go of its own."""
+        before = self.before
+        if before is None:
+            return self.context
+        if before.text is None:  # its final pass is still running: what came before it
+            return context_prompt(before.words_before())
+        self.context = context_prompt(before.words_before(), before.text)
+        self.before = None
+        return self.context
 
     def speculate(self, audio: np.ndarray, end_sample: int) -> asyncio.Task[str]:
         """Silence started at `end_sample`: begin the final pass now, in case it lasts."""

@@ -140,9 +140,9 @@ def test_the_servers_default_language_reaches_the_asr_without_an_update(
     seen: list[str | None] = []
     original = WhisperASR.run
 
-    async def run(self, audio, prefix=None, language=None, prompt=None) -> Transcript:  # type: ignore[no-untyped-def]
+    async def run(self, audio, prefix=None, language=None, prompt=None, **rest) -> Transcript:  # type: ignore[no-untyped-def]
         seen.append(language)
-        return await original(self, audio, prefix=prefix, language=language, prompt=prompt)
+        return await original(self, audio, prefix=prefix, language=language, prompt=prompt, **rest)
 
     monkeypatch.setattr(WhisperASR, "run", run)
     speech = shared_components.tts.synthesize("Hello there, how are you?", PROTOCOL_RATE)

@@ -27,7 +27,7 @@ INTERRUPTION = se.Interruption
 
 class BrokenASR(ScriptedASR):
     async def run(
-        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None, **_: Any
     ) -> Any:
         raise RuntimeError("the ASR broke")
 

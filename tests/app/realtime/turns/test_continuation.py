@@ -104,3 +104,71 @@ def test_a_finished_answer_is_not_interrupted_again() -> None:
         h.run(h.continuation.continue_into(speech(41_000), "semantic_vad"), expect=[DELETED])
     )
     assert h.responses.interrupts == [] and h.merges == ["semantic_vad"]
+
+
+def _finished(h: ContinuationHarness, said: str) -> CommittedTurn:
+    """The last turn, its final pass done: it heard `said`."""
+    last = h.committed()
+    last.transcriber.asr = ScriptedASR([said])
+    asyncio.run(last.transcriber.finish(last.audio, last.end_sample))
+    return last
+
+
+def test_speech_soon_after_a_turn_is_decoded_with_its_words_as_the_context() -> None:
+    """Bug: a sentence a pause cut into two turns had its second half decoded on its own,
+    as if nothing had been said before it."""
+    h = ContinuationHarness()
+    _finished(h, "Printing, in the only sense with which we are at present concerned,")
+    turn = speech(40_000 + WINDOW + 1)  # past the merge window: a turn of its own
+    asyncio.run(h.run(h.continuation.continue_into(turn, "server_vad"), expect=[]))
+    asr = ScriptedASR(["differs from most if not from all the arts"])
+    turn.transcriber.asr = asr
+    asyncio.run(turn.transcriber.finish(np.ones(16_000, np.float32), 80_000))
+    assert asr.contexts == ["Printing, in the only sense with which we are at present concerned,"]
+    assert turn.transcriber.before is None  # read once: the turn before is let go
+    # ... and the turn after that one hears both
+    h.continuation.committed(
+        CommittedTurn(
+            Item(id="item_2", role="user"),
+            np.ones(16_000, np.float32),
+            80_000,
+            TurnTiming(0.0),
+            True,
+            turn.transcriber,
+        )
+    )
+    third = speech(80_000 + WINDOW + 1)
+    asyncio.run(h.run(h.continuation.continue_into(third, "server_vad"), expect=[]))
+    assert third.transcriber.words_before() == (
+        "Printing, in the only sense with which we are at present concerned, "
+        "differs from most if not from all the arts"
+    )
+
+
+def test_speech_long_after_a_turn_or_after_a_manual_commit_has_no_context() -> None:
+    h = ContinuationHarness()
+    _finished(h, "and so my fellow Americans")
+    late = speech(40_000 + h.continuation.context_window + 1)
+    asyncio.run(h.run(h.continuation.continue_into(late, "server_vad"), expect=[]))
+    assert late.transcriber.before is None and late.transcriber.words_before() is None
+    h.committed("item_3", vad=False)
+    soon = speech(41_000)
+    asyncio.run(h.run(h.continuation.continue_into(soon, "server_vad"), expect=[]))
+    assert soon.transcriber.words_before() is None
+
+
+def test_a_continued_turn_is_decoded_as_one_piece_with_what_came_before_it() -> None:
+    """The merged turn's final pass hears both halves' audio in one pass; its context is
+    what came before the turn it continues, never that turn's own words (it would be
+    prompted with the half it decodes again)."""
+    h = ContinuationHarness()
+    last = _finished(h, "and so my fellow")
+    last.transcriber.context = "Good evening."
+    turn = speech(45_000)
+    asyncio.run(h.run(h.continuation.continue_into(turn, "server_vad"), expect=[DELETED]))
+    asr = ScriptedASR(["and so my fellow Americans"])
+    turn.transcriber.asr = asr
+    assert turn.carry is not None
+    both = np.concatenate([turn.carry[0], np.ones(8_000, np.float32)])
+    asyncio.run(turn.transcriber.finish(both, 90_000))
+    assert asr.calls == [(both.size, None)] and asr.contexts == ["Good evening."]

@@ -931,7 +931,7 @@ class FinalFailsASR(ScriptedASR):
     """The first pass hears its text; every pass after it fails (the ASR broke)."""
 
     async def run(
-        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None, **_: Any
     ) -> Any:
         if self.calls:
             raise RuntimeError("the ASR broke")

@@ -22,11 +22,15 @@ class _CountedASR(ScriptedASR):
         self.taken = asyncio.Event()
 
     async def run(
-        self, audio_16k: np.ndarray, prefix: str | None = None, prompt: str | None = None
+        self,
+        audio_16k: np.ndarray,
+        prefix: str | None = None,
+        prompt: str | None = None,
+        context: str | None = None,
     ) -> Transcript:
         if len(self.calls) == len(self.texts) - 1:
             self.taken.set()
-        return await super().run(audio_16k, prefix, prompt)
+        return await super().run(audio_16k, prefix, prompt, context)
 
 
 async def _deltas(hypotheses: list[str]) -> tuple[list[str], ScriptedASR]:
