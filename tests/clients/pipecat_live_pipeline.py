@@ -3,16 +3,20 @@ its URL only, for tests/clients/test_pipecat_live.py. It runs in `.venv-pipecat`
 with its own pinned dependencies, `make bench-pipecat`), so nothing here imports r1voice:
 
     .venv-pipecat/bin/python tests/clients/pipecat_live_pipeline.py --url ws://HOST/v1/live/sessions
-        --speech FILE.pcm --append TEXT --out RESULT.json [--question TEXT]
+        --speech FILE.pcm --append TEXT --expect WORDS --out RESULT.json [--question TEXT]
+        [--backend-url http://HOST/v1]
 
 The pipeline is the one Pipecat documents for the service: the context aggregators
 around it, audio frames in, speech audio and transcript frames out. It starts the session
 from its context (a system message; `--question` adds a user message, a text turn),
 appends `--append` as instructions once the session has started, streams the PCM16
-24 kHz speech in 20 ms frames at real-time pace (none with `--speech -`), waits for the
-answer and ends the pipeline, which closes the session. The JSON result holds what
-reached the end of the pipeline, the context the aggregators wrote, the errors, and the
-service's own log lines (which name the server events it handled or could not parse).
+24 kHz speech in 20 ms frames at real-time pace (none with `--speech -`), waits for an
+answer saying `--expect` to end and ends the pipeline, which closes the session. The
+model's delegations are declined (the service's default) or, with `--backend-url`, go to
+a Pipecat backend worker (`ClientDelegation`) whose LLM is on that OpenAI-compatible URL.
+The JSON result holds what reached the end of the pipeline, the context the aggregators
+wrote, the delegations, the errors, and the service's own log lines (which name the
+server events it handled or could not parse).
 """
 
 import argparse
@@ -79,7 +83,20 @@ async def converse(args: argparse.Namespace, pcm: bytes) -> dict[str, Any]:
                 self.changed.clear()
                 await self.changed.wait()
 
-    live = OpenAILiveLLMService(api_key="sk-test", base_url=args.url)
+    delegation = None  # the service's default: it declines delegations, saying so
+    if args.backend_url:  # client delegation to a Pipecat backend worker
+        from pipecat.services.openai.llm import OpenAILLMService
+        from pipecat.workers.llm.backend_llm_worker import BackendLLMWorker
+
+        backend = OpenAILLMService(
+            api_key="sk-test",
+            base_url=args.backend_url,
+            settings=OpenAILLMService.Settings(model="r1voice"),
+        )
+        instructions = [{"role": "system", "content": "You work out hard questions."}]
+        worker_llm = BackendLLMWorker(llm=backend, context=LLMContext(messages=instructions))
+        delegation = OpenAILiveLLMService.ClientDelegation(backend=worker_llm)
+    live = OpenAILiveLLMService(api_key="sk-test", base_url=args.url, delegation=delegation)
     messages: list[Any] = [{"role": "system", "content": "Be brief."}]
     if args.question:
         messages.append({"role": "user", "content": args.question})
@@ -93,6 +110,7 @@ async def converse(args: argparse.Namespace, pcm: bytes) -> dict[str, Any]:
     )
     errors: list[str] = []
     sessions: list[Any] = []
+    delegations: list[Any] = []
     started = asyncio.Event()
 
     @worker.event_handler("on_pipeline_error")
@@ -105,6 +123,10 @@ async def converse(args: argparse.Namespace, pcm: bytes) -> dict[str, Any]:
         append = events.SessionInstructionsAppendEvent(delegation_id=None, content=args.append)
         await service.send_client_event(append)
         started.set()
+
+    @live.event_handler("on_delegation_created")
+    async def on_delegation(_service: Any, delegation: Any) -> None:
+        delegations.append(delegation.model_dump(exclude_none=True))
 
     async def talk() -> None:
         try:
@@ -125,6 +147,7 @@ async def converse(args: argparse.Namespace, pcm: bytes) -> dict[str, Any]:
     return {
         "errors": errors,
         "sessions": sessions,
+        "delegations": delegations,
         "said": recorder.said,
         "audio_bytes": recorder.audio_bytes,
         "ends": recorder.ends,
@@ -141,6 +164,7 @@ def main() -> None:
     parser.add_argument("--append", required=True, help="instructions to append once started")
     parser.add_argument("--expect", required=True, help="words the answer must contain")
     parser.add_argument("--question", default="", help="a user message in the context")
+    parser.add_argument("--backend-url", default="", help="a /v1 base URL to delegate to")
     parser.add_argument("--out", required=True, help="where to write the JSON result")
     parser.add_argument("--timeout", type=float, default=180.0)
     args = parser.parse_args()

@@ -7,6 +7,7 @@ the answer's words and audio, and closes the session by ending the pipeline."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import subprocess
@@ -31,16 +32,28 @@ pytestmark = [
 ]
 
 
-def run_pipeline(components: Any, tmp_path: Path, *args: str) -> tuple[dict[str, Any], Any]:
-    """The Pipecat pipeline against a real server whose LLM says SHORT_ANSWER; returns
-    the pipeline's JSON result and the scripted LLM (its prompts)."""
-    llm = ScriptedLLM([SHORT_ANSWER])
+def run_pipeline(
+    components: Any,
+    tmp_path: Path,
+    *args: str,
+    scripts: tuple[list[str], ...] = (SHORT_ANSWER,),
+    backend: ScriptedLLM | None = None,
+) -> tuple[dict[str, Any], ScriptedLLM]:
+    """The Pipecat pipeline against a real server whose LLM says `scripts` in turn (the
+    pipeline waits for the last one), its delegations going to a second server whose LLM
+    is `backend` when one is given; returns the pipeline's JSON result and the server's
+    scripted LLM (its prompts)."""
+    llm = ScriptedLLM(list(scripts))
     out = tmp_path / "result.json"
-    with serve(app_with(dataclasses.replace(components, llm=llm))) as address:
+    with contextlib.ExitStack() as servers:
+        address = servers.enter_context(serve(app_with(dataclasses.replace(components, llm=llm))))
+        if backend is not None:
+            app = app_with(dataclasses.replace(components, llm=backend))
+            args = (*args, "--backend-url", f"http://{servers.enter_context(serve(app))}/v1")
         run = subprocess.run(
             [
                 str(PIPECAT_PYTHON), str(PIPELINE), "--url", f"ws://{address}/v1/live/sessions",
-                "--append", APPENDED, "--expect", "".join(SHORT_ANSWER), "--out", str(out), *args,
+                "--append", APPENDED, "--expect", "".join(scripts[-1]), "--out", str(out), *args,
             ],
             capture_output=True,
             text=True,
@@ -51,25 +64,29 @@ def run_pipeline(components: Any, tmp_path: Path, *args: str) -> tuple[dict[str,
     return result, llm
 
 
-def check_conversation(result: dict[str, Any], llm: ScriptedLLM) -> None:
+def check_conversation(
+    result: dict[str, Any], llm: ScriptedLLM, answer: list[str] = SHORT_ANSWER, warned: str = "-"
+) -> None:
     """What every conversation shows: no error, the answer's words and audio reached the
     end of the pipeline, the service handled every server event, the instructions append
-    was acknowledged, and ending the pipeline closed the session."""
+    was acknowledged, ending the pipeline closed the session, and the service warned of
+    nothing (but `warned`)."""
     log = "\n".join(result["log"])
     assert result["errors"] == [], log[-4000:]
     (session,) = result["sessions"]
     assert session["model"] == "gpt-live-1" and session["id"]
-    assert "".join(result["said"]).endswith("".join(SHORT_ANSWER))  # after a cut turn's
-    assert result["ends"][-1].endswith("".join(SHORT_ANSWER))  # the answer's turn ended
+    assert "".join(result["said"]).endswith("".join(answer))  # after a cut turn's
+    assert result["ends"][-1].endswith("".join(answer))  # the answer's turn ended
     assert result["audio_bytes"] >= PROTOCOL_RATE  # half a second of PCM16 at 24 kHz
-    assert [line for line in result["log"] if line.startswith(("WARNING", "ERROR"))] == []
+    warnings = [line for line in result["log"] if line.startswith(("WARNING", "ERROR"))]
+    assert [line for line in warnings if warned not in line] == []  # but the one expected
     assert "unparseable server event" not in log
     assert "ignoring unknown server event" not in log
     assert "session closed (close_requested)" in log  # session.close -> session.closed
     assert "timed out waiting for session.closed" not in log
     assert "session.instructions.appended" in log  # the append's acknowledgement
     answers = [m["content"] for m in result["context"] if m["role"] == "assistant"]
-    assert answers and answers[-1].strip().endswith("".join(SHORT_ANSWER)), answers
+    assert answers and answers[-1].strip().endswith("".join(answer)), answers
 
 
 def test_spoken_conversation(shared_components: Any, tmp_path: Path) -> None:
@@ -94,3 +111,41 @@ def test_text_turn_from_the_context(shared_components: Any, tmp_path: Path) -> N
     )
     check_conversation(result, llm)
     assert "Capital of France?" in str(llm.prompts[0])
+
+
+DELEGATE = ['<tool_call>{"name": "delegate", "arguments": {"task": "Prove it."}}</tool_call>']
+WAIT = ["Let me look ", "into that."]
+ANSWER = ["The answer ", "is forty-two."]
+HARD = "Why 42? Prove it."
+
+
+def test_a_delegation_is_declined_without_a_backend(shared_components: Any, tmp_path: Path) -> None:
+    """The service's default (no backend): it answers the server's
+    `session.delegation.created` with commentary for that delegation saying it has no
+    backend, which the live model passes on."""
+    result, llm = run_pipeline(
+        shared_components, tmp_path, "--speech", "-", "--question", HARD,
+        scripts=(DELEGATE, WAIT, ANSWER),
+    )  # fmt: skip
+    check_conversation(result, llm, ANSWER, warned="no backend is configured")
+    ((delegation),) = result["delegations"]
+    assert delegation["target"] == "client" and delegation["id"]
+    assert "No backend is available" in str(llm.prompts[-1])
+
+
+def test_a_delegation_is_answered_by_a_pipecat_backend_worker(
+    shared_components: Any, tmp_path: Path
+) -> None:
+    """`ClientDelegation` with Pipecat's `BackendLLMWorker`, its LLM on a second r1voice's
+    chat completions: the backend's spoken output comes back as the delegation's
+    commentary, which the live model passes on."""
+    backend = ScriptedLLM([[">> Six times seven ", "is forty-two."]])
+    result, llm = run_pipeline(
+        shared_components, tmp_path, "--speech", "-", "--question", HARD,
+        scripts=(DELEGATE, WAIT, ANSWER), backend=backend,
+    )  # fmt: skip
+    check_conversation(result, llm, ANSWER)
+    ((delegation),) = result["delegations"]
+    assert delegation["target"] == "client"
+    assert backend.prompts  # the worker's LLM was asked
+    assert "Six times seven is forty-two." in str(llm.prompts[-1])
