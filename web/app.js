@@ -65,6 +65,7 @@ const audio = new AudioEngine({
 const client = new RealtimeClient(notices, {
   onEvent,
   onSend: (ev) => eventLog.add("out", ev),
+  onWire: (dir, ev) => eventLog.add(dir, ev), // GPT-Live's own events, as they were sent
   onClosed: () => {
     talk.stop({ commit: false });
     answers.reset();
@@ -99,7 +100,7 @@ const timeline = new TimelineView();
 function onEvent(ev) {
   debug.events[ev.type] = (debug.events[ev.type] || 0) + 1;
   if (ev.wireType) debug.events[ev.wireType] = (debug.events[ev.wireType] || 0) + 1;
-  eventLog.add("in", ev);
+  if (!client.live) eventLog.add("in", ev);
   stages.update(ev);
   switch (ev.type) {
     case "session.created":

@@ -90,6 +90,19 @@ def test_the_page_talks_over_live_and_shows_the_delegation_on_its_timeline(
     assert state["events"]["session.input_audio.muted"] == 1
     assert "error" not in state["events"]
     assert len(live_model.prompts) == 3  # the question, the acknowledgement, the commentary
+    # the event log lists Live's own events as they went over the wire
+    logged = page.locator("#devlog-list li")
+    for direction, kind in [
+        ("out", "session.start"),
+        ("out", "session.input_audio.append"),
+        ("in", "session.started"),
+        ("in", "session.delegation.created"),
+        ("in", "session.output_audio.delta"),
+    ]:
+        expect(
+            logged.and_(page.locator(f'[data-dir="{direction}"][data-type="{kind}"]')).first
+        ).to_be_attached()
+    assert logged.and_(page.locator('[data-type="session.created"]')).count() == 0
 
     page.click("#timeline summary")
     lane = page.locator("#timeline-svg rect[data-lane=delegation]")

@@ -175,3 +175,9 @@ test("the page's own words follow its language; the server's message does not", 
   }
   assert.match(errorMessage({ code: "unsupported_language", message: "x" }), /^The speech recognition model cannot take that language\. \(x\)$/);
 });
+
+test("GPT-Live's audio events are elided in the log too", () => {
+  assert.deepEqual(elide({ type: "session.input_audio.append", audio: "AAAAAA==" }), { type: "session.input_audio.append", audio: "<4 bytes of audio>" });
+  assert.deepEqual(elide({ type: "session.output_audio.delta", delta: "AAAAAA==" }), { type: "session.output_audio.delta", delta: "<4 bytes of audio>" });
+  assert.equal(isAudioEvent({ type: "session.output_audio.delta", delta: "" }), true);
+});

@@ -85,6 +85,8 @@ const AUDIO_FIELDS = {
   "input_audio_buffer.append": "audio",
   "response.output_audio.delta": "delta",
   "response.audio.delta": "delta",
+  "session.input_audio.append": "audio", // GPT-Live's
+  "session.output_audio.delta": "delta",
 };
 
 /** A copy of an event fit for the log: audio payloads replaced by their size. */

@@ -14,7 +14,8 @@ import { RtcSocket } from "./rtc.js";
 
 export class RealtimeClient {
   /** hooks: onTransport("webrtc" | "websocket") as a connection opens, onEvent(ev) for
-   *  each server event, onSend(ev) for each sent one, onClosed()
+   *  each server event, onSend(ev) for each sent one (over GPT-Live: onWire(dir, ev) for
+   *  each Live event both ways instead), onClosed()
    *  when the socket closes (before the page says why), onKey() when a key was entered,
    *  liveStart() the voice and instructions a Live session starts with, playing() whether
    *  an answer still plays. */
@@ -37,6 +38,11 @@ export class RealtimeClient {
 
   get isOpen() {
     return Boolean(this.ws && this.ws.readyState === 1); // OPEN, for either connection
+  }
+
+  /** A GPT-Live session (its events are translated for the page: see livesocket.js). */
+  get live() {
+    return this.ws instanceof LiveSocket;
   }
 
   /** The server plays the answers (a WebRTC call): no audio deltas, no truncate. */
@@ -101,7 +107,7 @@ export class RealtimeClient {
     if (!ev.event_id) ev.event_id = this.nextId();
     if (background) this.background.add(ev.event_id);
     this.ws.send(JSON.stringify(ev));
-    this.hooks.onSend(ev);
+    if (!this.live) this.hooks.onSend(ev);
     return true;
   }
 
@@ -145,6 +151,7 @@ export class RealtimeClient {
       const start = () => startEvent({ ...this.hooks.liveStart(), delegation: this.delegation, webrtc: transport === "webrtc" });
       const rtc = transport === "webrtc" ? new RtcSocket("/v1/live/sessions", bearer, $("answer-audio"), start().session) : null;
       socket = new LiveSocket(`${proto}://${location.host}/v1/live/sessions`, protocols, start, this.hooks.playing, rtc);
+      socket.onwire = this.hooks.onWire;
     } else if (transport === "webrtc") {
       socket = new RtcSocket("/v1/realtime/calls?r1voice_events=1", bearer, $("answer-audio"));
     } else {

@@ -18,13 +18,14 @@ export class LiveSocket {
   constructor(url, protocols, start, playing, rtc = null) {
     this.readyState = 0;
     this.onopen = this.onmessage = this.onclose = null;
+    this.onwire = null; // (dir, ev): each Live event as it goes or came over the wire
     this.translator = new LiveTranslator();
     this.playing = playing;
     this.quiet = null;
     this.ws = rtc || new WebSocket(url, protocols);
     this.ws.onopen = () => {
       this.readyState = OPEN;
-      if (!rtc) this.ws.send(JSON.stringify(start()));
+      if (!rtc) this._send(start());
       if (this.onopen) this.onopen();
     };
     this.ws.onmessage = (m) => {
@@ -35,6 +36,7 @@ export class LiveSocket {
         return;
       }
       if (!ev) return;
+      if (this.onwire) this.onwire("in", ev);
       const out = this.translator.fromLive(ev, { playing: this.playing() });
       if (ev.type === "session.output_audio.delta" || ev.type === "session.output_transcript.delta") this._armQuiet();
       this._deliver(out);
@@ -60,9 +62,14 @@ export class LiveSocket {
   send(text) {
     if (this.readyState !== OPEN) return;
     const result = this.translator.toLive(JSON.parse(text));
-    for (const ev of result.send || []) this.ws.send(JSON.stringify(ev));
+    for (const ev of result.send || []) this._send(ev);
     const reply = result.refused || result.reply;
     if (reply) setTimeout(() => this._deliver([reply]), 0); // after send() returns, as a server's would
+  }
+
+  _send(ev) {
+    this.ws.send(JSON.stringify(ev));
+    if (this.onwire) this.onwire("out", ev);
   }
 
   /** WebRTC: the microphone's track while the user talks (null: none). */
