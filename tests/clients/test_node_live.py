@@ -1,12 +1,15 @@
-"""The `openai` npm package's GPT-Live WebSocket client (LiveWS) under Node, pointed at
-r1voice by its baseURL only: a text turn (the initial history ending with the user's
-question), an audio turn after an instructions append, and the close. The scenarios live
+"""The `openai` npm package's GPT-Live WebSocket clients (LiveWS, SidebandWS) under Node,
+pointed at r1voice (served with an API key) by its baseURL only: a text turn (the
+initial history ending with the user's question), an audio turn after an instructions
+append, a client delegation answered with commentary, a sideband attached to a running
+session that appends instructions and closes it; each ends with the close. The scenarios live
 in node/live.test.mjs (node's built-in test runner); every server event they received is
 checked here against the openai Python SDK's Live event models. `make test` installs the
 npm packages (npm ci). WebRTC from Node is not tested: Node has no native WebRTC."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -16,12 +19,23 @@ from typing import Any
 
 import pytest
 
-from tests.clients.conftest import BARGE_IN_S, SHORT_ANSWER, ScriptedServer, speech_pcm
+from tests.clients.conftest import BARGE_IN_S, SHORT_ANSWER, serve, speech_pcm
 from tests.clients.test_openai_live import MODELS
+from tests.conftest import app_with
+from tests.fakes import ScriptedLLM
 
 NODE_DIR = Path(__file__).parent / "node"
 SCRIPT = NODE_DIR / "live.test.mjs"
-SCENARIOS = ["text turn", "audio turn and instructions append"]
+KEY = "sk-live-node"
+DELEGATE = ['<tool_call>{"name": "delegate", "arguments": {"task": "Prove it."}}</tool_call>']
+WAIT = ["Let me look ", "into that."]
+ANSWER = ["The answer ", "is forty-two."]
+SCENARIOS: dict[str, tuple[list[str], ...]] = {
+    "text turn": (SHORT_ANSWER,),
+    "audio turn and instructions append": (SHORT_ANSWER,),
+    "delegation answered with commentary": (DELEGATE, WAIT, ANSWER),
+    "sideband attached to the session": (SHORT_ANSWER,),
+}
 
 
 @pytest.fixture(scope="module")
@@ -50,16 +64,19 @@ def invalid(events: list[dict[str, Any]]) -> list[str]:
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_openai_js_live_client(
-    scenario: str, node: str, scripted_server: ScriptedServer, tmp_path: Path
+    scenario: str, node: str, shared_components: Any, tmp_path: Path
 ) -> None:
     (tmp_path / "speech.pcm").write_bytes(speech_pcm(BARGE_IN_S))
     events_out = tmp_path / "events.json"
-    with scripted_server(SHORT_ANSWER) as address:
+    llm = ScriptedLLM(list(SCENARIOS[scenario]))
+    components = dataclasses.replace(shared_components, llm=llm)
+    with serve(app_with(components, api_key=KEY)) as address:  # the sideband needs a key
         env = {
             **os.environ,
             "R1VOICE_BASE_URL": f"http://{address}/v1",
+            "R1VOICE_API_KEY": KEY,
             "R1VOICE_EVENTS_OUT": str(events_out),
             "R1VOICE_SPEECH_PCM": str(tmp_path / "speech.pcm"),
             "R1VOICE_TIMEOUT_MS": os.environ.get("R1VOICE_TIMEOUT_MS", "240000"),
