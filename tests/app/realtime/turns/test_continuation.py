@@ -118,6 +118,7 @@ def test_speech_soon_after_a_turn_is_decoded_with_its_words_as_the_context() -> 
     """Bug: a sentence a pause cut into two turns had its second half decoded on its own,
     as if nothing had been said before it."""
     h = ContinuationHarness()
+    h.continuation.context_window = 5 * 16_000  # off by default (CONTEXT_WINDOW_S)
     _finished(h, "Printing, in the only sense with which we are at present concerned,")
     turn = speech(40_000 + WINDOW + 1)  # past the merge window: a turn of its own
     asyncio.run(h.run(h.continuation.continue_into(turn, "server_vad"), expect=[]))
@@ -147,6 +148,7 @@ def test_speech_soon_after_a_turn_is_decoded_with_its_words_as_the_context() -> 
 
 def test_speech_long_after_a_turn_or_after_a_manual_commit_has_no_context() -> None:
     h = ContinuationHarness()
+    h.continuation.context_window = 5 * 16_000
     _finished(h, "and so my fellow Americans")
     late = speech(40_000 + h.continuation.context_window + 1)
     asyncio.run(h.run(h.continuation.continue_into(late, "server_vad"), expect=[]))
@@ -155,6 +157,11 @@ def test_speech_long_after_a_turn_or_after_a_manual_commit_has_no_context() -> N
     soon = speech(41_000)
     asyncio.run(h.run(h.continuation.continue_into(soon, "server_vad"), expect=[]))
     assert soon.transcriber.words_before() is None
+    h.continuation.context_window = 0  # the default: no turn is prompted
+    h.committed("item_4")
+    after = speech(40_000 + WINDOW + 1)  # past the merge window, just after the turn
+    asyncio.run(h.run(h.continuation.continue_into(after, "server_vad"), expect=[]))
+    assert after.transcriber.before is None
 
 
 def test_a_continued_turn_is_decoded_as_one_piece_with_what_came_before_it() -> None:
