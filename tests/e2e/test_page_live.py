@@ -19,7 +19,16 @@ from playwright.sync_api import Page, expect
 from websockets.sync.client import connect
 
 from tests.e2e.conftest import ServerHandle, Snapper, speech_wav
-from tests.e2e.helpers import HEARD, QUESTION, TIMEOUT_MS, assistant, connected, debug, user_final
+from tests.e2e.helpers import (
+    HEARD,
+    QUESTION,
+    TIMEOUT_MS,
+    assistant,
+    connected,
+    debug,
+    drop_file,
+    user_final,
+)
 from tests.fakes import ScriptedLLM
 
 DELEGATE = [
@@ -162,3 +171,43 @@ def test_the_page_talks_over_live_on_webrtc(
     assert state["events"]["session.input_audio.muted"] == 1
     assert "error" not in state["events"]
     snap(page, "answered-over-webrtc")
+
+
+STORY = [
+    "Once upon a time a dragon lived high in the mountains above a quiet village. ",
+    "Every spring a young knight climbed the long path to visit the dragon and talk. ",
+    "They spoke of rivers and stars, of old kings and forgotten roads, for many hours. ",
+    "The villagers watched the mountain and wondered what the two friends talked about. ",
+]
+
+
+def test_speaking_over_a_live_answer_interrupts_it(
+    open_page: Callable[..., Page],
+    start_server: Callable[..., ServerHandle],
+    shared_components: Any,
+    tmp_path: Path,
+    snap: Snapper,
+) -> None:
+    """A long answer plays; a second question comes in (a dropped file, so that it surely
+    comes while the story plays): the page stops playback, marks the story interrupted
+    with what was heard, and shows the second answer."""
+    server = start_server(dataclasses.replace(shared_components, llm=ScriptedLLM([STORY, ANSWER])))
+    ask: list[str | float] = [0.5, "Tell me a story about a dragon.", 90.0]  # no pause within
+    wav = speech_wav(shared_components, tmp_path / "story.wav", ask)
+    question = speech_wav(shared_components, tmp_path / "question.wav", [0.3, QUESTION, 0.3])
+    live = "localStorage.setItem('r1voice.protocol', 'live')"
+    page = open_page(wav, server.address, before_load=lambda p: p.add_init_script(live))
+    connected(page)
+    page.click("#talk")
+    expect(user_final(page, "dragon|story").first).to_be_visible(timeout=TIMEOUT_MS)
+    page.wait_for_function("() => window.r1voice.played > 12000", timeout=TIMEOUT_MS)
+    drop_file(page, question.read_bytes(), "question.wav", "audio/wav")
+    expect(user_final(page, HEARD).first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.locator(".msg.assistant.interrupted")).to_have_count(1, timeout=TIMEOUT_MS)
+    expect(assistant(page, re.compile(r"Paris", re.I))).to_be_visible(timeout=TIMEOUT_MS)
+    snap(page, "interrupted")
+    state = debug(page)
+    barge_in = [f for f in state["flushes"] if f["reason"] == "speech_started" and f["played"] > 0]
+    assert barge_in, state["flushes"]
+    assert [r["status"] for r in state["responses"]][:1] == ["cancelled"]
+    assert "error" not in state["events"]

@@ -8,7 +8,7 @@ import { LiveTranslator } from "../lib/live.js";
 
 const OPEN = 1;
 const CLOSED = 3;
-export const QUIET_MS = 3000; // no more answer audio or words for this long: the answer is done
+export const QUIET_MS = 3000; // no answer audio or words for this long, none playing: it is done
 
 export class LiveSocket {
   /** url: the Live endpoint; protocols: the WebSocket subprotocols (a client secret);
@@ -50,7 +50,8 @@ export class LiveSocket {
 
   _armQuiet() {
     clearTimeout(this.quiet);
-    this.quiet = setTimeout(() => this._deliver(this.translator.finish()), QUIET_MS);
+    // a slow voice sends in bursts: an answer still playing is not over
+    this.quiet = setTimeout(() => (this.playing() ? this._armQuiet() : this._deliver(this.translator.finish())), QUIET_MS);
   }
 
   _deliver(events) {
