@@ -87,6 +87,7 @@ class Settings:
     llm_opens_reasoning: bool = False  # an R1 remote without a reasoning parser
     # Access (see app/server/access.py and the README's Security section).
     api_key: str = ""  # when set, every route but health probes and the page needs it
+    api_keys: str = ""  # more keys, each a tenant's: JSON {"key": "tenant"} (api_key's: default)
     open_metrics: bool = False  # with a key: /metrics and the API docs stay open anyway
     allowed_hosts: str = "*"  # Host names served (comma-separated); serve on loopback: loopback
     allowed_origins: str = ""  # web origins besides the server's own; "*": any
@@ -134,6 +135,7 @@ class Settings:
     mcp_timeout_s: float = 10.0  # one MCP request (connect, list, call) before it fails
     # stdio MCP servers sessions may name (stdio:<label>): JSON {"label": ["command", "arg"]}
     mcp_stdio_servers: str = ""
+    live_delegate: str = "model"  # Live turns delegated: model (its tool), questions, always
     tools_background_after_s: float = 1.5  # a tool call longer: answered when done; 0: wait
     # the address phone providers reach us at (https://...; empty: each webhook's own host)
     public_url: str = ""
@@ -175,6 +177,10 @@ class Settings:
             raise ValueError(
                 f"asr_final_beam must be within 1-10, got {self.asr_final_beam} "
                 "(R1VOICE_ASR_FINAL_BEAM)"
+            )
+        if self.live_delegate not in ("model", "questions", "always"):
+            raise ValueError(
+                f"R1VOICE_LIVE_DELEGATE: model, questions or always, not {self.live_delegate!r}"
             )
         if self.max_response_tokens <= 0:
             raise ValueError("max_response_tokens must be > 0")

@@ -82,6 +82,19 @@ class Close(LiveEvent):
     type: Literal["session.close"]
 
 
+class ResponseItemCreate(LiveEvent):
+    """A function call's output for the backend's delegated task (server delegation)."""
+
+    type: Literal["response.item.create"]
+    item: dict[str, Any]
+
+
+class ResponseCreate(LiveEvent):
+    """Go on with the delegated tasks whose function calls all have their outputs."""
+
+    type: Literal["response.create"]
+
+
 EVENTS: dict[str, type[LiveEvent]] = {
     "session.start": Start,
     "session.update": Update,
@@ -92,14 +105,14 @@ EVENTS: dict[str, type[LiveEvent]] = {
     "session.thinking.append": Append,
     "session.commentary.append": Append,
     "session.close": Close,
+    "response.item.create": ResponseItemCreate,
+    "response.create": ResponseCreate,
 }
 NOT_SERVED = {
     "session.output_audio.fixture.play": "audio fixtures are not served here",
     "decision.create": "Decisions delegation is not served here",
     "decision.item.create": "Decisions delegation is not served here",
     "decision.item.delete": "Decisions delegation is not served here",
-    "response.create": "Responses delegation's client commands are not served here",
-    "response.item.create": "Responses delegation's client commands are not served here",
 }
 
 

@@ -186,6 +186,26 @@ def parse_config(session: Any, event_id: str | None) -> LiveConfig:
         raise refusal(exc, "session", event_id) from None
 
 
+async def check_tokens(config: LiveConfig, llm: Any) -> None:
+    """The initial history and instructions within the protocol's bounds, counted by the
+    live model's tokenizer (`llm.count_tokens`)."""
+    texts = [item.content[0].text for item in config.input or []]
+    if texts and sum(await llm.count_tokens(texts)) > MAX_INPUT_TOKENS:
+        raise ProtocolError(
+            "input_too_large",
+            f"the initial history is over {MAX_INPUT_TOKENS} tokens: keep the latest "
+            "messages, or summarize the older ones into one",
+            param="session.input",
+        )
+    instructions = config.instructions or ""
+    if instructions and (await llm.count_tokens([instructions]))[0] > MAX_INSTRUCTIONS_TOKENS:
+        raise ProtocolError(
+            "instructions_too_large",
+            f"the instructions are over {MAX_INSTRUCTIONS_TOKENS} tokens: shorten them",
+            param="session.instructions",
+        )
+
+
 def voice_of(config: LiveConfig, voices: list[str], event_id: str | None) -> str | None:
     """Our voice for the configured one: ours by name or id; a Live built-in voice we have
     no voice of is spoken in the default (None)."""

@@ -1,11 +1,13 @@
 """How the live model delegates: it is offered one function tool, `delegate`, and calls
-it when the request needs work beyond a quick spoken reply (reasoning, lookups, tools).
-The call becomes `session.delegation.created`: with client delegation the client answers
-with thinking and commentary appends carrying the delegation id; with server delegation
-(`responses`) a second model of this server works the task out (backend.py) and its
-conclusion comes back as commentary. The call's output tells the model the task is
-handed over, and after `acknowledgement_delay_ms` (unless an append came first) the
-model says something while the work goes on."""
+it when the request needs work beyond a quick spoken reply (reasoning, lookups, tools);
+or the server's router delegates a user turn from its transcript (router.py), and the
+live model answers meanwhile as it would. Either becomes `session.delegation.created`:
+with client delegation the client answers with thinking and commentary appends carrying
+the delegation id; with server delegation (`responses`) a second model of this server
+works the task out, calling the session's function tools through the client
+(backend_task.py), and its conclusion comes back as commentary. A tool call's output
+tells the model the task is handed over, and after `acknowledgement_delay_ms` (unless an
+append came first) the model says something while the work goes on."""
 
 from __future__ import annotations
 
@@ -15,14 +17,15 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from app.live.backend import conclude
+from app.live.backend_task import ToolOutputs, work
 from app.live.config import ResponsesBackend
 from app.live.delegations import Delegations
 from app.live.outbox import LiveOutbox
+from app.live.router import routed
 from app.llm.backend import ChatMessage
 from app.llm.catalog import LLMCatalog
 from app.protocol.server_events import Wire
-from app.protocol.server_events.live import DelegationCreated
+from app.protocol.server_events.live import DelegationCreated, ResponseEvent
 from app.realtime.session import Session
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]  # a Realtime client event into the session
@@ -61,6 +64,9 @@ class Delegator:
         self.delegations = Delegations()
         self.ack_delay_ms = 0  # the session's delegation.acknowledgement_delay_ms
         self.backend: ResponsesBackend | None = None  # server delegation's model and prompt
+        self.route = "model"  # which turns the server delegates itself (router.py)
+        self.active = False  # the session has a delegation configured
+        self.tool_outputs = ToolOutputs()  # the client's outputs for the backend's calls
         self._working: set[asyncio.Task[None]] = set()
         self._appends = 0  # thinking and commentary appended: they cancel acknowledgements
         self._acknowledging: asyncio.Task[None] | None = None
@@ -76,17 +82,27 @@ class Delegator:
             task = str(json.loads(item.get("arguments") or "{}").get("task", ""))
         except (ValueError, AttributeError):
             task = ""
+        self._delegate(task)
+        self._acknowledging = asyncio.get_running_loop().create_task(self._acknowledge(item))
+
+    def heard(self, transcript: str) -> None:
+        """A user turn's transcript: delegated at once when the session delegates and the
+        router says so (the live model answers it meanwhile, as it would)."""
+        if self.active and routed(self.route, transcript):
+            self._delegate(transcript.strip())
+
+    def _delegate(self, task: str) -> None:
         delegation_id = self.delegations.create(task)
         at = self._outbox.timeline.now_ms()
         target = "client" if self.backend is None else "responses"
         created = DelegationCreated(delegation_id=delegation_id, target=target, offset_ms=at)
         self._outbox.emit(created)
-        loop = asyncio.get_running_loop()
-        self._acknowledging = loop.create_task(self._acknowledge(item))
         if self.backend is not None:
-            work = loop.create_task(self._work(self.backend, delegation_id, task))
-            self._working.add(work)
-            work.add_done_callback(self._working.discard)
+            job = asyncio.get_running_loop().create_task(
+                self._work(self.backend, delegation_id, task)
+            )
+            self._working.add(job)
+            job.add_done_callback(self._working.discard)
 
     async def _work(self, backend: ResponsesBackend, delegation_id: str, task: str) -> None:
         """Server delegation: the backend model's conclusion, said as commentary."""
@@ -95,10 +111,19 @@ class Delegator:
             for item in self._session.conversation.items
             if item.kind == "message" and item.role in ("user", "assistant") and item.text
         ][-CONTEXT_MESSAGES:]
+        if context and context[-1].role == "user" and context[-1].content == task:
+            context.pop()  # a routed turn: the task is the user's last words
+
+        def emit(event: dict[str, Any]) -> None:
+            self._outbox.emit(ResponseEvent(event=event, delegation_id=delegation_id))
+
         try:
-            said = await conclude(backend, self._llms, task, context)
+            said = await work(
+                backend, self._llms, task, context, delegation_id, emit, self.tool_outputs
+            )
         except Exception as exc:  # a model that fails to load or answer: the user is told
             log.warning("delegation %s failed: %s", delegation_id, exc)
+            emit({"type": "response.failed", "error": {"message": str(exc)}})
             said = FAILED.format(type(exc).__name__)
         if self._outbox.closed or not said:
             return

@@ -10,7 +10,6 @@ the next natural point) and client delegation (delegation.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import json
@@ -20,11 +19,11 @@ from typing import Any
 
 from app.live import client_events as live
 from app.live.backend import check_model
+from app.live.commentary import Commentary
 from app.live.config import (
-    MAX_INPUT_TOKENS,
-    MAX_INSTRUCTIONS_TOKENS,
     LiveConfig,
     ResponsesDelegation,
+    check_tokens,
     parse_config,
     realtime_update,
     resource,
@@ -73,6 +72,7 @@ class LiveSession:
         voices: list[str],
         max_s: int,
         llms: LLMCatalog,
+        route: str = "model",
     ) -> None:
         self.session, self.outbox = session, outbox
         self.config: LiveConfig | None = None
@@ -80,11 +80,13 @@ class LiveSession:
         self._voices = voices
         self._expires_at = int(time.time()) + max_s
         self._llms = llms
+        self.tenant: str | None = None  # its creator's (app/server/tenants.py)
         self.delegator = Delegator(outbox, session, self.realtime, self.commentary, llms)
-        self._speaking_task: asyncio.Task[None] | None = None
-        self._to_say = 0  # commentaries waiting for a natural point to be spoken
-        outbox.on_answer_done = self._answer_done
+        self.delegator.route = route  # "model": the live model gets the `delegate` tool
+        self.speaker = Commentary(session, outbox)
+        outbox.on_answer_done = self.speaker.answer_done
         outbox.on_function_call = self.delegator.called
+        outbox.on_heard = self.delegator.heard
 
     def resource(self) -> Wire:
         assert self.config is not None
@@ -148,6 +150,8 @@ class LiveSession:
             await self._update(event)
         elif isinstance(event, live.Close):
             self.outbox.closing("close_requested", event.event_id)
+        elif isinstance(event, live.ResponseItemCreate | live.ResponseCreate):
+            self._backend_command(event)
 
     async def start_with(self, session: dict[str, Any]) -> None:
         """Start as `session.start` would (WebRTC: the offer's request carries it); a
@@ -166,11 +170,11 @@ class LiveSession:
         if isinstance(config.delegation, ResponsesDelegation):
             check_model(config.delegation.responses, self._llms, event.event_id)
         voice = voice_of(config, self._voices, event.event_id)
-        await self._check_tokens(config)
+        await check_tokens(config, self.session.models.llm)
         self.outbox.format = config.format
         update = realtime_update(config, voice)
-        if config.delegation is not None:  # asked for: the tool costs every turn's prompt
-            update["session"]["tools"] = [DELEGATE_TOOL]
+        if config.delegation is not None and self.delegator.route == "model":
+            update["session"]["tools"] = [DELEGATE_TOOL]  # it costs every turn's prompt
         await self.realtime(update)
         for item in config.input or []:
             content_type = "output_text" if item.role == "assistant" else "input_text"
@@ -183,24 +187,6 @@ class LiveSession:
         self.outbox.emit(SessionStarted(session=self.resource(), client_event_id=event.event_id))
         if config.input and config.input[-1].role == "user":  # a text turn: answer it
             await self.realtime({"type": "response.create"})
-
-    async def _check_tokens(self, config: LiveConfig) -> None:
-        llm = self.session.models.llm
-        texts = [item.content[0].text for item in config.input or []]
-        if texts and sum(await llm.count_tokens(texts)) > MAX_INPUT_TOKENS:
-            raise ProtocolError(
-                "input_too_large",
-                f"the initial history is over {MAX_INPUT_TOKENS} tokens: keep the latest "
-                "messages, or summarize the older ones into one",
-                param="session.input",
-            )
-        instructions = config.instructions or ""
-        if instructions and (await llm.count_tokens([instructions]))[0] > MAX_INSTRUCTIONS_TOKENS:
-            raise ProtocolError(
-                "instructions_too_large",
-                f"the instructions are over {MAX_INSTRUCTIONS_TOKENS} tokens: shorten them",
-                param="session.instructions",
-            )
 
     async def _append_audio(self, event: live.AudioAppend, arrived_at: float) -> None:
         assert self.config is not None
@@ -244,8 +230,7 @@ class LiveSession:
         if event.kind == "commentary":
             if event.delegation_id is not None:
                 self.delegator.delegations.finish(event.delegation_id)
-            self._to_say += 1
-            self._speak_soon()
+            self.speaker.add(event.content, server=False)
 
     async def commentary(self, text: str) -> None:
         """Server delegation's conclusion: said as a client's commentary would be."""
@@ -256,42 +241,38 @@ class LiveSession:
         }
         await self.realtime({"type": "conversation.item.create", "item": message})
         self.delegator.appended()
-        self._to_say += 1
-        self._speak_soon()
+        self.speaker.add(text, server=True)
 
     async def _update(self, event: live.Update) -> None:
         assert self.config is not None
         offered = self.config.delegation is not None
         self.config = updated(self.config, event.session, self._llms, event.event_id)
         self._delegate_as(self.config)
-        if not offered and self.config.delegation is not None:
+        if not offered and self.config.delegation is not None and self.delegator.route == "model":
             tools = {"type": "realtime", "tools": [DELEGATE_TOOL]}
             await self.realtime({"type": "session.update", "session": tools})
         self.outbox.emit(SessionUpdated(session=self.resource(), client_event_id=event.event_id))
 
-    def _answer_done(self) -> None:
-        if self._to_say:
-            self._speak_soon()
-
-    def _speak_soon(self) -> None:
-        """Speak the commentary at the next natural point: when no answer runs and the
-        user is not in a turn."""
-        if self._speaking_task is None or self._speaking_task.done():
-            self._speaking_task = asyncio.get_running_loop().create_task(self._speak())
-
-    async def _speak(self) -> None:
-        while self._to_say and not self.outbox.closed:
-            if not self.session.idle:
-                await asyncio.sleep(0.1)  # polled: no event says the session became idle
-                continue
-            self._to_say = 0
-            await self.realtime({"type": "response.create"})
+    def _backend_command(self, event: live.ResponseItemCreate | live.ResponseCreate) -> None:
+        if not isinstance(self.config and self.config.delegation, ResponsesDelegation):
+            raise ProtocolError(
+                "invalid_request",
+                f"{event.type!r} answers server delegation's tool calls: this session's "
+                "delegation is not of type 'responses'",
+                param="type",
+            )
+        outputs = self.delegator.tool_outputs
+        if isinstance(event, live.ResponseItemCreate):
+            outputs.output(event.item, event.event_id)
+        else:
+            outputs.resume(event.event_id)
 
     def _delegate_as(self, config: LiveConfig) -> None:
         """The delegator follows the session's delegation settings."""
         delegation = config.delegation
+        self.delegator.active = delegation is not None
         self.delegator.ack_delay_ms = (
-            delegation.acknowledgement_delay_ms if delegation else 0
-        ) or 0
+            (delegation.acknowledgement_delay_ms or 0) if delegation else 0
+        )
         backend = isinstance(delegation, ResponsesDelegation)
         self.delegator.backend = delegation.responses if backend else None  # type: ignore[union-attr]

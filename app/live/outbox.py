@@ -49,6 +49,7 @@ class LiveOutbox(Outbox):
         self.resource: Callable[[], Wire] = dict  # set once the session has started
         self.on_answer_done: Callable[[], None] = lambda: None
         self.on_function_call: Callable[[Wire], None] = lambda _item: None
+        self.on_heard: Callable[[str], None] = lambda _transcript: None  # a user turn's words
         self.closed = False
         self.ended = asyncio.Event()  # set with session.closed: the connection may end
         self.observers: list[Outbox] = []  # sidebands' (app/live/sideband.py)
@@ -121,6 +122,7 @@ class LiveOutbox(Outbox):
             self._transcribed.add(event.item_id)
             return [self._input_words(event.delta)]
         elif isinstance(event, TranscriptionCompleted):
+            self.on_heard(event.transcript)
             if event.item_id not in self._transcribed and event.transcript:
                 return [self._input_words(event.transcript)]
         elif isinstance(event, RateLimitsUpdated) and event.context_tokens > 0:

@@ -39,7 +39,10 @@ def create_live_session(state: ServerState, playback: Playback | None = None) ->
     )
     voices = state.components.tts.voices()
     llms = state.components.llms
-    return LiveSession(session, outbox, voices, state.settings.session_max_s, llms)
+    settings = state.settings
+    return LiveSession(
+        session, outbox, voices, settings.session_max_s, llms, settings.live_delegate
+    )
 
 
 class ClosingTransport:

@@ -16,6 +16,9 @@ first token P50/P95 (request sent to the first content delta), answer length (wo
 English, characters for Chinese: mean and P50) and the share answered in the question's
 language; per question the answer and its verdict. Stdout gets a table (and the JSON too
 unless `--json` names a file). Accuracy is reported, never asserted.
+
+`--voice-delegation` speaks the English questions to a GPT-Live session whose fast model
+delegates to a bigger one, against each model alone (bench/answers/voice_delegation.py).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import functools
 import time
 from typing import Any
 
+from bench.answers import voice_delegation
 from bench.answers.questions import QUESTIONS, QUICK, Question
 from bench.kit.models import choose_models
 
@@ -40,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--port", type=int, default=0, help="server port (default: a free one)")
     parser.add_argument("--ready-timeout", type=float, default=600.0, help="seconds")
+    voice_delegation.add_arguments(parser)
 
 
 def choose_questions(quick: bool, per_language: int | None) -> list[Question]:
@@ -164,6 +169,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from bench.answers.report import summarize
     from bench.kit.machine import describe
 
+    if getattr(args, "voice_delegation", False):
+        choose_models(f"{args.fast_model},{args.backend_model}")  # both prepared
+        return voice_delegation.run(args, run_model)
     quick = bool(getattr(args, "quick", False))
     models = choose_models(args.models)
     questions = choose_questions(quick, args.per_language)
@@ -207,4 +215,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def format_table(result: dict[str, Any]) -> str:
     from bench.answers.report import table
 
+    if result.get("mode") == "voice-delegation":
+        return voice_delegation.format_table(result)
     return table(result)

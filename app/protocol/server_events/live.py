@@ -157,6 +157,16 @@ class DelegationCreated(LiveEvent):
         return {"delegation": delegation, "offset_ms": self.offset_ms}
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ResponseEvent(LiveEvent):
+    """One event of a delegated task's Responses stream (server delegation), nested as
+    `event`; a function call the client must act on comes this way."""
+
+    TYPE = "response.event"
+    event: Wire
+    delegation_id: str
+
+
 def _error(event: Error, event_id: str) -> Wire:
     """A refusal as Live says it: `client_event_id` both on the event and in `error`."""
     error: Wire = {"type": event.kind, "code": event.code, "message": event.message}
