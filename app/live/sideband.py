@@ -1,7 +1,8 @@
 """A trusted server's sideband to a running Live session (`/v1/live/sessions/{id}/attach`):
 it observes the session's events (all but the answer's audio) and controls it as the
 primary client may (instructions, thinking and commentary appends, answers to
-delegations, `session.update`, `session.close`); no audio, no `session.start`. Its
+delegations and to the delegated model's function calls, `session.update`,
+`session.close`); no audio, no `session.start`. Its
 refusals go out with the session's events, to every connection of the session."""
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ CONTROL = {
     "session.commentary.append",
     "session.update",
     "session.close",
+    "response.item.create",  # a delegated task's function call outputs
+    "response.create",
 }
 
 
