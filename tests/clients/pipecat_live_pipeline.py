@@ -3,17 +3,21 @@ its URL only, for tests/clients/test_pipecat_live.py. It runs in `.venv-pipecat`
 with its own pinned dependencies, `make bench-pipecat`), so nothing here imports r1voice:
 
     .venv-pipecat/bin/python tests/clients/pipecat_live_pipeline.py --url ws://HOST/v1/live/sessions
-        --speech FILE.pcm --append TEXT --expect WORDS --out RESULT.json [--question TEXT]
-        [--backend-url http://HOST/v1]
+        --speech FILE.pcm --append TEXT --expect WORDS --out RESULT.json [--question TEXT] [--opening TEXT]
+        [--backend-url http://HOST/v1 | --responses-model NAME]
 
 The pipeline is the one Pipecat documents for the service: the context aggregators
 around it, audio frames in, speech audio and transcript frames out. It starts the session
-from its context (a system message; `--question` adds a user message, a text turn),
+from its context (a system message; `--question` adds a user message, a text turn;
+`--opening` a last developer message, which the service sends as commentary once the
+session has started: the bot speaks first),
 appends `--append` as instructions once the session has started, streams the PCM16
 24 kHz speech in 20 ms frames at real-time pace (none with `--speech -`), waits for an
 answer saying `--expect` to end and ends the pipeline, which closes the session. The
 model's delegations are declined (the service's default) or, with `--backend-url`, go to
-a Pipecat backend worker (`ClientDelegation`) whose LLM is on that OpenAI-compatible URL.
+a Pipecat backend worker (`ClientDelegation`) whose LLM is on that OpenAI-compatible URL,
+or, with `--responses-model`, to the server (`ResponsesDelegation`) with a function tool,
+`get_weather`, that the pipeline runs when the delegated model calls it.
 The JSON result holds what reached the end of the pipeline, the context the aggregators
 wrote, the delegations, the errors, and the service's own log lines (which name the
 server events it handled or could not parse).
@@ -96,11 +100,31 @@ async def converse(args: argparse.Namespace, pcm: bytes) -> dict[str, Any]:
         instructions = [{"role": "system", "content": "You work out hard questions."}]
         worker_llm = BackendLLMWorker(llm=backend, context=LLMContext(messages=instructions))
         delegation = OpenAILiveLLMService.ClientDelegation(backend=worker_llm)
+    tools: Any = None
+    calls: list[Any] = []
+    if args.responses_model:  # the server delegates, to its model, with our function tool
+        from pipecat.adapters.llm.schemas.function_schema import FunctionSchema
+        from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
+        from pipecat.services.openai.responses.llm import OpenAIResponsesLLMService
+
+        settings = OpenAIResponsesLLMService.Settings(model=args.responses_model)
+        delegation = OpenAILiveLLMService.ResponsesDelegation(settings=settings)
+        city = {"city": {"type": "string"}}
+        weather = FunctionSchema("get_weather", "The weather in a city.", city, ["city"])
+        tools = ToolsSchema(standard_tools=[weather])
     live = OpenAILiveLLMService(api_key="sk-test", base_url=args.url, delegation=delegation)
+
+    async def get_weather(params: Any) -> None:
+        calls.append({"name": params.function_name, "arguments": dict(params.arguments)})
+        await params.result_callback({"weather": "sunny"})
+
+    live.register_function("get_weather", get_weather)
     messages: list[Any] = [{"role": "system", "content": "Be brief."}]
     if args.question:
         messages.append({"role": "user", "content": args.question})
-    context = LLMContext(messages=messages)
+    if args.opening:  # Pipecat's way to have the bot speak first
+        messages.append({"role": "developer", "content": args.opening})
+    context = LLMContext(messages=messages, tools=tools) if tools else LLMContext(messages)
     turns = LLMContextAggregatorPair(context)
     recorder = Recorder()
     worker = PipelineWorker(
@@ -148,6 +172,7 @@ async def converse(args: argparse.Namespace, pcm: bytes) -> dict[str, Any]:
         "errors": errors,
         "sessions": sessions,
         "delegations": delegations,
+        "calls": calls,
         "said": recorder.said,
         "audio_bytes": recorder.audio_bytes,
         "ends": recorder.ends,
@@ -164,7 +189,9 @@ def main() -> None:
     parser.add_argument("--append", required=True, help="instructions to append once started")
     parser.add_argument("--expect", required=True, help="words the answer must contain")
     parser.add_argument("--question", default="", help="a user message in the context")
+    parser.add_argument("--opening", default="", help="a last developer message: speak first")
     parser.add_argument("--backend-url", default="", help="a /v1 base URL to delegate to")
+    parser.add_argument("--responses-model", default="", help="server delegation's model")
     parser.add_argument("--out", required=True, help="where to write the JSON result")
     parser.add_argument("--timeout", type=float, default=180.0)
     args = parser.parse_args()

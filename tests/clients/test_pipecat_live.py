@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from app.audio import PROTOCOL_RATE
+from app.llm.catalog import LLMCatalog
 from tests.clients.conftest import BARGE_IN_S, SHORT_ANSWER, serve, speech_pcm
 from tests.conftest import app_with
 from tests.fakes import ScriptedLLM
@@ -38,15 +39,20 @@ def run_pipeline(
     *args: str,
     scripts: tuple[list[str], ...] = (SHORT_ANSWER,),
     backend: ScriptedLLM | None = None,
+    served: ScriptedLLM | None = None,
 ) -> tuple[dict[str, Any], ScriptedLLM]:
     """The Pipecat pipeline against a real server whose LLM says `scripts` in turn (the
     pipeline waits for the last one), its delegations going to a second server whose LLM
-    is `backend` when one is given; returns the pipeline's JSON result and the server's
+    is `backend` when one is given, or to the same server's other models, all answered by
+    `served` (server delegation); returns the pipeline's JSON result and the server's
     scripted LLM (its prompts)."""
     llm = ScriptedLLM(list(scripts))
     out = tmp_path / "result.json"
     with contextlib.ExitStack() as servers:
-        address = servers.enter_context(serve(app_with(dataclasses.replace(components, llm=llm))))
+        live = dataclasses.replace(components, llm=llm)
+        if served is not None:
+            live = dataclasses.replace(live, llms=LLMCatalog(llm, load=lambda _name: served))
+        address = servers.enter_context(serve(app_with(live)))
         if backend is not None:
             app = app_with(dataclasses.replace(components, llm=backend))
             args = (*args, "--backend-url", f"http://{servers.enter_context(serve(app))}/v1")
@@ -85,7 +91,8 @@ def check_conversation(
     assert "session closed (close_requested)" in log  # session.close -> session.closed
     assert "timed out waiting for session.closed" not in log
     assert "session.instructions.appended" in log  # the append's acknowledgement
-    answers = [m["content"] for m in result["context"] if m["role"] == "assistant"]
+    said = [m.get("content") for m in result["context"] if m["role"] == "assistant"]
+    answers = [text for text in said if isinstance(text, str)]  # not tool calls
     assert answers and answers[-1].strip().endswith("".join(answer)), answers
 
 
@@ -149,3 +156,17 @@ def test_a_delegation_is_answered_by_a_pipecat_backend_worker(
     assert delegation["target"] == "client"
     assert backend.prompts  # the worker's LLM was asked
     assert "Six times seven is forty-two." in str(llm.prompts[-1])
+
+
+def test_the_bot_speaks_first(shared_components: Any, tmp_path: Path) -> None:
+    """A context ending with a developer message: the service sends it as commentary
+    once the session has started (Pipecat's way to open the conversation), and the live
+    model speaks first."""
+    opening = "Greet the user and ask how you can help."
+    result, llm = run_pipeline(
+        shared_components, tmp_path, "--speech", "-", "--opening", opening,
+        scripts=(["Hello! ", "How can I help?"],),
+    )  # fmt: skip
+    check_conversation(result, llm, ["Hello! ", "How can I help?"])
+    (prompt,) = llm.prompts
+    assert opening in str(prompt)
