@@ -159,7 +159,7 @@ def _part_path(name: str, part: GGUFPart) -> Path:
     return path
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
         while chunk := f.read(1 << 22):
@@ -171,7 +171,7 @@ def _check_part(name: str, part: GGUFPart, path: Path) -> None:
     """ModelLoadError naming the package to reinstall when a part is truncated or altered."""
     size = path.stat().st_size
     altered = (part.size is not None and size != part.size) or (
-        part.sha256 is not None and _sha256(path) != part.sha256
+        part.sha256 is not None and file_sha256(path) != part.sha256
     )
     if altered:
         raise ModelLoadError(

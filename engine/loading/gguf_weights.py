@@ -14,7 +14,8 @@ module before the next is read. What each projection becomes:
 
 The embedding and an untied head are int8 at either method, as for a float checkpoint.
 The quantized tensors and the float ones (norms, biases) go to the QuantCache, keyed by
-the GGUF's path, size and mtime, so a later start reads neither the GGUF nor its tokens.
+the GGUF's sha256 (or path, size and mtime where its directory did not record it), so a
+later start reads neither the GGUF nor its tokens.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from engine.kernels.cpu_kernels import CpuKernels
 from engine.layers.int4_linear import Int4Linear
 from engine.layers.quantization import Int8Embedding, Int8Linear, pack_nibbles, quantize_int8
 from engine.loading.gguf_file import FLOAT_TYPES, GROUP, INT4_EXACT, GGUFFile
-from engine.loading.quantized_model import QuantCache, linear_names, set_module
+from engine.loading.model_store import gguf_sha256
+from engine.loading.quant_cache import QuantCache
+from engine.loading.quantized_model import linear_names, set_module
 
 FLOAT_PREFIX = "float."  # the cache's float parameters (norms, biases)
 # Our module -> the GGUF tensors stacked (along the rows) into it.
@@ -204,7 +207,8 @@ def quant_cache(
         return None
     ours = device.type == "cpu" and dtype == torch.float32 and CpuKernels.ops() is not None
     layout = "vnni" if ours else ""
-    return QuantCache(model_dir, method, group_size, source=gguf_path, layout=layout)
+    sha256 = gguf_sha256(model_dir)
+    return QuantCache(model_dir, method, group_size, gguf_path, layout, source_sha256=sha256)
 
 
 def load_gguf_weights(

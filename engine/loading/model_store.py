@@ -24,6 +24,7 @@ from engine.loading.bundled_gguf import (
     BundledGGUF,
     GGUFPart,
     bundled_gguf_path,
+    file_sha256,
 )
 from engine.paths import cache_root
 
@@ -35,6 +36,7 @@ __all__ = [
     "GGUFPart",
     "bundled_gguf_path",
     "cache_root",
+    "gguf_sha256",
     "gguf_source",
     "prepare_bundled_llm",
     "resolve_model",
@@ -94,11 +96,14 @@ def convert_gguf(gguf_path: Path, out_dir: Path, *, force: bool = False) -> Path
     return out_dir
 
 
-def index_gguf(gguf_path: Path, out_dir: Path, *, force: bool = False) -> Path:
+def index_gguf(
+    gguf_path: Path, out_dir: Path, *, force: bool = False, sha256: str | None = None
+) -> Path:
     """A small directory for a GGUF whose weights the engine reads from the file itself
     (``gguf_weights``): config.json and the tokenizer from the GGUF's metadata (no tensor
-    read), and GGUF_SOURCE naming the file with its size and mtime. Written to a
-    temporary directory and renamed, as ``convert_gguf``."""
+    read), and GGUF_SOURCE naming the file with its size, mtime and sha256 (``sha256``
+    when the caller checked it, else hashed here once: it keys the quantized cache).
+    Written to a temporary directory and renamed, as ``convert_gguf``."""
     if is_complete(out_dir) and not force:
         return out_dir
     import transformers
@@ -118,7 +123,12 @@ def index_gguf(gguf_path: Path, out_dir: Path, *, force: bool = False) -> Path:
     transformers.GenerationConfig.from_model_config(config).save_pretrained(str(tmp))
     tokenizer.save_pretrained(str(tmp))
     stat = gguf_path.stat()
-    source = {"path": str(gguf_path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    source = {
+        "path": str(gguf_path.resolve()),
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "sha256": sha256 or file_sha256(gguf_path),
+    }
     (tmp / GGUF_SOURCE).write_text(json.dumps(source))
     (tmp / COMPLETE_MARKER).write_text(json.dumps({"source": str(gguf_path)}))
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -143,6 +153,27 @@ def gguf_source(model_dir: Path) -> Path | None:
     return path
 
 
+def gguf_sha256(model_dir: Path) -> str | None:
+    """The sha256 of the GGUF a directory's weights are read from, as recorded when the
+    directory was written (None: not recorded, or not read from a GGUF)."""
+    marker = model_dir / GGUF_SOURCE
+    if not marker.is_file():
+        return None
+    value = json.loads(marker.read_text()).get("sha256")
+    return str(value) if value else None
+
+
+def _record_sha256(model_dir: Path, entry: BundledGGUF) -> None:
+    """A bundled model's directory written before GGUF_SOURCE held the sha256 gets the
+    entry's (the joined file was checked against it; size and mtime guard it since)."""
+    marker = model_dir / GGUF_SOURCE
+    if entry.sha256 is None or not marker.is_file() or gguf_sha256(model_dir):
+        return
+    tmp = marker.with_name(marker.name + ".tmp")
+    tmp.write_text(json.dumps({**json.loads(marker.read_text()), "sha256": entry.sha256}))
+    tmp.replace(marker)
+
+
 def transformers_kwargs(model_dir: Path) -> dict[str, str]:
     """What ``from_pretrained(model_dir, **kwargs)`` needs to load a directory's weights
     in `transformers`: the GGUF itself for a directory indexed from one."""
@@ -156,12 +187,15 @@ def prepare_bundled_llm(name: str, *, force: bool = False) -> Path:
     if name not in BUNDLED_LLMS:
         raise ModelNotFoundError(f"unknown bundled LLM '{name}'; known: {sorted(BUNDLED_LLMS)}")
     out = bundled_llm_dir(name)
+    entry = BUNDLED_LLMS[name]
     if is_complete(out) and not force:
+        _record_sha256(out, entry)
         return out
     if force:  # a joined file is checked again too
-        (cache_root() / "gguf" / BUNDLED_LLMS[name].filename).unlink(missing_ok=True)
-    prepare = index_gguf if BUNDLED_LLMS[name].direct else convert_gguf
-    return prepare(bundled_gguf_path(name), out, force=force)
+        (cache_root() / "gguf" / entry.filename).unlink(missing_ok=True)
+    if entry.direct:
+        return index_gguf(bundled_gguf_path(name), out, force=force, sha256=entry.sha256)
+    return convert_gguf(bundled_gguf_path(name), out, force=force)
 
 
 def resolve_model(name_or_path: str | os.PathLike[str]) -> Path:

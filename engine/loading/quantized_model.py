@@ -1,16 +1,13 @@
-"""Quantizing a whole model: which layers, the on-disk cache, and the module swap.
+"""Quantizing a whole model: which layers, and the module swap (its on-disk cache:
+``engine.loading.quant_cache``).
 
 The kernels and the quantized modules themselves live in ``engine.layers.quantization``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, cast
 
 import torch
@@ -20,13 +17,12 @@ from engine.errors import ModelLoadError
 from engine.layers.int4_linear import Int4Linear
 from engine.layers.kernel_choice import KernelChoice
 from engine.layers.quantization import (
-    CACHE_VERSION,
     INT4_GROUP_SIZES,
     Int8Embedding,
     Int8Linear,
     quantize_int8,
 )
-from engine.paths import cache_root
+from engine.loading.quant_cache import QuantCache
 
 log = logging.getLogger(__name__)
 
@@ -63,69 +59,7 @@ def weight_bytes(model: nn.Module) -> int:
     return total
 
 
-# ---- the model transform and its disk cache ------------------------------------------
-
-
-class QuantCache:
-    """Quantized tensors of one model + method + group size, as one safetensors file.
-
-    Next to the model (``<model>/quantized/``) when that directory is writable, else
-    under ``cache_root()/quantized``; the key hashes the source weights' names, sizes
-    and mtimes, the method, the group size and CACHE_VERSION. ``source``: the GGUF the
-    weights are read from (engine.loading.gguf_weights), keyed by its path too;
-    ``layout``: "vnni" when the tensors are our CPU kernels' packed layout.
-    """
-
-    def __init__(
-        self,
-        model_dir: Path,
-        method: str,
-        group_size: int,
-        source: Path | None = None,
-        layout: str = "",
-    ) -> None:
-        ident: list[Any] = [CACHE_VERSION, method, group_size if method == "int4" else 0]
-        if source is not None:
-            stat = source.stat()
-            ident += ["gguf-1", str(source.resolve()), stat.st_size, stat.st_mtime_ns, layout]
-        sources = sorted(model_dir.glob("*.safetensors"))
-        ident += [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sources]
-        key = hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
-        tag = method if method == "int8" else f"{method}-g{group_size}"
-        tag += f"-{layout}" if layout else ""
-        self.layout = layout
-        name = f"{tag}-{key}.safetensors"
-        local = model_dir / "quantized"
-        writable = os.access(model_dir, os.W_OK) and (
-            not local.exists() or os.access(local, os.W_OK)
-        )
-        if writable:
-            self.path = local / name
-        else:
-            digest = hashlib.sha256(str(model_dir.resolve()).encode()).hexdigest()[:12]
-            self.path = cache_root() / "quantized" / f"{model_dir.name}-{digest}" / name
-
-    def load(self) -> dict[str, torch.Tensor] | None:
-        if not self.path.is_file():
-            return None
-        from safetensors.torch import load_file
-
-        try:
-            return load_file(str(self.path))
-        except Exception as exc:  # corrupt or truncated: quantize again
-            log.warning("ignoring unreadable quantized cache %s: %s", self.path, exc)
-            return None
-
-    def save(self, tensors: dict[str, torch.Tensor]) -> None:
-        from safetensors.torch import save_file
-
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
-            save_file({k: v.contiguous().cpu() for k, v in tensors.items()}, str(tmp))
-            tmp.replace(self.path)
-        except OSError as exc:  # a read-only cache is slower, not wrong
-            log.warning("cannot write quantized cache %s: %s", self.path, exc)
+# ---- the model transform (its disk cache: engine.loading.quant_cache) ----------------
 
 
 def set_module(model: nn.Module, name: str, module: nn.Module) -> None:
