@@ -140,6 +140,7 @@ class Settings:
     # the address phone providers reach us at (https://...; empty: each webhook's own host)
     public_url: str = ""
     twilio_auth_token: str = ""  # the Twilio account's: its webhooks' signatures are checked
+    telnyx_public_key: str = ""  # the Telnyx account's (base64 Ed25519): its webhooks are checked
 
     def __post_init__(self) -> None:
         if self.llm_backend not in ("embedded", "transformers", "remote"):

@@ -6,16 +6,21 @@ from collections.abc import Mapping
 from xml.sax.saxutils import quoteattr
 
 
-def connect_stream(url: str, parameters: Mapping[str, str]) -> str:
+def connect_stream(
+    url: str, parameters: Mapping[str, str], attributes: Mapping[str, str] | None = None
+) -> str:
     """`<Response><Connect><Stream url=...>` with a `<Parameter>` for each of
-    `parameters` (they come back in the stream's `start.customParameters`)."""
+    `parameters` (they come back in the stream's `start.customParameters`) and the
+    `<Stream>`'s other `attributes` (Telnyx's TeXML: its bidirectional mode)."""
+    attrs = "".join(f" {name}={quoteattr(value)}" for name, value in (attributes or {}).items())
     params = "".join(
         f"<Parameter name={quoteattr(name)} value={quoteattr(value)}/>"
         for name, value in parameters.items()
     )
     return (
         '<?xml version="1.0" encoding="UTF-8"?>'
-        f"<Response><Connect><Stream url={quoteattr(url)}>{params}</Stream></Connect></Response>"
+        f"<Response><Connect><Stream url={quoteattr(url)}{attrs}>{params}</Stream>"
+        "</Connect></Response>"
     )
 
 

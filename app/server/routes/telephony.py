@@ -1,9 +1,11 @@
 """Phone calls: Twilio's voice webhook answers with TwiML that connects the call to our
 media stream WebSocket, which drives a Realtime session (app/telephony/, docs/telephony.md).
 
-Twilio's servers hold no key of ours: with an API key set, the webhook must carry a
-valid `X-Twilio-Signature` (R1VOICE_TWILIO_AUTH_TOKEN), and the stream URL it answers
-holds a single-use token that expires in a minute (app/telephony/signature.py).
+Twilio's and Telnyx's servers hold no key of ours: with an API key set, Twilio's webhook
+must carry a valid `X-Twilio-Signature` (R1VOICE_TWILIO_AUTH_TOKEN), Telnyx's TeXML
+webhook a valid, fresh `telnyx-signature-ed25519` (R1VOICE_TELNYX_PUBLIC_KEY), and the
+stream URL they answer holds a single-use token that expires in a minute
+(app/telephony/signature.py, telnyx_signature.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from app.server.state import HttpState, WsState
 from app.settings import Settings
 from app.telephony import twiml
 from app.telephony.signature import StreamTokens, WebhookGuard
+from app.telephony.telnyx_signature import TelnyxGuard
 from app.telephony.twilio_messages import StreamError
 from app.telephony.twilio_playback import TwilioPlayback
 from app.telephony.twilio_stream import TwilioStream, close_code, close_reason, read_start
@@ -35,20 +38,31 @@ router = APIRouter(prefix="/v1/telephony", tags=["telephony"])
 STREAM_PATH = "/v1/telephony/twilio/stream"
 START_TIMEOUT_S = 10.0  # Twilio sends `connected` and `start` at once
 PASSED_ON = ("CallSid", "From", "To")  # the webhook's fields the stream's `start` carries
+# TeXML's <Stream>: Telnyx sends the call and takes our audio back over it, as PCMU
+TELNYX_STREAM = {"bidirectionalMode": "rtp", "bidirectionalCodec": "PCMU"}
 
 
 @dataclass
 class _Checks:
     webhooks: WebhookGuard | None  # None: no API key, every caller is welcome
     tokens: StreamTokens | None
+    telnyx: TelnyxGuard | str | None  # a str: why R1VOICE_TELNYX_PUBLIC_KEY is unusable
 
 
 def _checks(app_state: State, settings: Settings) -> _Checks:
     checks = getattr(app_state, "telephony_checks", None)
     if checks is None:
         key, token = settings.api_key, settings.twilio_auth_token
+        telnyx: TelnyxGuard | str | None = None
+        if key and settings.telnyx_public_key:
+            try:
+                telnyx = TelnyxGuard(settings.telnyx_public_key)
+            except ValueError as exc:
+                telnyx = str(exc)
         checks = _Checks(
-            WebhookGuard(token) if key and token else None, StreamTokens(key) if key else None
+            WebhookGuard(token) if key and token else None,
+            StreamTokens(key) if key else None,
+            telnyx,
         )
         app_state.telephony_checks = checks
     return checks
@@ -73,31 +87,68 @@ def _say(text: str) -> Response:
 async def twilio_voice(request: Request, state: HttpState) -> Response:
     """Twilio's voice webhook (form-encoded CallSid, From, To, ...): TwiML that streams the
     call to us."""
-    settings = state.settings
-    params = dict(parse_qsl((await request.body()).decode("utf-8", "replace"), True))
-    base = _base_url(request, settings)
-    checks = _checks(request.app.state, settings)
-    path = STREAM_PATH
+    body = await request.body()
+    params = dict(parse_qsl(body.decode("utf-8", "replace"), True))
+    base = _base_url(request, state.settings)
+    checks = _checks(request.app.state, state.settings)
     if checks.tokens is not None:
         if checks.webhooks is None:
-            raise OpenAIError(
-                403,
-                "the server has an API key, so Twilio's webhooks must be signed: set "
-                "R1VOICE_TWILIO_AUTH_TOKEN to the Twilio account's auth token",
-                code="twilio_auth_token_missing",
-            )
+            raise _missing("Twilio", "R1VOICE_TWILIO_AUTH_TOKEN", "auth token", "twilio")
         query = f"?{request.url.query}" if request.url.query else ""
-        url = base + request.url.path + query
         signature = request.headers.get("x-twilio-signature", "")
-        refusal = checks.webhooks.refusal(url, params, signature)
+        refusal = checks.webhooks.refusal(base + request.url.path + query, params, signature)
         if refusal is not None:
             log.info("twilio webhook refused: %s", refusal)
             raise OpenAIError(403, refusal, code="invalid_twilio_signature")
-        path += "/" + checks.tokens.mint()
+    return _connect(state, base, checks, params, None)
+
+
+@router.post("/telnyx/voice")
+async def telnyx_voice(request: Request, state: HttpState) -> Response:
+    """Telnyx's TeXML webhook (form-encoded CallSid, From, To, ...): TeXML that streams the
+    call to us both ways (bidirectional RTP, PCMU)."""
+    body = await request.body()
+    params = dict(parse_qsl(body.decode("utf-8", "replace"), True))
+    checks = _checks(request.app.state, state.settings)
+    if checks.tokens is not None:
+        if checks.telnyx is None:
+            raise _missing("Telnyx", "R1VOICE_TELNYX_PUBLIC_KEY", "public key", "telnyx")
+        if isinstance(checks.telnyx, str):
+            raise OpenAIError(500, checks.telnyx, code="telnyx_public_key_invalid")
+        headers = request.headers
+        refusal = checks.telnyx.refusal(
+            body, headers.get("telnyx-signature-ed25519", ""), headers.get("telnyx-timestamp", "")
+        )
+        if refusal is not None:
+            log.info("telnyx webhook refused: %s", refusal)
+            raise OpenAIError(403, refusal, code="invalid_telnyx_signature")
+    base = _base_url(request, state.settings)
+    return _connect(state, base, checks, params, TELNYX_STREAM)
+
+
+def _missing(provider: str, setting: str, what: str, code: str) -> OpenAIError:
+    return OpenAIError(
+        403,
+        f"the server has an API key, so {provider}'s webhooks must be signed: set {setting} "
+        f"to the {provider} account's {what}",
+        code=f"{code}_{what.replace(' ', '_')}_missing",
+    )
+
+
+def _connect(
+    state: HttpState,
+    base: str,
+    checks: _Checks,
+    params: dict[str, str],
+    attributes: dict[str, str] | None,
+) -> Response:
+    """The webhook's answer: the stream URL (with a token when a key is set) and the
+    fields the stream's session needs, or a spoken refusal when no session can start."""
+    path = STREAM_PATH if checks.tokens is None else f"{STREAM_PATH}/{checks.tokens.mint()}"
     if Refusal.of(state) is not None:
         return _say("The assistant cannot take your call right now. Please call again shortly.")
     passed = {name: params[name] for name in PASSED_ON if name in params}
-    body = twiml.connect_stream(twiml.stream_url(base, path), passed)
+    body = twiml.connect_stream(twiml.stream_url(base, path), passed, attributes)
     return Response(body, media_type="application/xml")
 
 

@@ -18,7 +18,7 @@ from tests.conftest import app_with
 
 STREAM = "/v1/telephony/twilio/stream"
 SID = "MZbad"
-START = {
+START: dict[str, Any] = {
     "event": "start",
     "streamSid": SID,
     "start": {
@@ -36,7 +36,7 @@ def _media(payload: str, sid: str = SID) -> dict[str, Any]:
 
 SILENT = base64.b64encode(SILENCE).decode()
 # (what it sends after `connected`, the close code, words of the reason, the metric's code)
-CASES = {
+CASES: dict[str, tuple[list[Any], int, str, str]] = {
     "media before start": ([_media(SILENT)], 1008, "before `start`", "not_started"),
     "wrong streamSid": ([START, _media(SILENT, "MZother")], 1008, "MZother", "wrong_stream_sid"),
     "not base64": ([START, _media("@@not base64@@")], 1007, "not base64", "invalid_media"),
