@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from app.server.tenants import BY_SECRET, DEFAULT, TENANT, tenant_keys
 from app.settings import Settings
 
 Scope = MutableMapping[str, Any]
@@ -49,14 +50,21 @@ class ClientSecrets:
     """Short-lived keys for one Realtime connection each (OpenAI's ephemeral keys)."""
 
     _expiry: dict[str, float] = field(default_factory=dict)
+    _tenants: dict[str, str] = field(default_factory=dict)  # the minting key's tenant
 
-    def mint(self, seconds: int) -> tuple[str, int]:
+    def mint(self, seconds: int, tenant: str = DEFAULT) -> tuple[str, int]:
         """A new secret and its expiry (unix seconds)."""
         now = time.time()
         self._expiry = {k: t for k, t in self._expiry.items() if t > now}  # forget stale ones
+        self._tenants = {k: t for k, t in self._tenants.items() if k in self._expiry}
         value = "ek_" + secrets.token_urlsafe(24)
         self._expiry[value] = now + seconds
+        self._tenants[value] = tenant
         return value, int(now + seconds)
+
+    def tenant(self, value: str) -> str | None:
+        """The tenant a valid secret was minted for (None: not a valid secret)."""
+        return self._tenants.get(value, DEFAULT) if self.valid(value) else None
 
     def valid(self, value: str) -> bool:
         expiry = self._expiry.get(value)
@@ -69,6 +77,7 @@ class AccessPolicy:
     open_metrics: bool = False
     allowed_hosts: tuple[str, ...] = ("*",)  # Host header names; "*": any
     allowed_origins: tuple[str, ...] = ()  # besides the server's own origin; "*": any
+    keys: dict[str, str] = field(default_factory=dict)  # every API key -> its tenant
 
     @classmethod
     def from_settings(cls, settings: Settings) -> AccessPolicy:
@@ -77,7 +86,8 @@ class AccessPolicy:
 
         hosts = names(settings.allowed_hosts)
         origins = tuple(o.rstrip("/") for o in names(settings.allowed_origins))
-        return cls(settings.api_key, settings.open_metrics, hosts, origins)
+        keys = tenant_keys(settings)
+        return cls(settings.api_key, settings.open_metrics, hosts, origins, keys)
 
     def host_allowed(self, host: str) -> bool:
         return "*" in self.allowed_hosts or _hostname(host) in self.allowed_hosts
@@ -90,7 +100,11 @@ class AccessPolicy:
         return bool(host) and netloc == host.lower()  # same origin ("null" never is)
 
     def needs_key(self, path: str) -> bool:
-        if not self.api_key or path == "/" or path.startswith(ALWAYS_OPEN + PAGE + CHECKS_ITS_OWN):
+        if (
+            not (self.api_key or self.keys)
+            or path == "/"
+            or path.startswith(ALWAYS_OPEN + PAGE + CHECKS_ITS_OWN)
+        ):
             return False
         if path.startswith("/v2/models/") and path.endswith("/ready"):  # KServe readiness
             return False
@@ -156,12 +170,16 @@ class AccessGuard:
                 for p in scope.get("subprotocols", [])
                 if p.startswith(KEY_SUBPROTOCOL)
             ]
-        key = self.policy.api_key.encode()
+        keys = self.policy.keys or {self.policy.api_key: DEFAULT}
         for value in offered:
-            if hmac.compare_digest(value.encode(), key):
-                return True
+            for key, tenant in keys.items():
+                if hmac.compare_digest(value.encode(), key.encode()):
+                    scope[TENANT] = tenant
+                    return True
             realtime = scope["type"] == "websocket" or scope["path"] in CALLS_PATHS
-            if realtime and self.client_secrets.valid(value):
+            minted_for = self.client_secrets.tenant(value) if realtime else None
+            if minted_for is not None:
+                scope[TENANT], scope[BY_SECRET] = minted_for, True
                 return True
         return False
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.server.state import HttpState
+from app.server.tenants import DEFAULT, tenant_of
 
 router = APIRouter(prefix="/v1/realtime", tags=["realtime"])
 
@@ -32,7 +33,7 @@ class ClientSecretRequest(BaseModel):
 
 @router.post("/client_secrets")
 async def client_secrets(
-    state: HttpState, request: ClientSecretRequest | None = None
+    state: HttpState, http: Request, request: ClientSecretRequest | None = None
 ) -> dict[str, Any]:
     request = request or ClientSecretRequest()
     seconds = (
@@ -40,6 +41,7 @@ async def client_secrets(
         if request.expires_after
         else state.settings.client_secret_ttl_s
     )
-    value, expires_at = state.client_secrets.mint(seconds)
+    # the secret opens sessions of its minting key's tenant
+    value, expires_at = state.client_secrets.mint(seconds, tenant_of(http.scope) or DEFAULT)
     session = {"type": "realtime", **(request.session or {})}
     return {"value": value, "expires_at": expires_at, "session": session}

@@ -6,7 +6,6 @@ drives the realtime session."""
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import time
 from typing import Any
@@ -22,6 +21,7 @@ from app.server.refusal import Refusal
 from app.server.routes.openai_common import OpenAIError
 from app.server.routes.realtime import WebSocketTransport, _choose_subprotocol
 from app.server.state import HttpState, ServerState, WsState
+from app.server.tenants import by_key, tenant_of
 from app.server.transport import InputPcm
 from app.server.webrtc.offer import Offer, OfferError
 from app.server.webrtc.peer import Peer
@@ -46,37 +46,30 @@ async def live_sessions(websocket: WebSocket, state: WsState) -> None:
         await websocket.accept(subprotocol=subprotocol)
     finally:
         state.admitting -= 1
-    runner = LiveRunner(state, create_live_session(state), transport)
+    live = create_live_session(state)
+    live.tenant = tenant_of(websocket.scope)  # its creator's: a sideband must be of it
+    runner = LiveRunner(state, live, transport)
     await runner.run()
     if not runner.transport.lost:
         await transport.close(status.WS_1000_NORMAL_CLOSURE, "session closed")
-
-
-def _trusted(websocket: WebSocket, api_key: str) -> bool:
-    """The API key itself (a client secret, which opens the primary WebSocket, is not
-    enough for a sideband: the browser holds those)."""
-    if not api_key:
-        return True  # a server without a key trusts every client
-    bearer = websocket.headers.get("authorization", "")
-    offered = [bearer[7:].strip()] if bearer.lower().startswith("bearer ") else []
-    prefix = "openai-insecure-api-key."
-    offered += [
-        p[len(prefix) :] for p in websocket.scope.get("subprotocols", []) if p.startswith(prefix)
-    ]
-    return any(hmac.compare_digest(value.encode(), api_key.encode()) for value in offered)
 
 
 @router.websocket(PATH + "/{session_id}/attach")
 async def attach(websocket: WebSocket, session_id: str, state: WsState) -> None:
     await websocket.accept()
     transport = WebSocketTransport(websocket)
-    if not _trusted(websocket, state.settings.api_key):
+    keyed = bool(state.settings.api_key or state.settings.api_keys.strip())
+    if keyed and not by_key(websocket.scope):  # a client secret opens the primary only
         reason = "a sideband needs the API key (Authorization: Bearer <key>), not a client secret"
         await transport.close(status.WS_1008_POLICY_VIOLATION, reason)
         return
     live = RUNNING.get(session_id)
     if live is None:
         reason = f"no running Live session {session_id!r}"
+        await transport.close(status.WS_1008_POLICY_VIOLATION, reason)
+        return
+    if keyed and live.tenant != tenant_of(websocket.scope):
+        reason = "another tenant's session: attach with an API key of the tenant that created it"
         await transport.close(status.WS_1008_POLICY_VIOLATION, reason)
         return
     with Sideband(live) as sideband:
@@ -160,6 +153,7 @@ async def create_webrtc_session(request: Request, state: HttpState) -> dict[str,
     try:
         answer = await peer.answer(offer)
         live = create_live_session(state, playback=peer.track)
+        live.tenant = tenant_of(request.scope)
         await live.start_with(session_config)  # session.started waits on the data channel
         peer.watch_connect(state.settings.webrtc_connect_timeout_s)
         client = request.client.host if request.client else "unknown"

@@ -76,3 +76,51 @@ def test_a_sideband_observes_and_controls_the_session(scripted_live: Any) -> Non
         assert (closed["reason"], closed["client_event_id"]) == ("close_requested", "bye")
         assert client.types()[-1] == "session.closed"
     assert "session.started" not in side.types()  # it attached after
+
+
+TEAM_A, TEAM_B = "sk-team-a", "sk-team-b"
+TENANTS = '{"sk-team-a": "team-a", "sk-team-b": "team-b"}'
+
+
+def test_a_sideband_attaches_only_to_its_own_tenants_sessions(scripted_live: Any) -> None:
+    def auth(key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"}
+
+    async def attach(url: str, key: str) -> list[str]:
+        """Attach with `key`, append instructions, detach: the events it saw."""
+        async with websockets.connect(url, additional_headers=auth(key)) as ws:
+            side = LiveClient(ws)
+            await side.send({"type": "session.instructions.append", "content": "Be brief."})
+            await side.wait("session.instructions.appended")
+            side._reader.cancel()
+            return side.types()
+
+    async def main(address: str) -> tuple[list[str], list[str], list[str]]:
+        async with httpx.AsyncClient(timeout=30) as http:
+            made = await http.post(
+                f"http://{address}/v1/realtime/client_secrets", headers=auth(TEAM_B), json={}
+            )
+        secret_b = made.json()["value"]  # team-b's browser holds this, not the key
+        async with (
+            live_connection(address, headers=auth(TEAM_A)) as a,
+            live_connection(address, headers=auth(secret_b)) as b,
+        ):
+            url_a = f"ws://{address}/v1/live/sessions/{(await a.start())['session']['id']}/attach"
+            url_b = f"ws://{address}/v1/live/sessions/{(await b.start())['session']['id']}/attach"
+            reasons = [
+                await refused(url_a, auth(TEAM_B)),
+                await refused(url_b, auth(TEAM_A)),
+                await refused(url_b, auth(KEY)),  # the default tenant's key is another's too
+                await refused(url_a, {}),
+            ]
+            seen_a, seen_b = await attach(url_a, TEAM_A), await attach(url_b, TEAM_B)
+            await a.wait("session.instructions.appended")
+            await b.wait("session.instructions.appended")
+            return reasons, seen_a, seen_b
+
+    with scripted_live(SHORT_ANSWER, api_key=KEY, api_keys=TENANTS) as address:
+        reasons, seen_a, seen_b = asyncio.run(main(address))
+    for reason in reasons[:3]:
+        assert "another tenant's session" in reason and "tenant that created it" in reason
+    assert reasons[3] == "HTTP 401"  # no key at all: the access check turns it away
+    assert seen_a[-1] == seen_b[-1] == "session.instructions.appended"
