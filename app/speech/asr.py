@@ -23,7 +23,6 @@ from app.speech.whisper_decoding import (
     MIN_WINDOW_OTHER_S,
     MIN_WINDOW_S,
     NO_SPEECH_PROB_MAX,
-    UNCONDITIONED,
     decode_options,
     echoes,
     repeats,
@@ -207,8 +206,6 @@ class WhisperASR:
                     result = self._decode(  # it stopped early: the full window hears the rest
                         audio_16k, full, hint, prefix, cancel, language, beam, condition, stamps
                     )
-                if audio_16k.size > WINDOW_S * 16_000 and condition is None and result.doubtful:
-                    result = self._other_way(audio_16k, result, prefix, cancel, language)
                 if partial and repeats(result.text):
                     result = Transcript(text="", language=result.language, duration_s=0.0)
                 elif frames < WINDOW_S * FRAMES_PER_S and repeats(result.text):
@@ -234,25 +231,6 @@ class WhisperASR:
             result.text[-40:],
         )
         return result
-
-    def _other_way(
-        self,
-        audio_16k: np.ndarray,
-        first: Transcript,
-        prefix: str | None,
-        cancel: CancelToken | None,
-        language: str | None,
-    ) -> Transcript:
-        """A turn over 30 s that Whisper decoded unsurely, decoded again with its windows
-        conditioned the other way (see UNCONDITIONED): the likelier of the two, per turn.
-        Conditioned, a window may repeat the text it was shown or skip a sentence;
-        unconditioned, it may lose the words a window's edge cut."""
-        conditioned = language not in UNCONDITIONED
-        frames = WINDOW_S * FRAMES_PER_S
-        other = self._decode(audio_16k, frames, None, prefix, cancel, language, 5, not conditioned)
-        if other.doubtful != first.doubtful:
-            return first if other.doubtful else other
-        return other if other.logprob > first.logprob else first
 
     def _decode(
         self,
