@@ -107,7 +107,11 @@ async def converse(args: argparse.Namespace, pcm: bytes) -> dict[str, Any]:
         from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
         from pipecat.services.openai.responses.llm import OpenAIResponsesLLMService
 
-        settings = OpenAIResponsesLLMService.Settings(model=args.responses_model)
+        settings = OpenAIResponsesLLMService.Settings(
+            model=args.responses_model,
+            system_instruction="You work out hard questions.",
+            max_completion_tokens=64,
+        )
         delegation = OpenAILiveLLMService.ResponsesDelegation(settings=settings)
         city = {"city": {"type": "string"}}
         weather = FunctionSchema("get_weather", "The weather in a city.", city, ["city"])

@@ -158,6 +158,28 @@ def test_a_delegation_is_answered_by_a_pipecat_backend_worker(
     assert "Six times seven is forty-two." in str(llm.prompts[-1])
 
 
+def test_server_delegation_calls_a_pipecat_function(shared_components: Any, tmp_path: Path) -> None:
+    """`ResponsesDelegation` with a function tool in the pipeline's context: the server's
+    delegated model calls it, the service runs the pipeline's handler and sends its output
+    (`response.item.create`, `response.create`), and the task's conclusion is spoken."""
+    backend = "qwen2.5-coder-1.5b-instruct"
+    call = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    served = ScriptedLLM([[call], ["It is sunny ", "in Paris."]])
+    result, llm = run_pipeline(
+        shared_components, tmp_path, "--speech", "-", "--question", "Weather in Paris?",
+        "--responses-model", backend, scripts=(DELEGATE, WAIT, ANSWER), served=served,
+    )  # fmt: skip
+    check_conversation(result, llm, ANSWER)
+    ((delegation),) = result["delegations"]
+    assert delegation["target"] == "responses"
+    assert result["calls"] == [{"name": "get_weather", "arguments": {"city": "Paris"}}]
+    assert len(served.prompts) == 2 and "sunny" in str(served.prompts[1][-1])
+    # the service's Responses settings: the instructions and the output budget
+    assert "You work out hard questions." in served.prompts[0][0].content
+    assert [p.max_tokens for p in served.params] == [64, 64]
+    assert "It is sunny in Paris." in str(llm.prompts[-1])  # the conclusion, as commentary
+
+
 def test_the_bot_speaks_first(shared_components: Any, tmp_path: Path) -> None:
     """A context ending with a developer message: the service sends it as commentary
     once the session has started (Pipecat's way to open the conversation), and the live
