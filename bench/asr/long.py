@@ -1,19 +1,23 @@
 """`r1voice bench asr --long`: turns longer than Whisper's 30 s window, in English and Mandarin.
 
-Each clip is one turn of over 30 s, built from real speech (../shared/data/speech: jfk,
-the English MIT licence reading, the Mandarin recordings) joined with short pauses, and
-from paragraphs read by espeak-ng and Piper. Each is transcribed by the server's final
-pass (`WhisperASR.transcribe` of the whole turn, as the final pass of a committed turn
-hears it) and by faster-whisper alone as its users run it (full window, beam 5, its
-defaults), interleaved clip by clip (the machine is shared). English is scored by word
-error rate, Mandarin by character error rate (simplified characters, numbers read out).
-Counts and times are reported, never asserted.
+Each clip is over 30 s of speech, built from real speech (../shared/data/speech: jfk,
+the English MIT licence reading, the Mandarin recordings; the dev set of
+bench/asr/devset.py: an LJSpeech passage, it over a phone line, Mandarin cut inside its
+sentences) joined with short pauses, and from paragraphs read by espeak-ng and Piper.
+Each is transcribed by the server's final pass over the whole clip as one turn
+(`server`), by faster-whisper alone as its users run it (full window, beam 5, its
+defaults), and, where the clip is made of pieces, with each piece a turn of its own as
+the server hears speech whose pauses end turns: each turn's final pass prompted with
+the words of the turns before it (`server_turns`, as TurnTranscriber does for a turn
+soon after the last) and without (`server_turns_no_context`). Interleaved clip by clip
+(the machine is shared). English is scored by word error rate, Mandarin by character
+error rate (simplified characters, numbers read out), per clip and in all. Counts and
+times are reported, never asserted.
 """
 
 from __future__ import annotations
 
 import functools
-import time
 from typing import Any
 
 RATE = 16_000
@@ -109,8 +113,44 @@ def jfk_twice_and_a_half_then_licence() -> tuple[str, Any]:
     return said, np.concatenate([joined([jfk, jfk, jfk[: int(5.2 * RATE)]], 0.5), gap(2.0), mit])
 
 
-def english_clips(quick: bool) -> list[tuple[str, str, Any]]:
-    """(name, what was said, float32 samples at 16 kHz), each over 30 s."""
+Clip = tuple[str, str, Any, list[Any]]  # name, what was said, samples, its turns (or [])
+
+
+def pieced(name: str, said: str, pieces: list[Any], pause_s: float) -> Clip:
+    """A clip made of `pieces` (each a turn where the server cuts at their pauses)."""
+    return (name, said, joined(pieces, pause_s), pieces)
+
+
+def dev_clips(language: str, log: Any) -> list[Clip]:
+    """The dev set's clips (bench/asr/devset.py); none where its files are missing."""
+    from bench.asr import devset
+
+    if language == "zh":
+        texts, parts = mandarin_recordings()
+        cut = [half for part in parts for half in devset.halves(part)]
+        phone = [devset.phone_line(p, i) for i, p in enumerate(cut)]
+        return [
+            pieced("zh-cut-mid-sentence-x2", texts * 2, cut * 2, 0.9),
+            pieced("zh-cut-phone-line-x2", texts * 2, phone * 2, 0.9),
+        ]
+    try:
+        lj = devset.ljspeech()
+    except SystemExit as missing:
+        log(f"  dev set skipped: {missing}")
+        return []
+    said = " ".join(text for text, _ in lj)
+    pieces = [samples for _, samples in lj]
+    jfk, _ = jfk_and_licence()
+    phone = [devset.phone_line(p, i) for i, p in enumerate(pieces[:5])]
+    return [
+        pieced("ljspeech-passage", said, pieces, 0.35),
+        pieced("ljspeech+jfk", " ".join(t for t, _ in lj[:5]) + f" {JFK}", [*pieces[:5], jfk], 0.6),
+        pieced("ljspeech-phone-line", " ".join(t for t, _ in lj[:5]), phone, 0.35),
+    ]
+
+
+def english_clips(quick: bool) -> list[Clip]:
+    """(name, what was said, float32 samples at 16 kHz, its turns), each over 30 s."""
     from app.catalog import registry as model_registry
     from app.speech.espeak_tts import EspeakTTS
     from app.speech.piper_tts import PiperTTS
@@ -118,24 +158,25 @@ def english_clips(quick: bool) -> list[tuple[str, str, Any]]:
 
     jfk, mit = jfk_and_licence()
     clips = [
-        ("jfk-x4", " ".join([JFK] * 4), joined([jfk] * 4, 0.5)),
-        ("mit-licence+jfk", f"{MIT_ENGLISH} {JFK}", joined([mit, jfk], 0.6)),
+        pieced("jfk-x4", " ".join([JFK] * 4), [jfk] * 4, 0.5),
+        pieced("mit-licence+jfk", f"{MIT_ENGLISH} {JFK}", [mit, jfk], 0.6),
     ]
     if quick:
         return clips
     said = " ".join(PARAGRAPH)
-    clips.append(("jfk-x2.5+mit-licence", *jfk_twice_and_a_half_then_licence()))
+    clips.append(("jfk-x2.5+mit-licence", *jfk_twice_and_a_half_then_licence(), []))
     espeak = EspeakTTS("en-us")
     for pause in (0.6, 1.2):
-        clips.append((f"espeak-paragraph-{pause:g}s", said, _spoken(espeak, PARAGRAPH, pause, 1)))
+        audio = _spoken(espeak, PARAGRAPH, pause, 1)
+        clips.append((f"espeak-paragraph-{pause:g}s", said, audio, []))
     piper = PiperTTS(model_registry.locate(TTS_VOICE, "tts"), name=TTS_VOICE)
     read = _spoken(piper, PARAGRAPH, 0.4, 2)
-    clips.append(("piper-paragraph+jfk", f"{said} {JFK}", joined([read, jfk], 0.7)))
+    clips.append(pieced("piper-paragraph+jfk", f"{said} {JFK}", [read, jfk], 0.7))
     return clips
 
 
-def mandarin_clips(quick: bool) -> list[tuple[str, str, Any]]:
-    """The Mandarin recordings of ../shared joined into one turn, and espeak-ng's questions."""
+def mandarin_recordings() -> tuple[str, list[Any]]:
+    """The Mandarin recordings of ../shared: what they say (in order), and their samples."""
     import re
 
     from bench.voice.workload import speech_dir
@@ -144,13 +185,17 @@ def mandarin_clips(quick: bool) -> list[tuple[str, str, Any]]:
     listed = re.findall(r"^\| `([^`]+\.wav)` \| ([^|]+?) \|", readme, re.M)
     if not listed:
         raise SystemExit("no Mandarin recordings listed in ../shared/data/speech/zh/README.md")
-    parts = [read_speech(f"zh/{name}") for name, _ in listed]
-    text = "".join(said for _, said in listed)
-    clips = [("zh-recordings-x3", text * 3, joined(parts * 3, 0.8))]
+    return "".join(said for _, said in listed), [read_speech(f"zh/{n}") for n, _ in listed]
+
+
+def mandarin_clips(quick: bool) -> list[Clip]:
+    """The Mandarin recordings of ../shared joined into one turn, and espeak-ng's questions."""
+    text, parts = mandarin_recordings()
+    clips = [pieced("zh-recordings-x3", text * 3, parts * 3, 0.8)]
     if quick:
         return clips
-    clips.append(("zh-recordings-x4", text * 4, joined(parts * 4, 1.0)))
-    clips.append(("espeak-cmn-questions", *mandarin_questions()))
+    clips.append(pieced("zh-recordings-x4", text * 4, parts * 4, 1.0))
+    clips.append(("espeak-cmn-questions", *mandarin_questions(), []))
     return clips
 
 
@@ -163,56 +208,12 @@ def mandarin_questions() -> tuple[str, Any]:
     return "".join(questions), _spoken(EspeakTTS("cmn"), questions, 0.7, 3)
 
 
-def _compare(asr: Any, language: str, clips: list[tuple[str, str, Any]], log: Any) -> Any:
-    import numpy as np
-
-    from bench.asr.passes import alone
-    from bench.voice.stats import word_errors
-
-    paths = {
-        "server": lambda audio: asr.transcribe(audio, language=language),
-        "faster_whisper_beam5": lambda audio: alone(asr.model, audio, language),
-    }
-    totals = {p: {"errors": 0, "units": 0, "seconds": 0.0} for p in paths}
-    rows = []
-    for name, said, samples in clips:
-        audio = np.concatenate([samples, gap(0.2)])  # the silence a final pass hears
-        row: dict[str, Any] = {"clip": name, "seconds": round(audio.size / RATE, 1)}
-        for path, transcribe in paths.items():
-            start = time.perf_counter()
-            heard = transcribe(audio).text
-            seconds = time.perf_counter() - start
-            errors, units = word_errors(said, heard)
-            totals[path]["errors"] += errors
-            totals[path]["units"] += units
-            totals[path]["seconds"] += seconds
-            row[path] = {
-                "error_rate": round(errors / max(units, 1), 4),
-                "heard": heard,
-                "ms": round(seconds * 1000),
-            }
-        rows.append(row)
-        log(
-            f"  {name} ({row['seconds']} s): server {row['server']['error_rate']:.1%}, "
-            f"faster-whisper alone {row['faster_whisper_beam5']['error_rate']:.1%}"
-        )
-    summary = {
-        path: {
-            "error_rate": round(t["errors"] / max(t["units"], 1), 4),
-            "errors": t["errors"],
-            "units": t["units"],
-            "ms_per_pass": round(t["seconds"] / len(clips) * 1000),
-        }
-        for path, t in totals.items()
-    }
-    return summary, rows
-
-
 def run(args: Any) -> dict[str, Any]:
     from pathlib import Path
 
     from app.speech.asr import WhisperASR
     from bench.asr.passes import locate
+    from bench.asr.scoring import compare, final_times
     from bench.kit.log import log as bench_log
     from bench.kit.machine import describe
 
@@ -231,12 +232,17 @@ def run(args: Any) -> dict[str, Any]:
         if language not in asr.languages:
             log(f"asr --long {language}: {model} cannot transcribe it, skipped")
             continue
-        clips = clips_of(quick)
-        log(f"asr --long {language}: {len(clips)} turns over 30 s, {model}, {unit}")
-        summary, rows = _compare(asr, language, clips, log)
+        clips = clips_of(quick) + ([] if quick else dev_clips(language, log))
+        log(f"asr --long {language}: {len(clips)} clips over 30 s, {model}, {unit}")
+        summary, rows = compare(asr, language, clips, log)
         for path, row in summary.items():
-            log(f"  {path}: {unit} {row['error_rate']:.2%}, {row['ms_per_pass']} ms a pass")
+            log(
+                f"  {path}: {unit} {row['error_rate']:.2%} over {row['clips']} clips, "
+                f"{row['ms_per_clip']} ms a clip"
+            )
         languages[language] = {"model": model, "metric": unit, "paths": summary, "clips": rows}
+        if not quick:
+            languages[language]["final_pass_s"] = final_times(asr, language, clips, log)
     return {
         "benchmark": "asr",
         "mode": "long",

@@ -36,8 +36,11 @@ def test_long_quick_reports_both_languages_against_faster_whisper_alone() -> Non
     assert result["mode"] == "long" and result["machine"]["cpu_count"]
     languages = result["languages"]
     assert list(languages) == ["en", "zh"]
+    paths = {"server", "faster_whisper_beam5", "server_turns", "server_turns_no_context"}
     for language in languages.values():
-        assert set(language["paths"]) == {"server", "faster_whisper_beam5"}
+        assert set(language["paths"]) == paths  # every quick clip is made of turns
+        assert language["paths"]["server"]["clips"] == len(language["clips"])
         for clip in language["clips"]:
             assert clip["seconds"] > 30  # every turn outgrows Whisper's window
             assert clip["server"]["error_rate"] < 0.5  # heard, not a loop or a blank
+            assert clip["server_turns"]["error_rate"] < 0.5
