@@ -29,7 +29,7 @@ from app.speech.whisper_decoding import (
     window_frames,
 )
 from app.speech.whisper_loader import FRAMES_PER_S, WINDOW_S, load_whisper
-from app.text_units import join
+from app.text_units import count_units, join
 
 log = logging.getLogger("r1voice.asr")
 
@@ -202,10 +202,11 @@ class WhisperASR:
                     )
                 full = WINDOW_S * FRAMES_PER_S
                 stopped = bool(result.text) and result.end_s < seconds - EARLY_END_S
-                if stamps and frames < full and stopped:
-                    result = self._decode(  # it stopped early: the full window hears the rest
+                if stamps and frames < full and stopped:  # the full window may hear the rest
+                    rest = self._decode(
                         audio_16k, full, hint, prefix, cancel, language, beam, condition, stamps
                     )
+                    result = rest if count_units(rest.text) > count_units(result.text) else result
                 if partial and repeats(result.text):
                     result = Transcript(text="", language=result.language, duration_s=0.0)
                 elif frames < WINDOW_S * FRAMES_PER_S and repeats(result.text):

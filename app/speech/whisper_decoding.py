@@ -66,7 +66,8 @@ UNCONDITIONED = (None, "en")
 # out as the first sentence alone (50 of 63 characters lost), the full window heard all
 # four sentences. A final pass of a turn not known to be English decodes with timestamps,
 # and one whose last segment ends over EARLY_END_S before the audio does is decoded again
-# over the full window. English passes (tiny.en) did not stop early and stay without.
+# over the full window (kept if it heard more words). English passes (tiny.en) did not
+# stop early and stay without.
 EARLY_END_S = 1.0
 # A prompted pass Whisper decoded this unsurely is decoded again without the prompt: the
 # thresholds faster-whisper's fallback uses (a mean token log-probability under -1, a
