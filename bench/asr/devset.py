@@ -1,10 +1,12 @@
 """The long-speech dev set of `r1voice bench asr --long`: recordings the server was never
 tuned on, with their published reference texts.
 
-Each source is a public repository's test data, kept out of git. They are read from
+Each source is a public repository's test data. They are read from
 ../shared/data/speech/<folder>/ when the project's shared data has them, else from
-$R1VOICE_SPEECH_CACHE/<folder>/ (default ~/.cache/r1voice/speech): copy the files named
-below there (`git show <commit>:<path>` of a clone of the repository).
+bench/asr/data/<folder>/ (LJSpeech's eight pieces, 1.4 MB, public domain, are kept there
+in git so a fresh clone has the dev set), else from $R1VOICE_SPEECH_CACHE/<folder>/
+(default ~/.cache/r1voice/speech): copy the files named below there (`git show
+<commit>:<path>` of a clone of the repository).
 
 - ljspeech/: LJ001-0001 ... LJ001-0008 of LJSpeech 1.1 (public domain), a woman reading
   one passage of a book (52 s), cut by LJSpeech at pauses, often inside a sentence
@@ -62,12 +64,15 @@ LJSPEECH = [
 
 
 def source_dir(folder: str) -> Path:
-    """Where a dev-set source's files are: ../shared first, then the cache."""
+    """Where a dev-set source's files are: ../shared first, then bench/asr/data, then the cache."""
     from bench.voice.workload import speech_dir
 
     shared = speech_dir() / folder
     if shared.is_dir():
         return shared
+    in_git = Path(__file__).parent / "data" / folder
+    if in_git.is_dir():
+        return in_git
     cache = Path(os.environ.get("R1VOICE_SPEECH_CACHE", "~/.cache/r1voice/speech"))
     return cache.expanduser() / folder
 
