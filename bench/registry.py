@@ -39,6 +39,10 @@ BENCHES: dict[str, Bench] = {
         "Tracing's cost: voice-to-voice with spans exported to a local OTLP receiver vs "
         "tracing off, interleaved; recording's CPU per session.",
     ),
+    "cold-start": Bench(
+        "bench.engine.cold_start",
+        "Cold start: `r1voice serve` from process start to ready and to its first answer.",
+    ),
     "quant": Bench(
         "bench.engine.quant",
         "Quantization: none / int8 / int4 weight bytes, perplexity, greedy agreement and speed.",

@@ -286,13 +286,16 @@ class LLMEngine:
             self.clusterer.close()
 
     def warmup(self) -> None:
-        """Run representative prefill and decode shapes once, then forget them."""
-        n = max(2, min(256, self.max_model_len // 2, self.config.max_num_batched_tokens))
+        """Run each kind of step once, then forget it: what a first request would pay
+        once (every weight's first touch, torch's int_mm set up for a long prefill) is
+        paid here, and no more, since readiness waits for it."""
+        # 65 rows: the first of the kernels' largest row class (kernel_choice.ROW_CLASSES)
+        n = max(2, min(65, self.max_model_len // 2, self.config.max_num_batched_tokens))
         gen = torch.Generator().manual_seed(0)
         vocab = int(self.model_config.vocab_size)
         prompts = [torch.randint(vocab, (n,), generator=gen).tolist()]
-        batch = min(8, self.config.max_num_seqs)
+        batch = min(4, self.config.max_num_seqs)
         prompts += [torch.randint(vocab, (8,), generator=gen).tolist() for _ in range(batch - 1)]
-        self.generate(prompts, SamplingParams(max_tokens=4, temperature=0.0, ignore_eos=True))
+        self.generate(prompts, SamplingParams(max_tokens=2, temperature=0.0, ignore_eos=True))
         self.free_all()
         self.reset_stats()

@@ -114,7 +114,10 @@ class LlamaForCausalLM(nn.Module):
         super().__init__()
         qkv_bias, o_bias, mlp_bias = self.bias_settings(config)
         self.config = config
-        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        # given its table, nn.Embedding skips its random init: on the meta device that
+        # init imports torch._dynamo, seconds of a server's start
+        table = torch.empty(config.vocab_size, config.hidden_size)
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, _weight=table)
         self.embed_tokens.weight.requires_grad_(False)
         self.layers = nn.ModuleList(
             LlamaDecoderLayer(config, qkv_bias, o_bias, mlp_bias)

@@ -33,3 +33,37 @@ def test_the_chinese_voice_is_warmed_where_a_first_answer_may_need_it(
     settings = Settings(voice=voice, asr_language=asr_language)
     asr = SimpleNamespace(languages=languages)
     assert _may_answer_in_chinese(settings, asr) is warmed  # type: ignore[arg-type]
+
+
+def test_load_and_warm_up_time_each_part_and_serve() -> None:
+    """The LLM loads (and warms up) beside the speech models; each part keeps its time."""
+    import asyncio
+
+    from app.components import close_components, load_components, warm_up
+    from tests.conftest import make_settings
+
+    components = load_components(make_settings())
+    try:
+        warm_up(components)
+        parts = {"vad", "turn", "asr", "tts", "llm"}
+        assert {f"load_{p}_s" for p in parts} | {"load_s"} <= components.timings.keys()
+        warmed = {"tts", "asr", "partials", "turn", "llm"}
+        assert {f"warmup_{p}_s" for p in warmed} | {"warmup_s"} <= components.timings.keys()
+        assert components.llm.stats()["num_running"] == 0
+    finally:
+        asyncio.run(close_components(components))
+
+
+def test_a_speech_model_failing_reports_its_error_and_closes_the_llm_beside_it() -> None:
+    import threading
+
+    from app.components import load_components
+    from tests.conftest import make_settings
+
+    def engines() -> int:
+        return sum(t.name == "r1voice-engine" for t in threading.enumerate())
+
+    before = engines()  # a session's shared server may hold one
+    with pytest.raises(ValueError, match=r"R1VOICE_VOICE='no-such-voice' is not a voice here"):
+        load_components(make_settings(voice="no-such-voice"))
+    assert engines() == before
