@@ -54,7 +54,7 @@ class LiveOutbox(Outbox):
         self.ended = asyncio.Event()  # set with session.closed: the connection may end
         self.observers: list[Outbox] = []  # sidebands' (app/live/sideband.py)
         self._heard = (0, 0)  # where the turn being transcribed lies in the input audio
-        self._transcribed: set[str] = set()  # turns whose words came as deltas
+        self._said_in: dict[str, str] = {}  # each turn's words sent so far
         self._words: list[str] = []  # the answer's words waiting for their audio
 
     def emit(self, event: ServerEvent) -> None:
@@ -119,12 +119,13 @@ class LiveOutbox(Outbox):
         elif isinstance(event, SpeechStopped):
             self._heard = (self._heard[0], event.audio_end_ms)
         elif isinstance(event, TranscriptionDelta) and event.delta:
-            self._transcribed.add(event.item_id)
+            self._said_in[event.item_id] = self._said_in.get(event.item_id, "") + event.delta
             return [self._input_words(event.delta)]
         elif isinstance(event, TranscriptionCompleted):
             self.on_heard(event.transcript)
-            if event.item_id not in self._transcribed and event.transcript:
-                return [self._input_words(event.transcript)]
+            rest = unsaid(self._said_in.pop(event.item_id, ""), event.transcript)
+            if rest:
+                return [self._input_words(rest)]
         elif isinstance(event, RateLimitsUpdated) and event.context_tokens > 0:
             used = 1 - event.remaining_tokens / event.context_tokens
             return [
@@ -156,3 +157,30 @@ class LiveOutbox(Outbox):
         ]
         self._words.clear()
         return words
+
+
+def _letters(text: str) -> str:
+    return "".join(c.lower() for c in text if c.isalnum())
+
+
+def unsaid(said: str, final: str) -> str:
+    """What of a turn's final transcript its streamed words did not say yet.
+
+    Live's input transcript only grows, while the session streams the words its partial
+    passes agree on and then completes the turn with a final pass that often hears more
+    (the last words, or a continued turn's second half). The rest is sent when the final
+    begins with what was said (letters compared, punctuation and case aside); a final
+    that heard the start differently cannot be taken back, and adds nothing."""
+    if not _letters(said):
+        return final if _letters(final) else ""
+    target, seen = _letters(said), 0
+    for index, char in enumerate(final):
+        if seen >= len(target):
+            rest = final[index:]
+            return rest if _letters(rest) else ""
+        if char.isalnum():
+            low = char.lower()
+            if target[seen : seen + len(low)] != low:
+                return ""
+            seen += len(low)
+    return ""
