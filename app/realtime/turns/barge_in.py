@@ -45,6 +45,11 @@ class BargeIn:
 
     # -- the server's track ---------------------------------------------------------------
 
+    def silence_with(self, output: OutputHold) -> None:
+        """`output` goes silent at the first sound over an answer: a transport's own
+        player (a xiaozhi board's queue), made after the session, in place of WebRTC's."""
+        self.output = output
+
     def hold_while_heard(self, heard: bool) -> None:
         """Speech over the answer that has not passed the barge-in hold yet (`heard`: it
         is heard now, over an answer it may interrupt): the track goes silent at once

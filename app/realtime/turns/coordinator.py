@@ -193,6 +193,10 @@ class TurnCoordinator:
         td = self.turn_detection
         return PATIENCE[td.eagerness if td and td.eagerness else "auto"]
 
+    def speech_counts(self) -> bool:
+        """Whether the speech heard now was taken as the user's (it may interrupt)."""
+        return self.turn is not None and self.turn.confirmed
+
     def _send_delta(self, item_id: str, delta: str) -> None:
         if self.show_transcripts:
             self.emit(TranscriptionDelta(item_id=item_id, delta=delta))

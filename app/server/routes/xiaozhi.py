@@ -129,10 +129,12 @@ async def device(websocket: WebSocket, state: WsState) -> None:
     )
     # the board stops at the first sound over an answer, not at speech_started
     turns = session.turns
-    session.turns.barge_in.output = BoardHold(
-        transport.replies,
-        realtime=lambda: transport.mode == "realtime",
-        confirmed=lambda: turns.turn is not None and turns.turn.confirmed,
+    turns.barge_in.silence_with(
+        BoardHold(
+            transport.replies,
+            realtime=lambda: transport.mode == "realtime",
+            confirmed=turns.speech_counts,
+        )
     )
     await websocket.send_text(json.dumps(server_hello(session.id)))
     log.info("xiaozhi device %s: session %s (protocol v%d)", device_id, session.id, hello.version)
