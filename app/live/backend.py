@@ -23,9 +23,10 @@ from app.protocol import events
 from app.protocol.errors import ProtocolError
 
 INSTRUCTIONS = (
-    "You work out answers for a voice assistant, which will say your conclusion to the "
-    "user. Reply with the conclusion only, in one or two short spoken sentences that make "
-    "sense on their own (say 'Two plus two is four.', not '4')."
+    "You work out answers for a voice assistant, which will read your reply to the user "
+    "as it is. Reply with the conclusion only: one or two short spoken sentences, the "
+    "first a complete sentence that restates what was asked (say 'Shakespeare wrote "
+    "Romeo and Juliet.', not 'Shakespeare'; 'Two plus two is four.', not '4')."
 )
 # A reasoning model's thinking budget by `reasoning.effort` (tokens inside <think>).
 REASONING_TOKENS = {"none": 0, "minimal": 64, "low": 256, "medium": 1024, "high": 4096}

@@ -56,6 +56,10 @@ def test_the_backend_calls_the_clients_function_and_concludes_from_its_output(
     llms = LLMCatalog.from_settings(live, shared_components.settings)  # loads Qwen for real
     components = dataclasses.replace(shared_components, llm=live, llms=llms)
     responses = {"model": QWEN, "tools": [WEATHER], "tool_choice": "required"}
+    responses["instructions"] = (  # the application's backend prompt, as OpenAI's guide has it
+        "You find the weather for a voice assistant. Call get_weather for the city asked "
+        "about, then say the weather there in one short sentence."
+    )
     delegation = {"type": "responses", "responses": {**responses, "max_output_tokens": 64}}
 
     async def main(address: str) -> LiveClient:
