@@ -109,7 +109,9 @@ def load_model(
     gguf_path = gguf_source(model_dir)
     if gguf_path is not None:  # no fp32 copy: straight from the file, tensor by tensor
         load_gguf_weights(model, gguf_path, model_dir, quantization, group_size)
-        return _ready(model, device, dtype, int8_kernel)
+        cache = quant_cache(model_dir, gguf_path, quantization, group_size, device, dtype)
+        transposed = cache.sibling("int_mm") if cache is not None and cache.layout else None
+        return _ready(model, device, dtype, int8_kernel, transposed)
     cache, cached = None, None
     if quantization != "none":
         cache = quantized_model.QuantCache(model_dir, quantization, group_size)
@@ -142,11 +144,15 @@ def load_model(
 
 
 def _ready(
-    model: LlamaForCausalLM, device: torch.device, dtype: torch.dtype, int8_kernel: str
+    model: LlamaForCausalLM,
+    device: torch.device,
+    dtype: torch.dtype,
+    int8_kernel: str,
+    transposed: quantized_model.QuantCache | None = None,
 ) -> LlamaForCausalLM:
     """After the weights: kernels' layouts and paths, the flat pass, the rotary table."""
     model.prepare()
-    model.int8_paths = quantized_model.prepare_quantized(model, int8_kernel)
+    model.int8_paths = quantized_model.prepare_quantized(model, int8_kernel, transposed)
     model.flatten()
     model.rotary.build(device, dtype)
     return model.eval()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -65,6 +66,15 @@ class QuantCache:
             digest = hashlib.sha256(str(model_dir.resolve()).encode()).hexdigest()[:12]
             self.path = cache_root() / "quantized" / f"{model_dir.name}-{digest}" / name
         self.manifest = self.path.with_suffix(".json")
+
+    def sibling(self, part: str) -> QuantCache:
+        """The cache of tensors made from this one's (``part`` names them), under the same
+        key: their own file and manifest beside it."""
+        other = copy.copy(self)
+        other.tag = f"{self.tag}-{part}"
+        other.path = self.path.with_name(f"{other.tag}-{self.key}.safetensors")
+        other.manifest = other.path.with_suffix(".json")
+        return other
 
     def load(self) -> dict[str, torch.Tensor] | None:
         """The cached tensors (memory-mapped), or None: absent, or not what its manifest

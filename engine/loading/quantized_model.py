@@ -159,18 +159,21 @@ def quantize_model(
 HEAD_SLICE = 8192  # the head's outputs KernelChoice times
 
 
-def prepare_quantized(model: nn.Module, int8_kernel: str = "measure") -> dict[str, str]:
+def prepare_quantized(
+    model: nn.Module, int8_kernel: str = "measure", transposed: QuantCache | None = None
+) -> dict[str, str]:
     """After the float layers' ``prepare``: pick kernels, the int8 projections' paths
     by measurement (KernelChoice; ``int8_kernel`` may force one); an int8 tied head
     shares the embedding's int8 table (ignoring any packed float head ``prepare`` made).
-    Returns each int8 shape's paths by row class, as the startup log gives them, and
-    the head's under ``"head <in>x<out>"``."""
-    choosing: list[Int8Linear] = []
+    ``transposed``: where the int_mm path's transposed weights are cached (making them
+    from the packed layout took seconds a start). Returns each int8 shape's paths by row
+    class, as the startup log gives them, and the head's under ``"head <in>x<out>"``."""
+    choosing: dict[str, Int8Linear] = {}
     for name, module in quantized_modules(model):
         if isinstance(module, (Int8Linear, Int4Linear)):
             module.prepare()
         if isinstance(module, Int8Linear) and module.vnni is not None and name != "lm_head":
-            choosing.append(module)
+            choosing[name] = module
     emb = getattr(model, "embed_tokens", None)
     head: Int8Linear | None = getattr(model, "lm_head", None)
     if isinstance(emb, Int8Embedding) and head is None:
@@ -179,9 +182,15 @@ def prepare_quantized(model: nn.Module, int8_kernel: str = "measure") -> dict[st
         head.prepare(release=False)  # the embedding still gathers rows from it
         model.tied_head = head  # type: ignore[assignment]
     chooser = KernelChoice(int8_kernel)
-    choices = chooser.choose((m.in_features, m.out_features) for m in choosing)
-    for module in choosing:
+    choices = chooser.choose((m.in_features, m.out_features) for m in choosing.values())
+    cached = transposed.load() if transposed is not None else None
+    for name, module in choosing.items():
+        if cached is not None and f"{name}.weight_t" in cached:
+            module.weight_t = cached[f"{name}.weight_t"]  # take_paths then keeps it
         module.take_paths(choices[(module.in_features, module.out_features)].paths)
+    made = {f"{n}.weight_t": m.weight_t for n, m in choosing.items() if m.weight_t is not None}
+    if transposed is not None and cached is None and made:
+        transposed.save(made)
     summary = {}
     for (k, n), choice in choices.items():
         log.info("int8 %dx%d (%s): %s", k, n, chooser.source, choice.describe())

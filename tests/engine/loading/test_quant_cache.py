@@ -115,3 +115,28 @@ def test_the_key_is_the_gguf_sha256_when_recorded_and_old_keys_are_removed(
     assert names == [by_sha.manifest.name, by_sha.path.name]  # the path-keyed pair is gone
     loaded = by_sha.load()
     assert loaded is not None and torch.equal(loaded["x"], torch.arange(4))
+
+
+def test_the_int_mm_paths_transposed_weights_are_cached_bit_identical(tmp_path: Path) -> None:
+    """A start on the int_mm path read its transposed weights from a cache beside the
+    packed one, equal to those made from the packed layout, and answers the same."""
+    from engine import LLM, SamplingParams
+
+    model_dir, _ = gguf_model(tmp_path, "qwen2")
+    path = gguf_source(model_dir)
+    assert path is not None
+    params = SamplingParams(max_tokens=6, temperature=0, ignore_eos=True)
+    first = LLM(str(model_dir), quantization="int8", int8_kernel="int_mm")
+    made = {n: m.weight_t for n, m in first.model.named_modules() if hasattr(m, "weight_t")}
+    sibling = QuantCache(model_dir, "int8", 128, path, "vnni").sibling("int_mm")
+    if not sibling.path.is_file():
+        pytest.skip("no packed layout here (our CPU kernels are not built)")
+    second = LLM(str(model_dir), quantization="int8", int8_kernel="int_mm")
+    read = {n: m.weight_t for n, m in second.model.named_modules() if hasattr(m, "weight_t")}
+    assert made.keys() == read.keys() and any(t is not None for t in made.values())
+    for name, tensor in made.items():
+        if tensor is not None:
+            assert torch.equal(tensor, read[name]), name
+    assert [o.token_ids for o in first.generate([[5, 9, 3]], params)] == [
+        o.token_ids for o in second.generate([[5, 9, 3]], params)
+    ]
