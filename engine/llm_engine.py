@@ -286,10 +286,9 @@ class LLMEngine:
             self.clusterer.close()
 
     def warmup(self) -> None:
-        """Run each kind of step once, then forget it: what a first request would pay
-        once (every weight's first touch, torch's int_mm set up for a long prefill) is
-        paid here, and no more, since readiness waits for it."""
-        # 65 rows: the first of the kernels' largest row class (kernel_choice.ROW_CLASSES)
+        """Run each kind of step once (a first request's one-off costs: every weight's
+        first touch, int_mm's set-up), no more: readiness waits for it. 65 rows: the
+        first of the kernels' largest row class (kernel_choice.ROW_CLASSES)."""
         n = max(2, min(65, self.max_model_len // 2, self.config.max_num_batched_tokens))
         gen = torch.Generator().manual_seed(0)
         vocab = int(self.model_config.vocab_size)
