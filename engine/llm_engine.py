@@ -286,10 +286,10 @@ class LLMEngine:
             self.clusterer.close()
 
     def warmup(self) -> None:
-        """Run each kind of step once (a first request's one-off costs: every weight's
-        first touch, int_mm's set-up), no more: readiness waits for it. 65 rows: the
-        first of the kernels' largest row class (kernel_choice.ROW_CLASSES)."""
-        n = max(2, min(65, self.max_model_len // 2, self.config.max_num_batched_tokens))
+        """Run a prefill and a decode once (a first request's one-off cost: every weight's
+        first touch), no more: readiness waits for it. 40 + 3 x 8 rows stay under the
+        row class where int_mm may run (kernel_choice.ROW_CLASSES): it costs seconds."""
+        n = max(2, min(40, self.max_model_len // 2, self.config.max_num_batched_tokens))
         gen = torch.Generator().manual_seed(0)
         vocab = int(self.model_config.vocab_size)
         prompts = [torch.randint(vocab, (n,), generator=gen).tolist()]
