@@ -16,6 +16,11 @@ ASKING = {
     "would", "should", "shall", "may", "tell", "explain", "name", "calculate", "compute",
     "convert", "define", "describe", "give", "list", "find", "please",
 }  # fmt: skip
+# ... or by the word after one of these ("In which country ...", "So how long ...").
+LEADS = {
+    "in", "on", "at", "for", "from", "to", "by", "with", "about", "of", "and", "so", "but",
+    "ok", "okay", "well", "hey", "um", "uh",
+}  # fmt: skip
 ASKING_ZH = ("吗", "什么", "几", "多少", "怎么", "怎样", "哪", "谁", "为什么", "请", "如何")
 
 
@@ -28,5 +33,5 @@ def routed(route: str, transcript: str) -> bool:
         return True
     if any(p in said for p in ASKING_ZH):
         return True
-    words = said.lower().replace(",", " ").split()
-    return bool(words) and words[0].strip(".!") in ASKING
+    words = [w.strip(".!") for w in said.lower().replace(",", " ").split()]
+    return words[0] in ASKING or (len(words) > 1 and words[0] in LEADS and words[1] in ASKING)
