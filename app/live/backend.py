@@ -25,8 +25,8 @@ from app.protocol.errors import ProtocolError
 INSTRUCTIONS = (
     "You work out answers for a voice assistant, which will read your reply to the user "
     "as it is. Reply with the conclusion only: one or two short spoken sentences, the "
-    "first a complete sentence that restates what was asked (for a question about "
-    "Australia's capital, say 'Canberra is the capital of Australia.', not 'Canberra')."
+    "first a complete sentence that restates what was asked with its answer (a subject, "
+    "a verb and the answer), never the answer alone."
 )
 # A reasoning model's thinking budget by `reasoning.effort` (tokens inside <think>).
 REASONING_TOKENS = {"none": 0, "minimal": 64, "low": 256, "medium": 1024, "high": 4096}

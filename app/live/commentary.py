@@ -3,6 +3,12 @@ no answer runs and the user is not in a turn. It is told so by a stage direction
 ends its prompt, as a late tool result is (a small model told the words last, quoted,
 says them; left with a system message earlier in the prompt, it talks past them).
 
+Server delegation's conclusion is said as the backend wrote it: the voice speaks it and
+no live model rewrites it. The backend is the bigger model, and the small live models
+here, told to repeat its words, garbled or talked past them (`r1voice bench answers
+--voice-delegation`: the delegated answer right, the spoken one wrong). A client's
+commentary still goes through the live model, which fits it to the conversation.
+
 A client's commentary was acknowledged when it was appended
 (`session.commentary.appended` with its event id). Server delegation's commentary (the
 backend's conclusion) is appended by the server itself: it goes onto the timeline where
@@ -46,9 +52,12 @@ class Commentary:
             if not self._session.idle:
                 await asyncio.sleep(0.1)  # polled: no event says the session became idle
                 continue
-            note = NOTE.format(" ".join(self._to_say))
+            words = " ".join(self._to_say)
             try:
-                self._session.responses.start(note=note)
+                if self._servers == len(self._to_say):  # the backend's own words, as they are
+                    self._session.responses.start(say=words)
+                else:
+                    self._session.responses.start(note=NOTE.format(words))
             except ProtocolError:  # an answer started meanwhile: at its end
                 await asyncio.sleep(0.1)
                 continue

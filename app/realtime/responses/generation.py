@@ -88,6 +88,12 @@ class Generation:
         """The answer, in rounds: a round that called MCP tools is followed by one that
         answers from their results and calls none (the small models here, offered the
         tools again, call them again rather than answer)."""
+        if self.spec.say is not None:  # words to say as they are: no model writes them
+            self._words(self.spec.say, clauses)
+            for clause in self._chunker.flush():
+                self._queue_clause(clause, clauses)
+            clauses.put_nowait(None)
+            return
         offered = [*self.spec.tools, *(ref.spec for ref in await self._mcp_tools())]
         for round_ in range(MAX_TOOL_ROUNDS):
             choice = self.spec.tool_choice if round_ == 0 else "none"

@@ -58,11 +58,13 @@ class Responses:
         idle_ms: int | None = None,
         event_id: str | None = None,
         note: str | None = None,
+        say: str | None = None,
     ) -> Response | None:
         """Start an answer; None once the session is closing. Refused while one runs.
         `early_user_text`: a turn still being spoken, heard in `early_language`;
         `idle_ms`: an idle nudge, the user has said nothing for that long;
-        `event_id`: the client's `response.create`, if it asked."""
+        `event_id`: the client's `response.create`, if it asked; `say`: words said as
+        they are, written by no model."""
         if self._closed:
             return None
         if early_user_text is not None and self._spec(None, None).mcp_servers:
@@ -77,6 +79,8 @@ class Responses:
         note = note or self._cancelled(early_user_text, idle_ms)
         if note is not None:
             spec = dataclasses.replace(spec, note=note)
+        if say is not None:
+            spec = dataclasses.replace(spec, say=say)
         response = Response(spec, self._deps, timing, self._ended)
         self.active = response
         self._recent[response.item_id] = response

@@ -48,6 +48,7 @@ class ResponseSpec:
     tool_choice: str = "auto"  # "auto" | "none" | "required" | a function's name
     mcp_servers: tuple[McpTool, ...] = ()  # MCP servers whose tools the model may call
     note: str | None = None  # a stage direction ending the prompt (a tool's late result)
+    say: str | None = None  # words said as they are, with no model (GPT-Live's commentary)
     language: str | None = None  # the session's transcription language (None: detected)
     event_id: str | None = None  # the client's `response.create`, echoed by its errors
 

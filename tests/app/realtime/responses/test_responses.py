@@ -98,3 +98,41 @@ def test_a_held_early_answer_gives_way_to_the_clients_response() -> None:
     assert [e["type"] for e in seen if e["type"] in ("response.created", "error")] == [
         "response.created"  # the client's own, and nothing of the early answer
     ]
+
+
+def test_words_to_say_are_said_as_they_are_and_no_model_writes_them() -> None:
+    """GPT-Live's commentary (app/live/commentary.py) is said as written: a small model
+    told to repeat it garbled it."""
+
+    async def main() -> tuple[ScriptedLLM, Conversation, list[Any], list[ResponseOutcome]]:
+        llm = ScriptedLLM(["Something else entirely."])
+        conversation = Conversation()
+        conversation.add(Item(id="user1", role="user", text="Who wrote Hamlet?"))
+        seen: list[Any] = []
+        deps = ResponseDeps(
+            sink=seen.append,
+            conversation=conversation,
+            llm=llm,
+            voices=ScriptedVoices(),
+            audio_lead_ms=10_000,
+        )
+        outcomes: list[ResponseOutcome] = []
+        ended = asyncio.Event()
+
+        def done(outcome: ResponseOutcome) -> None:
+            outcomes.append(outcome)
+            ended.set()
+
+        responses = Responses(SessionConfig.default(Settings(), llm.model), deps, done)
+        responses.start(say="William Shakespeare wrote Hamlet. It was about 1600.")
+        await ended.wait()
+        return llm, conversation, seen, outcomes
+
+    llm, conversation, seen, outcomes = asyncio.run(main())
+    assert [o.status for o in outcomes] == ["completed"]
+    assert llm.prompts == []  # no model was asked
+    said = "William Shakespeare wrote Hamlet. It was about 1600."
+    answer = conversation.get(conversation.last_id or "")
+    assert (answer.role, answer.text) == ("assistant", said)
+    deltas = [e.delta for e in seen if type(e).__name__ == "AudioTranscriptDelta"]
+    assert "".join(deltas).strip() == said
