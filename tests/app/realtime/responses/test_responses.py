@@ -16,19 +16,20 @@ from app.settings import Settings
 from tests.fakes import ScriptedLLM, ScriptedVoices
 
 
+def _deps(conversation: Conversation, llm: ScriptedLLM, sink: Any) -> ResponseDeps:
+    """A session's response parts around a scripted LLM, its voice far ahead of playback."""
+    return ResponseDeps(
+        sink=sink, conversation=conversation, llm=llm, voices=ScriptedVoices(), audio_lead_ms=10_000
+    )
+
+
 def test_a_switched_llm_answers_from_the_next_response_on() -> None:
     async def main() -> tuple[ScriptedLLM, ScriptedLLM, list[ResponseOutcome]]:
         hold = asyncio.Event()
         first, second = ScriptedLLM(["Old."], hold=hold), ScriptedLLM(["New."])
         conversation = Conversation()
         conversation.add(Item(id="user1", role="user", text="What is it?"))
-        deps = ResponseDeps(
-            sink=lambda _event: None,
-            conversation=conversation,
-            llm=first,
-            voices=ScriptedVoices(),
-            audio_lead_ms=10_000,
-        )
+        deps = _deps(conversation, first, lambda _event: None)
         outcomes: list[ResponseOutcome] = []
         ended = asyncio.Event()
 
@@ -63,13 +64,7 @@ def test_a_held_early_answer_gives_way_to_the_clients_response() -> None:
         conversation = Conversation()
         conversation.add(Item(id="user1", role="user", text="What is it?"))
         seen: list[dict[str, Any]] = []
-        deps = ResponseDeps(
-            sink=seen.append,
-            conversation=conversation,
-            llm=llm,
-            voices=ScriptedVoices(),
-            audio_lead_ms=10_000,
-        )
+        deps = _deps(conversation, llm, seen.append)
         outcomes: list[ResponseOutcome] = []
         two = asyncio.Event()
 
@@ -109,13 +104,7 @@ def test_words_to_say_are_said_as_they_are_and_no_model_writes_them() -> None:
         conversation = Conversation()
         conversation.add(Item(id="user1", role="user", text="Who wrote Hamlet?"))
         seen: list[Any] = []
-        deps = ResponseDeps(
-            sink=seen.append,
-            conversation=conversation,
-            llm=llm,
-            voices=ScriptedVoices(),
-            audio_lead_ms=10_000,
-        )
+        deps = _deps(conversation, llm, seen.append)
         outcomes: list[ResponseOutcome] = []
         ended = asyncio.Event()
 
