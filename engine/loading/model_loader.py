@@ -16,7 +16,9 @@ from engine.architectures import MODEL_REGISTRY, LlamaForCausalLM
 from engine.errors import ConfigError, ModelLoadError
 from engine.layers import quantization as quantization_module
 from engine.loading import model_store, quantized_model
+from engine.loading.fast_tokenizer import FastTokenizer
 from engine.loading.gguf_weights import load_gguf_weights, quant_cache
+from engine.loading.model_config import ModelConfig
 from engine.loading.model_store import gguf_source, resolve_model
 
 if TYPE_CHECKING:
@@ -33,9 +35,8 @@ _FUSED = {
 
 
 def load_config(model_dir: Path) -> Any:
-    """The transformers config of a model directory, or ModelLoadError."""
-    import transformers
-
+    """The config of a model directory (its config.json as it is when that is complete,
+    see ModelConfig; else transformers' AutoConfig), or ModelLoadError."""
     try:
         raw = json.loads((model_dir / "config.json").read_text())
     except (OSError, ValueError) as exc:
@@ -46,10 +47,38 @@ def load_config(model_dir: Path) -> Any:
             f"unsupported architecture model_type={model_type!r} in {model_dir}; "
             f"the engine implements {sorted(MODEL_REGISTRY)}"
         )
+    if ModelConfig.complete(raw):
+        return ModelConfig(raw)
+    import transformers
+
     try:
         return transformers.AutoConfig.from_pretrained(str(model_dir))
     except Exception as exc:  # transformers raises many types for a bad config
         raise ModelLoadError(f"cannot parse the config of {model_dir}: {exc}") from exc
+
+
+def materialize(model: nn.Module, device: torch.device, dtype: torch.dtype) -> None:
+    """``model.to_empty(device=device).to(dtype)`` for a model built on the meta device,
+    allocating with ``torch.empty`` (floating tensors in ``dtype``): ``empty_like`` of a
+    meta tensor runs torch._refs, whose first call imports sympy (half a second a start)."""
+    made: dict[int, torch.Tensor] = {}  # a tensor two modules share stays shared
+
+    def empty(t: torch.Tensor) -> torch.Tensor:
+        if id(t) not in made:
+            kind = dtype if t.is_floating_point() else t.dtype
+            made[id(t)] = torch.empty(t.shape, dtype=kind, device=device)
+        return made[id(t)]
+
+    for module in model.modules():
+        for name, param in module._parameters.items():
+            if param is not None:
+                new = empty(param)
+                if not isinstance(new, nn.Parameter):
+                    new = made[id(param)] = nn.Parameter(new, param.requires_grad)
+                module._parameters[name] = new
+        for name, buffer in module._buffers.items():
+            if buffer is not None:
+                module._buffers[name] = empty(buffer)
 
 
 def _open_checkpoint(model_dir: Path) -> dict[str, Any]:
@@ -105,7 +134,7 @@ def load_model(
     quantization_module.check_method(quantization, group_size)
     if quantization == "int4":  # fail before reading any weight
         quantized_model.check_group_size(model, group_size)
-    model.to_empty(device=device).to(dtype)
+    materialize(model, device, dtype)
     gguf_path = gguf_source(model_dir)
     if gguf_path is not None:  # no fp32 copy: straight from the file, tensor by tensor
         load_gguf_weights(model, gguf_path, model_dir, quantization, group_size)
@@ -179,7 +208,7 @@ def write_quantized_cache(model_dir: Path, quantization: str, group_size: int = 
     config = load_config(model_dir)
     with torch.device("meta"):
         model = MODEL_REGISTRY[config.model_type](config)
-    model.to_empty(device=cpu)
+    materialize(model, cpu, torch.float32)
     load_gguf_weights(model, gguf_path, model_dir, quantization, group_size)
 
 
@@ -223,6 +252,11 @@ def load(config: EngineConfig) -> LoadedModel:
 
 
 def load_tokenizer(model_dir: Path) -> Any:
+    """The directory's tokenizer: a FastTokenizer (no transformers import) where it
+    reads the files as transformers would, else transformers' AutoTokenizer."""
+    fast = FastTokenizer.load(model_dir)
+    if fast is not None:
+        return fast
     import transformers
 
     try:

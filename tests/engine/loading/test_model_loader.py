@@ -45,3 +45,60 @@ def test_bfloat16_runs_and_mostly_agrees(tiny_llama: Path) -> None:
         .token_ids
     )
     assert len(bf16) == 6 and bf16[0] == fp32[0]
+
+
+def test_materialize_matches_to_empty_then_to(tiny_llama: Path) -> None:
+    """The loader allocates the meta-built model itself (no sympy import): the same
+    tensors as ``to_empty(device).to(dtype)`` (names, shapes, dtypes, devices, grads)."""
+    from engine.architectures import MODEL_REGISTRY
+    from engine.loading.model_loader import load_config, materialize
+
+    config = load_config(tiny_llama)
+
+    def built() -> torch.nn.Module:
+        with torch.device("meta"):
+            return MODEL_REGISTRY[config.model_type](config)
+
+    for dtype in (torch.float32, torch.bfloat16):
+        ours, theirs = built(), built()
+        assert len(list(ours.parameters())) > 10
+        materialize(ours, torch.device("cpu"), dtype)
+        theirs.to_empty(device=torch.device("cpu")).to(dtype)
+        for kind in ("named_parameters", "named_buffers"):
+            mine = {n: t for n, t in getattr(ours, kind)()}
+            ref = {n: t for n, t in getattr(theirs, kind)()}
+            assert list(mine) == list(ref)
+            for name, tensor in mine.items():
+                other = ref[name]
+                assert (tensor.shape, tensor.dtype, tensor.device) == (
+                    other.shape,
+                    other.dtype,
+                    other.device,
+                ), name
+                assert type(tensor) is type(other) and tensor.requires_grad == other.requires_grad
+
+
+def test_loading_a_prepared_model_imports_neither_transformers_nor_sympy(
+    smollm2_dir: Path,
+) -> None:
+    """A cold start's load: config and tokenizer without transformers (ModelConfig,
+    FastTokenizer), the meta-built model allocated without sympy (materialize)."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\nfrom pathlib import Path\nimport torch\n"
+        "from engine.loading.model_loader import load_model, load_tokenizer\n"
+        f"d = Path({str(smollm2_dir)!r})\n"
+        "m = load_model(d, torch.device('cpu'), torch.float32)\n"
+        "assert load_tokenizer(d).encode('Hi') and m.config\n"
+        "print(json.dumps(sorted({n.split('.')[0] for n in sys.modules})))"
+    )
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    loaded = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert "torch" in loaded and "tokenizers" in loaded
+    assert not loaded & {"transformers", "sympy"}, sorted(loaded & {"transformers", "sympy"})

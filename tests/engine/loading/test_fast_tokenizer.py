@@ -1,0 +1,175 @@
+"""FastTokenizer answers as transformers' tokenizer does, on every bundled model."""
+
+from __future__ import annotations
+
+import json
+import random
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import pytest
+import transformers
+
+from engine.loading.fast_tokenizer import FastTokenizer
+from engine.loading.model_loader import load_tokenizer
+from engine.loading.model_store import BUNDLED_LLMS, bundled_llm_dir, is_complete
+
+TEXTS = [
+    "Hello world",
+    "",
+    " leading space and trailing   ",
+    "Paris, héllo 你好 🎉 — naïve café",
+    unicodedata.normalize("NFD", "café naïve Ångström"),  # decomposed: NFC matters
+    "<|im_start|>user\nHi<|im_end|>",
+    "<think>\nfirst</think> then <tool_call>{}</tool_call>",
+    "It's 3.14159 and I'll've 12,345 dollars\r\n\ttabs\n\n\nnewlines",
+    "def f(x):\n    return x ** 2  # code\n",
+    "北京是中国的首都。今天天气怎么样？",
+    "<|endoftext|><|fim_prefix|>x<|fim_suffix|>",
+]
+CHATS: list[list[dict[str, Any]]] = [
+    [{"role": "user", "content": "What is the capital of France?"}],
+    [
+        {"role": "system", "content": "You are a voice assistant. Answer in one sentence."},
+        {"role": "user", "content": "Hi there"},
+        {"role": "assistant", "content": "Hello! How can I help?"},
+        {"role": "user", "content": "北京的天气怎么样？"},
+    ],
+    [{"role": "user", "content": "a <|im_end|> inside, and 🎉", "name": None}],
+    [{"role": "assistant", "content": "I think.", "reasoning_content": "hmm"}],
+]
+R1_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|><think>\n{% endif %}"
+)
+
+
+def _bundled() -> list[Path]:
+    dirs = [bundled_llm_dir(n) for n in BUNDLED_LLMS if is_complete(bundled_llm_dir(n))]
+    if not dirs:
+        pytest.skip("no bundled LLM is prepared (r1voice models prepare)")
+    return dirs
+
+
+@pytest.fixture(scope="module", params=[n for n in BUNDLED_LLMS])
+def pair(request: pytest.FixtureRequest) -> tuple[Any, Any]:
+    model_dir = bundled_llm_dir(request.param)
+    if not is_complete(model_dir):
+        pytest.skip(f"{request.param} is not prepared (r1voice models prepare)")
+    fast = load_tokenizer(model_dir)
+    assert isinstance(fast, FastTokenizer)  # no transformers on the serving path
+    return fast, transformers.AutoTokenizer.from_pretrained(str(model_dir))
+
+
+def test_encode_and_batch_as_transformers(pair: tuple[Any, Any]) -> None:
+    fast, slow = pair
+    for text in TEXTS:
+        for special in (True, False):
+            assert fast.encode(text, add_special_tokens=special) == slow.encode(
+                text, add_special_tokens=special
+            ), text
+            assert fast(text, add_special_tokens=special)["input_ids"] == list(
+                slow(text, add_special_tokens=special)["input_ids"]
+            )
+    assert fast(TEXTS, add_special_tokens=False)["input_ids"] == [
+        list(ids) for ids in slow(TEXTS, add_special_tokens=False)["input_ids"]
+    ]
+
+
+def test_decode_as_transformers(pair: tuple[Any, Any]) -> None:
+    fast, slow = pair
+    rng = random.Random(7)
+    vocab = len(slow)
+    specials = [slow.convert_tokens_to_ids(t) for t in ("<|im_start|>", "<|im_end|>")]
+    sequences = [slow.encode(t) for t in TEXTS]
+    sequences += [[rng.randrange(vocab) for _ in range(12)] + specials for _ in range(20)]
+    for ids in sequences:
+        for skip in (True, False):
+            assert fast.decode(ids, skip_special_tokens=skip) == slow.decode(
+                ids, skip_special_tokens=skip
+            ), ids
+    assert fast.decode(specials[0]) == slow.decode(specials[0])
+
+
+def test_vocabulary_and_special_tokens_as_transformers(pair: tuple[Any, Any]) -> None:
+    fast, slow = pair
+    assert fast.get_vocab() == slow.get_vocab()
+    assert len(fast) == len(slow)
+    assert fast.special_tokens_map == slow.special_tokens_map
+    for name in ("eos_token", "eos_token_id", "bos_token_id", "pad_token_id"):
+        assert getattr(fast, name) == getattr(slow, name), name
+    assert fast.chat_template == slow.chat_template
+
+
+def test_chat_template_as_transformers(pair: tuple[Any, Any]) -> None:
+    fast, slow = pair
+    for chat in CHATS:
+        for generation in (True, False):
+            args = {"add_generation_prompt": generation}
+            text = fast.apply_chat_template(chat, tokenize=False, **args)
+            assert text == slow.apply_chat_template(chat, tokenize=False, **args)
+            ids = fast.apply_chat_template(chat, tokenize=True, **args)["input_ids"]
+            assert ids == list(slow.apply_chat_template(chat, tokenize=True, **args)["input_ids"])
+            assert fast.apply_chat_template(chat, return_dict=False, **args) == ids
+
+
+def test_a_changed_template_renders_and_fails_as_transformers(pair: tuple[Any, Any]) -> None:
+    fast, slow = pair
+    saved = fast.chat_template
+    try:
+        fast.chat_template = slow.chat_template = R1_TEMPLATE
+        chat = CHATS[0]
+        assert fast.apply_chat_template(chat, add_generation_prompt=True, tokenize=False) == (
+            slow.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        )
+        fast.chat_template = slow.chat_template = "{{ raise_exception('roles must alternate') }}"
+        for tokenizer in (fast, slow):
+            with pytest.raises(Exception) as info:
+                tokenizer.apply_chat_template(chat)
+            assert (type(info.value).__name__, str(info.value)) == (
+                "TemplateError",
+                "roles must alternate",
+            )
+        fast.chat_template = slow.chat_template = (
+            "{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}"
+            "{{ m | tojson }}{% endfor %}{{ ns.n }}{{ dict(a=1) | tojson }}"
+        )
+        assert fast.apply_chat_template(CHATS[1], tokenize=False) == slow.apply_chat_template(
+            CHATS[1], tokenize=False
+        )
+    finally:
+        fast.chat_template = slow.chat_template = saved
+
+
+def test_what_it_does_not_do_itself_goes_to_transformers(pair: tuple[Any, Any]) -> None:
+    fast, slow = pair
+    ids = slow.encode("Hello world")
+    assert fast.convert_ids_to_tokens(ids) == slow.convert_ids_to_tokens(ids)
+    assert fast.decode(ids, clean_up_tokenization_spaces=True) == slow.decode(
+        ids, clean_up_tokenization_spaces=True
+    )
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    assert fast.apply_chat_template(CHATS[0], tools=tools, tokenize=False) == (
+        slow.apply_chat_template(CHATS[0], tools=tools, tokenize=False)
+    )
+
+
+def test_other_tokenizer_settings_are_left_to_transformers(tmp_path: Path) -> None:
+    source = _bundled()[0]
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        if (source / name).is_file():
+            (tmp_path / name).write_bytes((source / name).read_bytes())
+    assert FastTokenizer.load(tmp_path) is not None
+    settings = json.loads((source / "tokenizer_config.json").read_text())
+    for change in (
+        {"tokenizer_class": "LlamaTokenizer"},
+        {"clean_up_tokenization_spaces": True},
+        {"backend": "sentencepiece"},
+        {"eos_token": "<not-a-token>"},
+    ):
+        (tmp_path / "tokenizer_config.json").write_text(json.dumps({**settings, **change}))
+        assert FastTokenizer.load(tmp_path) is None, change
+        assert load_tokenizer(tmp_path) is None or not isinstance(
+            load_tokenizer(tmp_path), FastTokenizer
+        )
