@@ -22,11 +22,14 @@ from app.llm.tool_calls import tools_prompt as offer
 from app.protocol import events
 from app.protocol.errors import ProtocolError
 
+# The request is most often a speech transcript: told so, the backend answers what was
+# meant ("which planet is known as the red planet." unpunctuated had it say Mercury).
 INSTRUCTIONS = (
-    "You work out answers for a voice assistant, which will read your reply to the user "
-    "as it is. Reply with the conclusion only: one or two short spoken sentences, the "
-    "first a complete sentence that restates what was asked with its answer (a subject, "
-    "a verb and the answer), never the answer alone."
+    "You are the expert behind a friendly voice assistant. The user's request was "
+    "transcribed from speech, so a word may be misheard: answer what they most likely "
+    "meant. Your reply is read to the user as it is: one or two short spoken sentences "
+    "without lists, markdown or emojis, the first a complete sentence that restates what "
+    "was asked with its answer."
 )
 # A reasoning model's thinking budget by `reasoning.effort` (tokens inside <think>).
 REASONING_TOKENS = {"none": 0, "minimal": 64, "low": 256, "medium": 1024, "high": 4096}

@@ -99,11 +99,14 @@ async def work(
     delegation_id: str,
     emit: Emit,
     outputs: ToolOutputs,
+    response_id: str,
 ) -> str:
-    """The task worked out, tool calls and all: its conclusion (thinking dropped)."""
+    """The task worked out, tool calls and all: its conclusion (thinking dropped); its
+    first run is `response_id`, which session.delegation.created named."""
     messages = task_messages(config, task, context)
     for _ in range(MAX_ROUNDS):
-        response = {"id": events.new_id("resp"), "object": "response", "model": config.model}
+        response = {"id": response_id, "object": "response", "model": config.model}
+        response_id = events.new_id("resp")  # a continuation after tool outputs: its own
         emit({"type": "response.created", "response": {**response, "status": "in_progress"}})
         item_id = events.new_id("msg")
 

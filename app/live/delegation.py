@@ -24,6 +24,7 @@ from app.live.outbox import LiveOutbox
 from app.live.router import routed
 from app.llm.backend import ChatMessage
 from app.llm.catalog import LLMCatalog
+from app.protocol import events
 from app.protocol.server_events import Wire
 from app.protocol.server_events.live import DelegationCreated, ResponseEvent
 from app.realtime.session import Session
@@ -94,24 +95,32 @@ class Delegator:
     def _delegate(self, task: str) -> None:
         delegation_id = self.delegations.create(task)
         at = self._outbox.timeline.now_ms()
-        target = "client" if self.backend is None else "responses"
-        created = DelegationCreated(delegation_id=delegation_id, target=target, offset_ms=at)
-        self._outbox.emit(created)
-        if self.backend is not None:
-            job = asyncio.get_running_loop().create_task(
-                self._work(self.backend, delegation_id, task)
+        if self.backend is None:
+            self._outbox.emit(
+                DelegationCreated(delegation_id=delegation_id, target="client", offset_ms=at)
             )
-            self._working.add(job)
-            job.add_done_callback(self._working.discard)
+            return
+        response_id = events.new_id("resp")  # the task's first run, named to the client now
+        created = DelegationCreated(
+            delegation_id=delegation_id, target="responses", offset_ms=at, response_id=response_id
+        )
+        self._outbox.emit(created)
+        job = asyncio.get_running_loop().create_task(
+            self._work(self.backend, delegation_id, response_id, task)
+        )
+        self._working.add(job)
+        job.add_done_callback(self._working.discard)
 
-    async def _work(self, backend: ResponsesBackend, delegation_id: str, task: str) -> None:
+    async def _work(
+        self, backend: ResponsesBackend, delegation_id: str, response_id: str, task: str
+    ) -> None:
         """Server delegation: the backend model's conclusion, said as commentary."""
         context = [
             ChatMessage(item.role, item.text)
             for item in self._session.conversation.items
             if item.kind == "message" and item.role in ("user", "assistant") and item.text
         ][-CONTEXT_MESSAGES:]
-        if context and context[-1].role == "user" and context[-1].content == task:
+        if context and context[-1].role == "user" and context[-1].content.strip() == task:
             context.pop()  # a routed turn: the task is the user's last words
 
         def emit(event: dict[str, Any]) -> None:
@@ -119,7 +128,14 @@ class Delegator:
 
         try:
             said = await work(
-                backend, self._llms, task, context, delegation_id, emit, self.tool_outputs
+                backend,
+                self._llms,
+                task,
+                context,
+                delegation_id,
+                emit,
+                self.tool_outputs,
+                response_id,
             )
         except Exception as exc:  # a model that fails to load or answer: the user is told
             log.warning("delegation %s failed: %s", delegation_id, exc)

@@ -145,15 +145,20 @@ class OutputTranscriptDelta(LiveEvent):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DelegationCreated(LiveEvent):
     """The live model handed a task to `target` (`client`: the application answers with
-    thinking/commentary appends carrying `delegation_id`)."""
+    thinking/commentary appends carrying `delegation_id`; `responses`: the server's
+    backend works it, `response_id` naming the task's Responses stream, omitted for the
+    client, as OpenAI's `Delegation` has it)."""
 
     TYPE = "session.delegation.created"
     delegation_id: str
     target: str
     offset_ms: int
+    response_id: str | None = None
 
     def fields(self) -> Wire:
         delegation = {"id": self.delegation_id, "target": self.target, "type": "delegation"}
+        if self.response_id is not None:
+            delegation["response_id"] = self.response_id
         return {"delegation": delegation, "offset_ms": self.offset_ms}
 
 

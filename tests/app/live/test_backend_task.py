@@ -115,6 +115,11 @@ def test_the_backend_calls_the_clients_function_and_concludes_from_its_output(
         "response.output_item.done",  # the conclusion
         "response.completed",
     ]
+    # the first run is the response session.delegation.created named; the run after the
+    # tool outputs is a response of its own
+    first, then = (e["response"]["id"] for e in nested(client, "response.created"))
+    assert first == client.of("session.delegation.created")[0]["delegation"]["response_id"]
+    assert then != first
     call = nested(client, "response.output_item.done")[0]["item"]
     assert call["name"] == "get_weather"
     assert "paris" in call["arguments"].lower()

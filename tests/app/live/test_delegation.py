@@ -58,6 +58,7 @@ def test_a_delegated_task_is_answered_by_the_clients_commentary(scripted_live: A
     (created,) = client.of("session.delegation.created")
     assert created["delegation"]["target"] == "client"
     assert created["delegation"]["type"] == "delegation"
+    assert "response_id" not in created["delegation"]  # omitted for client delegation
     assert created["offset_ms"] >= 0
     assert client.said() == "".join(WAIT + ANSWER)  # the tool call itself is never spoken
     errors = {e["client_event_id"]: e["error"] for e in client.of("error")}
@@ -118,6 +119,11 @@ def test_server_delegation_runs_the_task_on_the_backend_model(scripted_live: Any
         client = asyncio.run(main(address))
     (created,) = client.of("session.delegation.created")
     assert created["delegation"]["target"] == "responses"
+    # the delegation names its Responses stream, as OpenAI's Delegation.response_id does
+    streams = [e["event"] for e in client.of("response.event")]
+    assert streams[0]["type"] == "response.created"
+    assert created["delegation"]["response_id"] == streams[0]["response"]["id"]
+    assert streams[-1]["response"]["id"] == created["delegation"]["response_id"]
     # the conclusion is said as the backend wrote it: no live model rewrites it
     assert "that" in client.said() and client.said().endswith("It is 42, six times seven.")
     (error,) = client.of("error")
