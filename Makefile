@@ -57,8 +57,9 @@ test: models lint
 	$(VENV)/bin/pytest -q
 	node --test tests/web
 
-# npm packages of the Node client tests (tests/clients/node: @openai/agents-realtime and
-# openai's Live client, run by tests/clients/test_node_client.py and test_node_live.py)
+# npm packages of the Node client tests (tests/clients/node: @openai/agents-realtime,
+# openai's Live client and @roamhq/wrtc, whose npm package ships the libwebrtc binary its
+# WebRTC test runs on; run by tests/clients/test_node_client.py and test_node_live.py)
 NODE_CLIENTS := tests/clients/node
 NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
 $(NODE_STAMP): $(NODE_CLIENTS)/package.json $(NODE_CLIENTS)/package-lock.json

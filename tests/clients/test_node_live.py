@@ -5,7 +5,13 @@ append, a client delegation answered with commentary, a sideband attached to a r
 session that appends instructions and closes it; each ends with the close. The scenarios live
 in node/live.test.mjs (node's built-in test runner); every server event they received is
 checked here against the openai Python SDK's Live event models. `make test` installs the
-npm packages (npm ci). WebRTC from Node is not tested: Node has no native WebRTC."""
+npm packages (npm ci).
+
+Over WebRTC (node/live_webrtc.test.mjs): the SDK's OpenAILiveWebRTC with its SDP exchange
+done by `client.live.create()`; Node has no RTCPeerConnection, so @roamhq/wrtc (libwebrtc,
+prebuilt in its npm package) supplies it and the microphone and speaker: the spoken clip
+goes up the audio track, its transcript and the answer's come on the data channel, the
+answer's audio on the remote track, then the close."""
 
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ from tests.fakes import ScriptedLLM
 
 NODE_DIR = Path(__file__).parent / "node"
 SCRIPT = NODE_DIR / "live.test.mjs"
+WEBRTC_SCRIPT = NODE_DIR / "live_webrtc.test.mjs"
 KEY = "sk-live-node"
 DELEGATE = ['<tool_call>{"name": "delegate", "arguments": {"task": "Prove it."}}</tool_call>']
 WAIT = ["Let me look ", "into that."]
@@ -43,8 +50,9 @@ def node() -> str:
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed (make install)")
-    if not (NODE_DIR / "node_modules" / "openai" / "resources" / "live").is_dir():
-        pytest.skip(f"npm packages missing: run `make test` (npm ci --prefix {NODE_DIR})")
+    for package in ("openai/resources/live", "@roamhq/wrtc"):
+        if not (NODE_DIR / "node_modules" / package).is_dir():
+            pytest.skip(f"npm packages missing: run `make test` (npm ci --prefix {NODE_DIR})")
     return node
 
 
@@ -63,26 +71,25 @@ def invalid(events: list[dict[str, Any]]) -> list[str]:
     return bad
 
 
-@pytest.mark.timeout(600)
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_openai_js_live_client(
-    scenario: str, node: str, shared_components: Any, tmp_path: Path
-) -> None:
-    (tmp_path / "speech.pcm").write_bytes(speech_pcm(BARGE_IN_S))
-    events_out = tmp_path / "events.json"
-    llm = ScriptedLLM(list(SCENARIOS[scenario]))
+def run_node(
+    node: str, script: Path, scenario: str, llm: ScriptedLLM, shared_components: Any, tmp: Path
+) -> dict[str, Any]:
+    """Serve r1voice (with an API key: the sideband needs one), run one scenario of
+    `script`, check it passed and what the server sent; returns the events it received."""
+    (tmp / "speech.pcm").write_bytes(speech_pcm(BARGE_IN_S))
+    events_out = tmp / "events.json"
     components = dataclasses.replace(shared_components, llm=llm)
-    with serve(app_with(components, api_key=KEY)) as address:  # the sideband needs a key
+    with serve(app_with(components, api_key=KEY)) as address:
         env = {
             **os.environ,
             "R1VOICE_BASE_URL": f"http://{address}/v1",
             "R1VOICE_API_KEY": KEY,
             "R1VOICE_EVENTS_OUT": str(events_out),
-            "R1VOICE_SPEECH_PCM": str(tmp_path / "speech.pcm"),
+            "R1VOICE_SPEECH_PCM": str(tmp / "speech.pcm"),
             "R1VOICE_TIMEOUT_MS": os.environ.get("R1VOICE_TIMEOUT_MS", "240000"),
         }
         run = subprocess.run(
-            [node, "--test", f"--test-name-pattern=^{scenario}$", str(SCRIPT)],
+            [node, "--test", f"--test-name-pattern=^{scenario}$", str(script)],
             cwd=NODE_DIR,
             env=env,
             capture_output=True,
@@ -103,3 +110,25 @@ def test_openai_js_live_client(
     assert [e for e in received if e["type"] == "error"] == []
     assert invalid(received) == []
     assert seen["sdkErrors"] == []
+    return seen
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_openai_js_live_client(
+    scenario: str, node: str, shared_components: Any, tmp_path: Path
+) -> None:
+    llm = ScriptedLLM(list(SCENARIOS[scenario]))
+    run_node(node, SCRIPT, scenario, llm, shared_components, tmp_path)
+
+
+@pytest.mark.timeout(600)
+def test_openai_js_live_webrtc(node: str, shared_components: Any, tmp_path: Path) -> None:
+    """The spoken clip heard over WebRTC and answered in words and on the audio track."""
+    llm = ScriptedLLM(SHORT_ANSWER)
+    seen = run_node(node, WEBRTC_SCRIPT, "webrtc audio turn", llm, shared_components, tmp_path)
+    kinds = [e["type"] for e in seen["received"]]
+    assert "session.input_transcript.delta" in kinds
+    assert kinds.index("session.input_transcript.delta") < kinds.index(
+        "session.output_transcript.delta"
+    )
