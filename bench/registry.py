@@ -39,6 +39,11 @@ BENCHES: dict[str, Bench] = {
         "Tracing's cost: voice-to-voice with spans exported to a local OTLP receiver vs "
         "tracing off, interleaved; recording's CPU per session.",
     ),
+    "decode": Bench(
+        "bench.engine.decode",
+        "One stream's decode: the engine with and without speculation against llama.cpp with "
+        "and without prompt lookup, on voice chats.",
+    ),
     "cold-start": Bench(
         "bench.engine.cold_start",
         "Cold start: `r1voice serve` from process start to ready and to its first answer.",
