@@ -15,18 +15,15 @@ import asyncio
 import contextlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-import httpx2
-from mcp import Client, MCPError
-from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.types import TextContent
-
 from app.tools.policy import STDIO, McpPolicy
-from app.tools.stdio_transport import stdio_transport
+
+# The SDK (and its HTTP client) is imported where a session first uses it, not when the
+# server starts: importing it cost a cold start most of a second before the port answered.
+if TYPE_CHECKING:
+    from mcp import Client
 
 
 class McpFailure(Exception):
@@ -59,6 +56,9 @@ def _leaf(exc: BaseException) -> BaseException:
 
 def failure(exc: BaseException, url: str) -> McpFailure:
     """What `exc` (raised by the SDK or its HTTP client) tells the client."""
+    import httpx2
+    from mcp import MCPError
+
     exc = _leaf(exc)
     if isinstance(exc, McpFailure):
         return exc
@@ -98,6 +98,8 @@ class McpConnection:
             raise failure(TimeoutError(), self.url) from None
 
     async def _hold(self, ready: asyncio.Future[Client]) -> None:
+        from mcp import Client
+
         try:
             async with contextlib.AsyncExitStack() as stack:
                 transport = await self._transport(stack)
@@ -111,6 +113,13 @@ class McpConnection:
                 raise
 
     async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
+        import httpx2
+        from mcp.client.sse import sse_client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        from app.tools.stdio_transport import stdio_transport
+
         if self.url.startswith(STDIO):  # the operator's command, never a client's
             return stdio_transport(self.policy.stdio_command(self.url))
         if urlparse(self.url).path.rstrip("/").endswith("/sse"):
@@ -163,6 +172,8 @@ class McpConnection:
             )
         except Exception as exc:
             raise failure(exc, self.url) from exc
+        from mcp.types import TextContent
+
         texts = [c.text for c in result.content if isinstance(c, TextContent)]
         output = "\n".join(texts)
         if not texts and result.structured_content is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, WebSocket, status
 
@@ -24,7 +24,9 @@ from app.server.state import HttpState, ServerState, WsState
 from app.server.tenants import by_key, tenant_of
 from app.server.transport import InputPcm
 from app.server.webrtc.offer import Offer, OfferError
-from app.server.webrtc.peer import Peer
+
+if TYPE_CHECKING:  # aiortc is imported where a call first needs it
+    from app.server.webrtc.peer import Peer
 
 log = logging.getLogger("r1voice.live")
 router = APIRouter(tags=["live"])
@@ -148,6 +150,8 @@ async def create_webrtc_session(request: Request, state: HttpState) -> dict[str,
             refusal.http_status, refusal.message, code=refusal.code, headers={"Retry-After": "1"}
         )
     state.admitting += 1  # counted before the first await: no race past max_sessions
+    from app.server.webrtc.peer import Peer  # aiortc: imported at the first call
+
     peer = Peer(events.new_id("rtc"), state.settings.ice_server_list())
     started = False
     try:

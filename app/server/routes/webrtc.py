@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, Response
 
@@ -26,7 +26,9 @@ from app.server.routes.openai_common import OpenAIError
 from app.server.session_runner import SessionRunner, create_session
 from app.server.state import HttpState, ServerState
 from app.server.webrtc.offer import Offer, OfferError
-from app.server.webrtc.peer import Peer
+
+if TYPE_CHECKING:  # aiortc is imported where a call first needs it
+    from app.server.webrtc.peer import Peer
 
 log = logging.getLogger("r1voice.webrtc")
 router = APIRouter(prefix="/v1/realtime", tags=["realtime"])
@@ -104,6 +106,8 @@ async def create_call(request: Request, state: HttpState) -> Response:
             headers={"Retry-After": "1"},
         )
     state.admitting += 1  # counted before the first await: no race past max_sessions
+    from app.server.webrtc.peer import Peer  # aiortc: imported at the first call
+
     peer = Peer(events.new_id("rtc"), state.settings.ice_server_list())
     started = False
     try:
