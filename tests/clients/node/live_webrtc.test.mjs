@@ -47,13 +47,15 @@ after(() => {
   process.once('exit', (code) => process.exit(code));
 });
 
-/** A microphone at real time: `pcm` (PCM16 mono at RATE), then silence until stop(). */
+/** A microphone: from start() on, `pcm` (PCM16 mono at RATE) at real time, then silence
+ * until stop(). */
 function microphone(pcm) {
   const source = new RTCAudioSource();
   const track = source.createTrack();
-  const samples = new Int16Array(pcm.buffer, pcm.byteOffset, pcm.length / 2);
-  const began = Date.now();
+  const samples = new Int16Array(Uint8Array.from(pcm).buffer); // aligned for Int16Array
+  let began = 0;
   let sent = 0; // frames
+  let timer;
   const pump = () => {
     // 40 ms ahead of the clock, as a capture device's buffer would be
     while (sent * 10 < Date.now() - began + 40) {
@@ -69,9 +71,12 @@ function microphone(pcm) {
       sent += 1;
     }
   };
-  const timer = setInterval(pump, 10);
   return {
     track,
+    start: () => {
+      began = Date.now();
+      timer = setInterval(pump, 10);
+    },
     stop: () => {
       clearInterval(timer);
       track.stop();
@@ -81,18 +86,23 @@ function microphone(pcm) {
 
 /** The remote audio track as a speaker would play it: counts audible 10 ms frames. */
 function speaker(peer) {
-  const heard = { frames: 0, audible: 0, sink: null };
+  const heard = { audible: 0, sink: null };
   peer.addEventListener('track', ({ track }) => {
     if (track.kind !== 'audio' || heard.sink) return;
     heard.sink = new RTCAudioSink(track);
     heard.sink.ondata = ({ samples }) => {
       let sum = 0;
       for (const s of samples) sum += s * s;
-      heard.frames += 1;
       if (Math.sqrt(sum / samples.length) > AUDIBLE_RMS) heard.audible += 1;
     };
   });
   return heard;
+}
+
+const waiting = new Set(); // serverEvent()'s pending matchers
+function deliver(event) {
+  received.push(event);
+  for (const waiter of waiting) if (waiter(event)) waiting.delete(waiter);
 }
 
 /** The first server event of `type` (matching `match`), received already or later. */
@@ -109,12 +119,6 @@ function serverEvent(type, match = () => true) {
     });
   });
 }
-const waiting = new Set();
-function deliver(event) {
-  received.push(event);
-  for (const waiter of waiting) if (waiter(event)) waiting.delete(waiter);
-}
-
 const text = (type) =>
   received
     .filter((e) => e.type === type)
@@ -148,8 +152,10 @@ test('webrtc audio turn', { skip, timeout: TIMEOUT_MS }, async () => {
     const started = await serverEvent('session.started');
     assert.equal(started.session.id, sessionId);
     assert.equal(started.session.model, 'gpt-live-1');
+    mic.start(); // the user speaks once the call is up
     // the microphone's words, transcribed, then the scripted answer on both paths
-    await serverEvent('session.input_transcript.delta', () => HEARD.test(text('session.input_transcript.delta')));
+    const heardWords = () => HEARD.test(text('session.input_transcript.delta'));
+    await serverEvent('session.input_transcript.delta', heardWords);
     await serverEvent('session.output_transcript.delta', (e) => e.delta.includes('Paris'));
     await until(() => heard.audible >= 10, 'no audible answer on the remote track');
     const closed = serverEvent('session.closed');
