@@ -1,5 +1,6 @@
 """One spoken question to a GPT-Live session, and what came back: the live model's first
-words, the delegation (if any), the backend's conclusion and the answer said from it.
+words, what the server heard, the delegation (if any), the backend's conclusion and the
+answer said from it.
 
 The client is `bench voice --protocol live`'s (a real-time microphone over the Live
 WebSocket). Server delegation tells its progress as `response.event`s: the conclusion is
@@ -49,7 +50,11 @@ async def ask(conn: LiveConn, pcm: bytes, timeout_s: float) -> dict[str, Any]:
     """Say the question; wait for the answers (the delegated one too, when delegated)."""
     import time
 
-    from app.protocol.server_events.live import OutputAudioDelta, OutputTranscriptDelta
+    from app.protocol.server_events.live import (
+        InputTranscriptDelta,
+        OutputAudioDelta,
+        OutputTranscriptDelta,
+    )
     from bench.voice.common import ms_between
     from bench.voice.connection import heard_at
 
@@ -95,6 +100,8 @@ async def ask(conn: LiveConn, pcm: bytes, timeout_s: float) -> dict[str, Any]:
         )
 
     turn["own_answer"], turn["delegated_answer"] = words(before), words(after)
+    heard = conn.events(start, len(conn.log))  # partials come while the speech goes on
+    turn["heard"] = "".join(e["delta"] for _, e in heard if e["type"] == InputTranscriptDelta.TYPE)
     turn["first_word_ms"] = first_heard(events)
     turn["delegated_answer_ms"] = first_heard(after) if after else None
     return turn
