@@ -106,6 +106,30 @@ def _close_when_loaded(loading: Future[LLMBackend]) -> None:
 
 
 def _load_speech(settings: Settings, timed: Any) -> tuple[Any, Any, WhisperASR, VoiceCatalog]:
+    """The speech models; Piper's voice (most of the time: ONNX Runtime's session, native
+    code) loads on a thread of its own beside the others."""
+    with ThreadPoolExecutor(1, thread_name_prefix="tts-load") as pool:
+        tts_loading = pool.submit(timed, "tts", lambda: _load_voices(settings))
+        vad, turn, asr = _load_hearing(settings, timed)  # its error: raised once tts is done
+        tts = tts_loading.result()
+    if settings.voice and settings.voice not in tts.voices():
+        raise ValueError(f"R1VOICE_VOICE={settings.voice!r} is not a voice here: {tts.voices()}")
+    if normalize(settings.asr_language) not in (None, *asr.languages):
+        message = language_error(
+            normalize(settings.asr_language) or "", asr.name, asr.languages, []
+        )
+        raise ValueError(f"R1VOICE_ASR_LANGUAGE: {message}")
+    return vad, turn, asr, tts
+
+
+def _load_voices(settings: Settings) -> VoiceCatalog:
+    return VoiceCatalog(
+        PiperTTS(model_registry.locate(settings.tts_voice, "tts"), name=settings.tts_voice),
+        Path(settings.piper_voices) if settings.piper_voices else None,
+    )
+
+
+def _load_hearing(settings: Settings, timed: Any) -> tuple[Any, Any, WhisperASR]:
     vad = timed("vad", lambda: SileroModel(model_registry.locate("silero-vad", "vad")))
     turn = timed("turn", lambda: SmartTurnModel(model_registry.locate("smart-turn-v3.2", "turn")))
     asr = timed(
@@ -119,21 +143,7 @@ def _load_speech(settings: Settings, timed: Any) -> tuple[Any, Any, WhisperASR, 
             final_beam=settings.asr_final_beam,
         ),
     )
-    tts = timed(
-        "tts",
-        lambda: VoiceCatalog(
-            PiperTTS(model_registry.locate(settings.tts_voice, "tts"), name=settings.tts_voice),
-            Path(settings.piper_voices) if settings.piper_voices else None,
-        ),
-    )
-    if settings.voice and settings.voice not in tts.voices():
-        raise ValueError(f"R1VOICE_VOICE={settings.voice!r} is not a voice here: {tts.voices()}")
-    if normalize(settings.asr_language) not in (None, *asr.languages):
-        message = language_error(
-            normalize(settings.asr_language) or "", asr.name, asr.languages, []
-        )
-        raise ValueError(f"R1VOICE_ASR_LANGUAGE: {message}")
-    return vad, turn, asr, tts
+    return vad, turn, asr
 
 
 def warm_up(components: Components) -> None:

@@ -67,3 +67,47 @@ def test_a_speech_model_failing_reports_its_error_and_closes_the_llm_beside_it()
     with pytest.raises(ValueError, match=r"R1VOICE_VOICE='no-such-voice' is not a voice here"):
         load_components(make_settings(voice="no-such-voice"))
     assert engines() == before
+
+
+def test_the_voice_loads_on_its_own_thread_beside_the_hearing_models() -> None:
+    """Piper's ONNX session (most of the speech models' load) no longer waits for VAD,
+    the turn model and Whisper: it loads on a thread of its own, timed as before."""
+    import threading
+
+    from app.components import _load_speech
+    from tests.conftest import make_settings
+
+    threads: dict[str, str] = {}
+
+    def timed(name: str, fn):  # type: ignore[no-untyped-def]
+        threads[name] = threading.current_thread().name
+        return fn()
+
+    vad, turn, asr, tts = _load_speech(make_settings(), timed)
+    try:
+        assert set(threads) == {"vad", "turn", "asr", "tts"}
+        assert threads["tts"].startswith("tts-load") and threads["tts"] != threads["asr"]
+        assert threads["vad"] == threads["turn"] == threads["asr"]
+        assert tts.voices() and asr.languages
+    finally:
+        asr.close()
+        for model in (vad, turn, tts):
+            model.executor.shutdown()
+
+
+def test_a_hearing_model_failing_is_the_error_said_once_the_voice_is_loaded() -> None:
+    from app.components import _load_speech
+    from tests.conftest import make_settings
+
+    loaded: list[str] = []
+
+    def timed(name: str, fn):  # type: ignore[no-untyped-def]
+        if name == "asr":
+            raise RuntimeError("whisper is broken")
+        value = fn()
+        loaded.append(name)
+        return value
+
+    with pytest.raises(RuntimeError, match="whisper is broken"):
+        _load_speech(make_settings(), timed)
+    assert "tts" in loaded  # waited for, not left loading
