@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -230,14 +231,18 @@ def load(config: EngineConfig) -> LoadedModel:
     device = torch.device("cuda" if use_cuda else config.device.replace("auto", "cpu"))
     default_dtype = "bfloat16" if device.type == "cuda" else "float32"
     dtype = _DTYPES[default_dtype if config.dtype == "auto" else config.dtype]
-    model = load_model(
-        model_path,
-        device,
-        dtype,
-        config.quantization,
-        config.quantization_group_size,
-        config.int8_kernel,
-    )
+    # The tokenizer loads beside the weights: its Rust parse and the quantized cache's
+    # digest both run without the GIL. (A thread started here inherits this one's OS name.)
+    with ThreadPoolExecutor(1, thread_name_prefix="tokenizer-load") as pool:
+        tokenizer = pool.submit(load_tokenizer, model_path)
+        model = load_model(
+            model_path,
+            device,
+            dtype,
+            config.quantization,
+            config.quantization_group_size,
+            config.int8_kernel,
+        )
     max_pos = int(model.config.max_position_embeddings)
     max_model_len = config.max_model_len or max_pos
     if max_model_len > max_pos:
@@ -245,7 +250,7 @@ def load(config: EngineConfig) -> LoadedModel:
     return LoadedModel(
         model_path,
         model,
-        load_tokenizer(model_path),
+        tokenizer.result(),
         eos_ids(model_path, model.config),
         max_model_len,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -102,3 +103,26 @@ def test_loading_a_prepared_model_imports_neither_transformers_nor_sympy(
     loaded = set(json.loads(out.stdout.strip().splitlines()[-1]))
     assert "torch" in loaded and "tokenizers" in loaded
     assert not loaded & {"transformers", "sympy"}, sorted(loaded & {"transformers", "sympy"})
+
+
+def test_the_tokenizer_loads_beside_the_weights(tiny_llama: Path, monkeypatch: Any) -> None:
+    """load() reads the tokenizer on a thread of its own while the weights load, and
+    serves what that load returned."""
+    import threading
+
+    from engine.config import EngineConfig
+    from engine.loading import model_loader
+
+    seen: list[str] = []
+    real = model_loader.load_tokenizer
+
+    def recorded(model_dir: Path) -> Any:
+        seen.append(threading.current_thread().name)
+        return real(model_dir)
+
+    monkeypatch.setattr(model_loader, "load_tokenizer", recorded)
+    loaded = model_loader.load(EngineConfig(model=str(tiny_llama), quantization="none"))
+    assert len(seen) == 1 and seen[0].startswith("tokenizer-load")
+    assert seen[0] != threading.current_thread().name
+    expected = real(tiny_llama)
+    assert type(loaded.tokenizer) is type(expected)
