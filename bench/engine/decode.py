@@ -39,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=None, help="default 3 (quick: 2)")
     parser.add_argument("--threads", type=int, default=None, help="default: all cores")
     parser.add_argument("--skip-llama-cpp", action="store_true")
+    parser.add_argument(
+        "--skip-llama-lookup",
+        action="store_true",
+        help="no llama.cpp+lookup side (its Python draft loop is slow to run)",
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -99,6 +104,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "lookup": args.lookup_tokens,
             }
             for name, lookup in LLAMA_SIDES.items():
+                if lookup is None and args.skip_llama_lookup:
+                    continue
                 n = args.lookup_tokens if lookup is None else lookup
                 sides[name] = stack.enter_context(
                     PeerProcess(LlamaCppDecodePeer, str(path), threads, n)
