@@ -108,16 +108,22 @@ class FastTokenizer:
 
     # ---- encode and decode ---------------------------------------------------------
 
-    def encode(self, text: str, add_special_tokens: bool = True, **kwargs: Any) -> list[int]:
-        if kwargs or not isinstance(text, str):
-            return list(self._slow().encode(text, add_special_tokens=add_special_tokens, **kwargs))
+    # (transformers' second positional argument is a text pair: any is handed to it)
+    def encode(
+        self, text: str, *args: Any, add_special_tokens: bool = True, **kwargs: Any
+    ) -> list[int]:
+        if args or kwargs or not isinstance(text, str):
+            slow = self._slow()
+            return list(slow.encode(text, *args, add_special_tokens=add_special_tokens, **kwargs))
         return list(self.backend.encode(text, add_special_tokens=add_special_tokens).ids)
 
-    def __call__(self, text: Any, add_special_tokens: bool = True, **kwargs: Any) -> Any:
-        if kwargs:
-            return self._slow()(text, add_special_tokens=add_special_tokens, **kwargs)
+    def __call__(
+        self, text: Any, *args: Any, add_special_tokens: bool = True, **kwargs: Any
+    ) -> Any:
+        if args or kwargs:
+            return self._slow()(text, *args, add_special_tokens=add_special_tokens, **kwargs)
         if isinstance(text, str):
-            ids = self.encode(text, add_special_tokens)
+            ids = self.encode(text, add_special_tokens=add_special_tokens)
             return {"input_ids": ids, "attention_mask": [1] * len(ids)}
         texts = list(text)
         if not all(isinstance(t, str) for t in texts):

@@ -146,6 +146,8 @@ def test_what_it_does_not_do_itself_goes_to_transformers(pair: tuple[Any, Any]) 
     fast, slow = pair
     ids = slow.encode("Hello world")
     assert fast.convert_ids_to_tokens(ids) == slow.convert_ids_to_tokens(ids)
+    assert fast.encode("Hello", "world") == slow.encode("Hello", "world")  # a text pair
+    assert fast("Hello", "world")["input_ids"] == list(slow("Hello", "world")["input_ids"])
     assert fast.decode(ids, clean_up_tokenization_spaces=True) == slow.decode(
         ids, clean_up_tokenization_spaces=True
     )
