@@ -73,11 +73,17 @@ class FastTokenizer:
             or settings.get("split_special_tokens")
             or ("chat_template" in settings and not isinstance(settings["chat_template"], str))
             or (model_dir / "additional_chat_templates").exists()
+            # transformers adds these tokens to the file's (and special_tokens_map)
+            or settings.get("extra_special_tokens")
+            or settings.get("additional_special_tokens")
         ):
             return None
         from tokenizers import Tokenizer
 
         backend = Tokenizer.from_file(str(files[0]))
+        # (transformers' encode sets truncation and padding per call: none by default)
+        if backend.truncation is not None or backend.padding is not None:
+            return None
         if not _added_tokens_agree(backend, settings):
             return None
         if kind == "Qwen2Tokenizer" and not _as_qwen2(backend, settings):
@@ -120,7 +126,7 @@ class FastTokenizer:
     def __call__(
         self, text: Any, *args: Any, add_special_tokens: bool = True, **kwargs: Any
     ) -> Any:
-        if args or kwargs:
+        if args or kwargs or (not isinstance(text, str) and not text):  # [] raises there
             return self._slow()(text, *args, add_special_tokens=add_special_tokens, **kwargs)
         if isinstance(text, str):
             ids = self.encode(text, add_special_tokens=add_special_tokens)
@@ -132,13 +138,13 @@ class FastTokenizer:
         batch = [list(e.ids) for e in encoded]
         return {"input_ids": batch, "attention_mask": [[1] * len(i) for i in batch]}
 
-    def decode(self, token_ids: Any, skip_special_tokens: bool = False, **kwargs: Any) -> str:
-        if kwargs:
-            return str(
-                self._slow().decode(token_ids, skip_special_tokens=skip_special_tokens, **kwargs)
-            )
-        ids = [token_ids] if isinstance(token_ids, int) else [int(t) for t in token_ids]
-        return str(self.backend.decode(ids, skip_special_tokens=skip_special_tokens))
+    def decode(self, token_ids: Any, skip_special_tokens: bool = False, **kwargs: Any) -> Any:
+        ids = token_ids.tolist() if hasattr(token_ids, "tolist") else token_ids  # a tensor
+        ids = [ids] if type(ids) is int else ids
+        # a batch, a dict, anything but plain ids (and their errors): as transformers does
+        if kwargs or not isinstance(ids, list | tuple) or any(type(t) is not int for t in ids):
+            return self._slow().decode(token_ids, skip_special_tokens=skip_special_tokens, **kwargs)
+        return str(self.backend.decode(list(ids), skip_special_tokens=skip_special_tokens))
 
     def get_vocab(self) -> dict[str, int]:
         return dict(self.backend.get_vocab(with_added_tokens=True))
@@ -158,19 +164,20 @@ class FastTokenizer:
         if self._slow_tokenizer is not None:
             self._slow_tokenizer.chat_template = value
 
-    def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any:
+    def apply_chat_template(self, conversation: Any, *args: Any, **kwargs: Any) -> Any:
         """transformers' ``apply_chat_template`` for one conversation of plain messages
         (``add_generation_prompt``, ``tokenize``, ``return_dict``); anything else (tools,
         documents, batches, masks, a template's own variables) goes to transformers."""
         template = self._chat_template
         chat = _plain_chat(conversation)
         if (
-            set(kwargs) - _CHAT_ARGS
+            args
+            or set(kwargs) - _CHAT_ARGS
             or chat is None
             or template is None
             or GENERATION_TAG.search(template)
         ):
-            return self._slow().apply_chat_template(conversation, **kwargs)
+            return self._slow().apply_chat_template(conversation, *args, **kwargs)
         rendered = compile_template(template).render(
             messages=chat,
             tools=None,

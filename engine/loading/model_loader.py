@@ -259,7 +259,11 @@ def load(config: EngineConfig) -> LoadedModel:
 def load_tokenizer(model_dir: Path) -> Any:
     """The directory's tokenizer: a FastTokenizer (no transformers import) where it
     reads the files as transformers would, else transformers' AutoTokenizer."""
-    fast = FastTokenizer.load(model_dir)
+    try:
+        fast = FastTokenizer.load(model_dir)
+    except Exception:  # files it cannot read: transformers decides, as it always did
+        log.debug("FastTokenizer cannot read %s", model_dir, exc_info=True)
+        fast = None
     if fast is not None:
         return fast
     import transformers

@@ -175,3 +175,89 @@ def test_other_tokenizer_settings_are_left_to_transformers(tmp_path: Path) -> No
         assert load_tokenizer(tmp_path) is None or not isinstance(
             load_tokenizer(tmp_path), FastTokenizer
         )
+
+
+def _outcome(call: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        out = call(*args, **kwargs)
+    except Exception as exc:  # the error a caller sees is part of the answer
+        return ("raised", type(exc).__name__)
+    return ("ok", out.tolist() if hasattr(out, "tolist") else out)
+
+
+def test_decode_takes_ids_in_every_form_transformers_takes(pair: tuple[Any, Any]) -> None:
+    import numpy as np
+    import torch
+
+    fast, slow = pair
+    ids = slow.encode("Hi 你好 🎉 <|im_end|>")
+    for token_ids in (
+        torch.tensor(ids),
+        torch.tensor(ids[0]),  # one id as a 0-d tensor
+        np.array(ids),
+        [ids, ids[:2]],  # a batch: one text each
+        {"input_ids": ids},
+        [1.0],
+        "12",
+    ):
+        for skip in (True, False):
+            assert _outcome(fast.decode, token_ids, skip_special_tokens=skip) == (
+                _outcome(slow.decode, token_ids, skip_special_tokens=skip)
+            ), token_ids
+
+
+def test_calls_transformers_answers_otherwise_are_handed_to_it(pair: tuple[Any, Any]) -> None:
+    fast, slow = pair
+    assert _outcome(fast, []) == _outcome(slow, [])
+    chat = CHATS[1]
+    # add_generation_prompt as the fifth positional argument (conversation, tools,
+    # documents, chat_template, add_generation_prompt)
+    assert fast.apply_chat_template(chat, None, None, None, True, tokenize=False) == (
+        slow.apply_chat_template(chat, None, None, None, True, tokenize=False)
+    )
+
+
+def test_incremental_detokenization_as_over_transformers(pair: tuple[Any, Any]) -> None:
+    from engine.detokenizer import IncrementalDetokenizer
+
+    fast, slow = pair
+    rng = random.Random(3)
+    text = "Hello 你好 🎉👩‍👩‍👧 café <|im_end|> ok"
+    for _ in range(10):
+        ids = slow.encode(text, add_special_tokens=False)
+        ids += [rng.randrange(len(slow)) for _ in range(8)]
+        deltas = []
+        for tokenizer in (fast, slow):
+            detok = IncrementalDetokenizer(tokenizer, ids[:3])
+            deltas.append([detok.add(t) for t in ids[3:]])
+        assert deltas[0] == deltas[1]
+
+
+def test_files_transformers_would_change_are_left_to_it(tmp_path: Path) -> None:
+    """Extra special tokens in the config (transformers adds those missing from the file)
+    and a truncation or padding saved in tokenizer.json (transformers' encode turns it off)."""
+    source = _bundled()[0]
+    settings = json.loads((source / "tokenizer_config.json").read_text())
+    backend = json.loads((source / "tokenizer.json").read_text())
+    truncation = {"max_length": 3, "stride": 0, "strategy": "LongestFirst", "direction": "Right"}
+    text = "Hello there my dear friend <my_tok> again"
+    for config_change, file_change in (
+        ({"extra_special_tokens": ["<my_tok>"]}, {}),
+        ({"additional_special_tokens": ["<my_tok>"]}, {}),
+        ({}, {"truncation": truncation}),
+    ):
+        (tmp_path / "tokenizer_config.json").write_text(json.dumps({**settings, **config_change}))
+        (tmp_path / "tokenizer.json").write_text(json.dumps({**backend, **file_change}))
+        assert FastTokenizer.load(tmp_path) is None, (config_change, file_change)
+        slow = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
+        assert load_tokenizer(tmp_path).encode(text) == slow.encode(text)
+
+
+def test_files_it_cannot_read_are_left_to_transformers(tmp_path: Path) -> None:
+    """A tokenizer transformers cannot load either gives no tokenizer (token-id prompts
+    only), as before: never an exception of FastTokenizer's own out of the load."""
+    source = _bundled()[0]
+    for bad_config, bad_backend in (("{not json", None), ("[]", None), (None, "{}")):
+        for name, bad in (("tokenizer_config.json", bad_config), ("tokenizer.json", bad_backend)):
+            (tmp_path / name).write_text(bad or (source / name).read_text())
+        assert load_tokenizer(tmp_path) is None, (bad_config, bad_backend)
