@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,25 @@ from app.tools.policy import STDIO, McpPolicy
 # server starts: importing it cost a cold start most of a second before the port answered.
 if TYPE_CHECKING:
     from mcp import Client
+
+_SDK: tuple[str, ...] = ("httpx2", "mcp", "mcp.types", "mcp.client.sse")
+_SDK += ("mcp.client.streamable_http", "mcp.shared._httpx_utils", "app.tools.stdio_transport")
+_sdk_imported = False
+
+
+def _import_sdk() -> None:
+    global _sdk_imported
+    for name in _SDK:
+        importlib.import_module(name)
+    _sdk_imported = True
+
+
+async def import_sdk() -> None:
+    """The SDK's first import, on a worker thread: on the event loop, its most of a second
+    would stall every other session's audio and turns. (Set once every import is done: a
+    module half-imported by the thread would block the loop on its import lock.)"""
+    if not _sdk_imported:
+        await asyncio.to_thread(_import_sdk)
 
 
 class McpFailure(Exception):
@@ -86,6 +106,7 @@ class McpConnection:
 
     async def client(self) -> Client:
         """The open client, connecting the first time (within the policy's timeout)."""
+        await import_sdk()
         if self._ready is None or (self._ready.done() and self._ready.exception()):
             self._closing = asyncio.Event()  # a failed connection is tried again
             self._ready = asyncio.get_running_loop().create_future()

@@ -6,6 +6,7 @@ drives the realtime session."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -139,6 +140,8 @@ async def _run(state: ServerState, live: LiveSession, peer: Peer) -> None:
 
 @router.post(PATH, status_code=201)
 async def create_webrtc_session(request: Request, state: HttpState) -> dict[str, Any]:
+    # aiortc: imported at the first call, on a thread (never on the loop other sessions use)
+    Peer = (await asyncio.to_thread(importlib.import_module, "app.server.webrtc.peer")).Peer
     try:
         body = await request.json()
     except ValueError:
@@ -150,8 +153,6 @@ async def create_webrtc_session(request: Request, state: HttpState) -> dict[str,
             refusal.http_status, refusal.message, code=refusal.code, headers={"Retry-After": "1"}
         )
     state.admitting += 1  # counted before the first await: no race past max_sessions
-    from app.server.webrtc.peer import Peer  # aiortc: imported at the first call
-
     peer = Peer(events.new_id("rtc"), state.settings.ice_server_list())
     started = False
     try:

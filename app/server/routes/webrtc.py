@@ -12,6 +12,8 @@ transports: session_runner.py), in the GA dialect; only the audio travels differ
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -89,6 +91,8 @@ async def _run(state: ServerState, session: Session, peer: Peer) -> None:
 
 @router.post("/calls", status_code=201, response_class=Response)
 async def create_call(request: Request, state: HttpState) -> Response:
+    # aiortc: imported at the first call, on a thread (never on the loop other sessions use)
+    Peer = (await asyncio.to_thread(importlib.import_module, "app.server.webrtc.peer")).Peer
     offer, session_object = await _read_offer(request)
     refusal = Refusal.of(state)
     if refusal is not None:
@@ -106,8 +110,6 @@ async def create_call(request: Request, state: HttpState) -> Response:
             headers={"Retry-After": "1"},
         )
     state.admitting += 1  # counted before the first await: no race past max_sessions
-    from app.server.webrtc.peer import Peer  # aiortc: imported at the first call
-
     peer = Peer(events.new_id("rtc"), state.settings.ice_server_list())
     started = False
     try:
