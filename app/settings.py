@@ -30,8 +30,9 @@ class Settings:
     # pays off only when the prompts' shared prefixes outgrow the KV pool, see README)
     llm_clustering: bool = False
     # embedded engine: exact speculative decoding (docs/engine.md): "off", "ngram" (prompt
-    # lookup), "draft" (llm_draft_model drafts) or "auto" (per sequence, the better one)
-    llm_speculative: str = "off"
+    # lookup: no second model, and a step without a draft costs what it did without it),
+    # "draft" (llm_draft_model drafts) or "auto" (per sequence, the better one)
+    llm_speculative: str = "ngram"
     llm_draft_model: str = ""  # a bundled name or path of the same vocabulary as llm_model
     asr_model: str = "whisper-tiny.en"
     # a directory of faster-whisper model directories, offered beside the bundled models

@@ -56,7 +56,8 @@ def test_an_unknown_eagerness_is_refused_naming_the_variable() -> None:
 
 
 def test_speculation_reaches_the_engine_as_its_config_fields() -> None:
-    assert Settings().engine_options() == {"speculative": "off"}
+    assert Settings().engine_options() == {"speculative": "ngram"}  # prompt lookup: free
+    assert Settings(llm_speculative="off").engine_options() == {"speculative": "off"}
     spec = Settings(llm_speculative="draft", llm_draft_model="qwen2.5-coder-0.5b-instruct")
     assert spec.engine_options() == {
         "speculative": "draft",
