@@ -37,6 +37,16 @@ _CHAT_ARGS = {"add_generation_prompt", "tokenize", "return_dict"}
 _REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 
 
+class Encoding(dict[str, Any]):
+    """What encoding returns, read as transformers' BatchEncoding is: by key or attribute."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
 class FastTokenizer:
     """``FastTokenizer.load(model_dir)``: the tokenizer, or None when this directory's
     needs transformers (another tokenizer class, settings this class does not read)."""
@@ -130,13 +140,13 @@ class FastTokenizer:
             return self._slow()(text, *args, add_special_tokens=add_special_tokens, **kwargs)
         if isinstance(text, str):
             ids = self.encode(text, add_special_tokens=add_special_tokens)
-            return {"input_ids": ids, "attention_mask": [1] * len(ids)}
+            return Encoding(input_ids=ids, attention_mask=[1] * len(ids))
         texts = list(text)
         if not all(isinstance(t, str) for t in texts):
             return self._slow()(text, add_special_tokens=add_special_tokens)
         encoded = self.backend.encode_batch(texts, add_special_tokens=add_special_tokens)
         batch = [list(e.ids) for e in encoded]
-        return {"input_ids": batch, "attention_mask": [[1] * len(i) for i in batch]}
+        return Encoding(input_ids=batch, attention_mask=[[1] * len(i) for i in batch])
 
     def decode(self, token_ids: Any, skip_special_tokens: bool = False, **kwargs: Any) -> Any:
         ids = token_ids.tolist() if hasattr(token_ids, "tolist") else token_ids  # a tensor

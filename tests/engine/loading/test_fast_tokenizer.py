@@ -261,3 +261,16 @@ def test_files_it_cannot_read_are_left_to_transformers(tmp_path: Path) -> None:
         for name, bad in (("tokenizer_config.json", bad_config), ("tokenizer.json", bad_backend)):
             (tmp_path / name).write_text(bad or (source / name).read_text())
         assert load_tokenizer(tmp_path) is None, (bad_config, bad_backend)
+
+
+def test_encodings_read_by_attribute_as_transformers_batch_encoding(
+    pair: tuple[Any, Any],
+) -> None:
+    fast, slow = pair
+    for tokenizer in (fast, slow):
+        with pytest.raises(AttributeError):
+            _ = tokenizer("Hi").no_such_key
+    assert fast("Hi 你好").input_ids == slow("Hi 你好").input_ids
+    assert fast(["Hi", "你好"]).attention_mask == slow(["Hi", "你好"]).attention_mask
+    chat = CHATS[1]
+    assert fast.apply_chat_template(chat).input_ids == slow.apply_chat_template(chat).input_ids
