@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.loading.template_env import GENERATION_TAG, compile_template
+from engine.loading.transformers_lock import TRANSFORMERS_LOCK
 
 # the names transformers' ``special_tokens_map`` gives a template, in its order
 SPECIAL_TOKENS: tuple[str, ...] = ("bos_token", "eos_token", "unk_token", "sep_token")
@@ -205,9 +206,10 @@ class FastTokenizer:
     def _slow(self) -> Any:
         with self._slow_lock:
             if self._slow_tokenizer is None:
-                import transformers
+                with TRANSFORMERS_LOCK:
+                    import transformers
 
-                slow = transformers.AutoTokenizer.from_pretrained(str(self.model_dir))
+                    slow = transformers.AutoTokenizer.from_pretrained(str(self.model_dir))
                 slow.chat_template = self._chat_template
                 self._slow_tokenizer = slow
             return self._slow_tokenizer

@@ -21,6 +21,7 @@ from engine.loading.fast_tokenizer import FastTokenizer
 from engine.loading.gguf_weights import load_gguf_weights, quant_cache
 from engine.loading.model_config import ModelConfig
 from engine.loading.model_store import gguf_source, resolve_model
+from engine.loading.transformers_lock import TRANSFORMERS_LOCK
 
 if TYPE_CHECKING:
     from engine.config import EngineConfig
@@ -50,12 +51,13 @@ def load_config(model_dir: Path) -> Any:
         )
     if ModelConfig.complete(raw):
         return ModelConfig(raw)
-    import transformers
+    with TRANSFORMERS_LOCK:  # the tokenizer may be loading through it on another thread
+        import transformers
 
-    try:
-        return transformers.AutoConfig.from_pretrained(str(model_dir))
-    except Exception as exc:  # transformers raises many types for a bad config
-        raise ModelLoadError(f"cannot parse the config of {model_dir}: {exc}") from exc
+        try:
+            return transformers.AutoConfig.from_pretrained(str(model_dir))
+        except Exception as exc:  # transformers raises many types for a bad config
+            raise ModelLoadError(f"cannot parse the config of {model_dir}: {exc}") from exc
 
 
 def materialize(model: nn.Module, device: torch.device, dtype: torch.dtype) -> None:
@@ -266,13 +268,14 @@ def load_tokenizer(model_dir: Path) -> Any:
         fast = None
     if fast is not None:
         return fast
-    import transformers
+    with TRANSFORMERS_LOCK:  # the config may be loading through it on another thread
+        import transformers
 
-    try:
-        return transformers.AutoTokenizer.from_pretrained(str(model_dir))
-    except Exception:  # a directory without tokenizer files: token-id prompts only
-        log.info("no tokenizer in %s: prompts must be token ids", model_dir)
-        return None
+        try:
+            return transformers.AutoTokenizer.from_pretrained(str(model_dir))
+        except Exception:  # a directory without tokenizer files: token-id prompts only
+            log.info("no tokenizer in %s: prompts must be token ids", model_dir)
+            return None
 
 
 def eos_ids(model_dir: Path, config: Any) -> set[int]:

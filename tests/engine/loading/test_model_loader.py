@@ -126,3 +126,61 @@ def test_the_tokenizer_loads_beside_the_weights(tiny_llama: Path, monkeypatch: A
     assert seen[0] != threading.current_thread().name
     expected = real(tiny_llama)
     assert type(loaded.tokenizer) is type(expected)
+
+
+def test_config_and_tokenizer_never_go_through_transformers_at_once(
+    tiny_llama: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """load() reads the tokenizer on a thread beside the weights; where the config and
+    the tokenizer both fall back to transformers, the two never run in it together
+    (its lazy module, imported on both threads at once, once gave the tokenizer's
+    thread a module without AutoTokenizer: the model loaded with no tokenizer)."""
+    import json
+    import shutil
+    import threading
+
+    import transformers
+
+    from engine.config import EngineConfig
+    from engine.loading import model_loader
+
+    model_dir = tmp_path / "hf4"
+    shutil.copytree(tiny_llama, model_dir)
+    config = json.loads((model_dir / "config.json").read_text())
+    config["rope_theta"] = config.pop("rope_parameters")["rope_theta"]  # a 4.x config
+    (model_dir / "config.json").write_text(json.dumps(config))
+
+    cond = threading.Condition()
+    inside: dict[int, str] = {}  # thread -> what it is reading through transformers
+    entered: set[str] = set()
+    met: list[str] = []
+
+    def recorded(name: str, real: Any) -> Any:
+        def from_pretrained(*args: Any, **kwargs: Any) -> Any:
+            me = threading.get_ident()
+            if me in inside:  # AutoTokenizer reading the config itself
+                return real(*args, **kwargs)
+            with cond:
+                inside[me] = name
+                entered.add(name)
+                cond.notify_all()
+                if cond.wait_for(lambda: len(inside) > 1, 0.5):  # the other thread too
+                    met.append(name)
+            try:
+                return real(*args, **kwargs)
+            finally:
+                with cond:
+                    del inside[me]
+
+        return from_pretrained
+
+    auto_config = transformers.AutoConfig.from_pretrained
+    auto_tokenizer = transformers.AutoTokenizer.from_pretrained
+    monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", recorded("config", auto_config))
+    monkeypatch.setattr(
+        transformers.AutoTokenizer, "from_pretrained", recorded("tokenizer", auto_tokenizer)
+    )
+    loaded = model_loader.load(EngineConfig(model=str(model_dir), quantization="none"))
+    assert entered == {"config", "tokenizer"}  # both went through transformers
+    assert met == []
+    assert type(loaded.model.config).__name__ == "LlamaConfig"
