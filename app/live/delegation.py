@@ -33,6 +33,11 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]  # a Realtime client event in
 Say = Callable[[str], Awaitable[None]]  # commentary, spoken at the next natural point
 CONTEXT_MESSAGES = 12  # of the conversation, given to the backend model with the task
 FAILED = "The backend could not work this out ({}). Tell the user, briefly."
+# The backend starts once the live model has answered the turn, or after this long: on a
+# CPU both models share the cores, and the voice's first words must not wait on the
+# backend's prefill (its conclusion is said after the live answer has played anyway).
+LIVE_FIRST_S = 3.0
+IDLE_POLL_S = 0.02
 log = logging.getLogger("r1voice.live")
 
 DELEGATE = "delegate"
@@ -126,6 +131,7 @@ class Delegator:
         def emit(event: dict[str, Any]) -> None:
             self._outbox.emit(ResponseEvent(event=event, delegation_id=delegation_id))
 
+        await self._live_answer_first()
         try:
             said = await work(
                 backend,
@@ -145,6 +151,17 @@ class Delegator:
             return
         self.delegations.finish(delegation_id)
         await self._say(said)
+
+    async def _live_answer_first(self) -> None:
+        """Until the session is idle (the live model's answer to the turn generated, no
+        new turn under way), at most LIVE_FIRST_S."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + LIVE_FIRST_S
+        await asyncio.sleep(0)  # the turn's own answer starts first
+        # Idleness is the turns' and the responses' state together, with no event of its
+        # own: a 20 ms poll, for at most LIVE_FIRST_S.
+        while not self._session.idle and not self._outbox.closed and loop.time() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(IDLE_POLL_S)
 
     def close(self) -> None:
         for task in [*self._working, self._acknowledging]:

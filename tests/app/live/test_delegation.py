@@ -133,3 +133,56 @@ def test_server_delegation_runs_the_task_on_the_backend_model(scripted_live: Any
     assert task_prompt[-1].content == "Prove it."
     assert not any("Multiply" in m.content for prompt in live.prompts for m in prompt)
     assert "Multiply" not in client.said()
+
+
+class WatchingBackend(ScriptedLLM):
+    """Records, when its task starts, how far the live model had got: its prompts so far
+    and its streams still open."""
+
+    def __init__(self, deltas: list[list[str]], live: ScriptedLLM) -> None:
+        super().__init__(deltas)
+        self.live = live
+        self.live_at_start: tuple[int, set[str]] | None = None
+
+    async def stream_chat(
+        self, messages: list[ChatMessage], params: GenerationParams, request_id: str
+    ) -> AsyncGenerator[LLMDelta, None]:
+        self.live_at_start = (len(self.live.prompts), set(self.live.running))
+        async for delta in super().stream_chat(messages, params, request_id):
+            yield delta
+
+
+class SlowLive(ScriptedLLM):
+    """A live model that takes a while over each delta, as a real one does."""
+
+    async def stream_chat(
+        self, messages: list[ChatMessage], params: GenerationParams, request_id: str
+    ) -> AsyncGenerator[LLMDelta, None]:
+        async for delta in super().stream_chat(messages, params, request_id):
+            await asyncio.sleep(0.2)
+            yield delta
+
+
+def test_the_backend_starts_once_the_live_model_has_answered(scripted_live: Any) -> None:
+    """On shared cores the live voice goes first: the backend's task waits until the
+    live model's response (here the one that called `delegate`) is generated."""
+    live = SlowLive([DELEGATE, WAIT, ANSWER])
+    backend = WatchingBackend([CONCLUSION], live)
+    delegation = {
+        "type": "responses",
+        "responses": {"model": BACKEND, "max_output_tokens": 64},
+        "acknowledgement_delay_ms": 60_000,  # no acknowledgement: one live response only
+    }
+
+    async def main(address: str) -> None:
+        async with live_connection(address) as client:
+            await client.start(input=HARD, delegation=delegation)
+            await client.wait(
+                "session.output_transcript.delta", match=lambda e: "seven" in e["delta"]
+            )
+            await client.send({"type": "session.close"})
+            await client.closed()
+
+    with scripted_live(llm=live, backend=backend) as address:
+        asyncio.run(main(address))
+    assert backend.live_at_start == (1, set())  # the live response done, none still open
