@@ -14,6 +14,7 @@ import pytest
 
 from app.llm.backend import ChatMessage, GenerationParams, LLMDelta
 from tests.app.live.conftest import LiveClient, live_connection
+from tests.app.server.test_drain import SlowLLM
 from tests.fakes import ScriptedLLM
 
 pytestmark = pytest.mark.timeout(600)
@@ -152,21 +153,10 @@ class WatchingBackend(ScriptedLLM):
             yield delta
 
 
-class SlowLive(ScriptedLLM):
-    """A live model that takes a while over each delta, as a real one does."""
-
-    async def stream_chat(
-        self, messages: list[ChatMessage], params: GenerationParams, request_id: str
-    ) -> AsyncGenerator[LLMDelta, None]:
-        async for delta in super().stream_chat(messages, params, request_id):
-            await asyncio.sleep(0.2)
-            yield delta
-
-
 def test_the_backend_starts_once_the_live_model_has_answered(scripted_live: Any) -> None:
     """On shared cores the live voice goes first: the backend's task waits until the
     live model's response (here the one that called `delegate`) is generated."""
-    live = SlowLive([DELEGATE, WAIT, ANSWER])
+    live = SlowLLM([DELEGATE, WAIT, ANSWER])  # 0.2 s a delta, as a real model takes
     backend = WatchingBackend([CONCLUSION], live)
     delegation = {
         "type": "responses",
