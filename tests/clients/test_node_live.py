@@ -119,7 +119,13 @@ def test_openai_js_live_client(
     scenario: str, node: str, shared_components: Any, tmp_path: Path
 ) -> None:
     llm = ScriptedLLM(list(SCENARIOS[scenario]))
-    run_node(node, SCRIPT, scenario, llm, shared_components, tmp_path)
+    seen = run_node(node, SCRIPT, scenario, llm, shared_components, tmp_path)
+    kinds = [e["type"] for e in seen["received"]]
+    if scenario == "sideband attached to the session":  # appends and closes; asks nothing
+        assert "session.instructions.appended" in kinds and not llm.prompts
+    else:
+        assert llm.prompts  # the SDK's turn reached the live model
+        assert "session.output_transcript.delta" in kinds  # and its answer reached the SDK
 
 
 @pytest.mark.timeout(600)
