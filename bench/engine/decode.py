@@ -20,8 +20,6 @@ import contextlib
 import statistics
 from typing import Any
 
-LLAMA_SIDES = {"llama.cpp": 0, "llama.cpp+lookup": None}  # None: --lookup-tokens
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
@@ -50,7 +48,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import os
 
     from bench.engine.decode_peers import EngineDecodePeer, LlamaCppDecodePeer
-    from bench.engine.peers import HOW_TO_GET_LLAMA_CPP, gguf_path
+    from bench.engine.peers import llama_cpp_gguf
     from bench.engine.voice_chats import CHATS
     from bench.kit.machine import describe
     from bench.kit.peer_process import PeerProcess
@@ -91,24 +89,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         off = sides["engine off"]
         prompts = off.prompt_ids([c.as_messages() for c in chats])
         eos = off.eos_ids()
-        path = gguf_path(args.model)
+        path, result["llama.cpp"] = llama_cpp_gguf(args.model)
         if args.skip_llama_cpp:
             result["llama.cpp"] = {"available": False, "why": "--skip-llama-cpp"}
-        elif path is None or not _has_llama_cpp():
-            why = "no GGUF behind this model" if path is None else "llama-cpp-python missing"
-            result["llama.cpp"] = {"available": False, "why": why, "how": HOW_TO_GET_LLAMA_CPP}
-        else:
-            result["llama.cpp"] = {
-                "available": True,
-                "gguf": path.name,
-                "lookup": args.lookup_tokens,
-            }
-            for name, lookup in LLAMA_SIDES.items():
-                if lookup is None and args.skip_llama_lookup:
-                    continue
-                n = args.lookup_tokens if lookup is None else lookup
+        elif path is not None:
+            result["llama.cpp"]["lookup"] = args.lookup_tokens
+            lookups = {"llama.cpp": 0}
+            if not args.skip_llama_lookup:
+                lookups["llama.cpp+lookup"] = args.lookup_tokens
+            for name, lookup in lookups.items():
                 sides[name] = stack.enter_context(
-                    PeerProcess(LlamaCppDecodePeer, str(path), threads, n)
+                    PeerProcess(LlamaCppDecodePeer, str(path), threads, lookup)
                 )
         names = list(sides)
         runs: dict[str, list[list[dict[str, Any]]]] = {n: [] for n in names}
@@ -124,14 +115,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result["sides"][name]["same_tokens_as_off"] = mine == off_tokens
     result["ratios"] = _ratios(result["sides"], runs, chats)
     return result
-
-
-def _has_llama_cpp() -> bool:
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 CLOCKS = {"wall": "decode_s", "cpu": "decode_cpu_s"}
@@ -167,14 +150,7 @@ def _summary(side_runs: list[list[dict[str, Any]]], chats: list[Any]) -> dict[st
             "tokens": len(side_runs[0][i]["tokens"]),
             "steps": side_runs[0][i]["steps"],
             "decode_tok_s_best": round(
-                max(
-                    (len(rnd[i]["tokens"]) - 1) / rnd[i]["decode_s"]
-                    for rnd in side_runs
-                    if rnd[i]["decode_s"] > 0
-                )
-                if any(rnd[i]["decode_s"] > 0 for rnd in side_runs)
-                else 0.0,
-                2,
+                max(_kind_rate([rnd[i]], [chat], "all") for rnd in side_runs), 2
             ),
             "prefill_s_best": round(min(rnd[i]["prefill_s"] for rnd in side_runs), 3),
         }

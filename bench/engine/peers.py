@@ -100,11 +100,9 @@ def crashed_note(exc: Any) -> dict[str, Any]:
     }
 
 
-def load_llama_cpp(model: str, threads: int) -> tuple[Any | None, dict[str, Any]]:
-    """The peer in a process of its own (see PeerProcess), or None and a note saying why
-    (and how to get it)."""
-    from bench.kit.peer_process import PeerProcess, PeerProcessCrashed
-
+def llama_cpp_gguf(model: str) -> tuple[Path | None, dict[str, Any]]:
+    """The GGUF llama.cpp can be compared on, or None and a note saying why not (and how
+    to get llama.cpp)."""
     path = gguf_path(model)
     if path is None:
         return None, {"available": False, "why": f"{model} has no GGUF file to compare on"}
@@ -116,6 +114,17 @@ def load_llama_cpp(model: str, threads: int) -> tuple[Any | None, dict[str, Any]
             "why": "llama-cpp-python is not installed",
             "how": HOW_TO_GET_LLAMA_CPP,
         }
+    return path, {"available": True, "gguf": path.name}
+
+
+def load_llama_cpp(model: str, threads: int) -> tuple[Any | None, dict[str, Any]]:
+    """The peer in a process of its own (see PeerProcess), or None and a note saying why
+    (and how to get it)."""
+    from bench.kit.peer_process import PeerProcess, PeerProcessCrashed
+
+    path, note = llama_cpp_gguf(model)
+    if path is None:
+        return None, note
     try:
         peer = PeerProcess(LlamaCppPeer, path, threads)
     except PeerProcessCrashed as exc:
