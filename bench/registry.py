@@ -44,6 +44,11 @@ BENCHES: dict[str, Bench] = {
         "One stream's decode: the engine with and without speculation against llama.cpp with "
         "and without prompt lookup, on voice chats.",
     ),
+    "decode-streams": Bench(
+        "bench.engine.decode_streams",
+        "N streams' decode together: the engine's concurrent AsyncLLM streams against "
+        "llama.cpp's batched sequences (its n_parallel), on voice chats.",
+    ),
     "cold-start": Bench(
         "bench.engine.cold_start",
         "Cold start: `r1voice serve` from process start to ready and to its first answer.",

@@ -59,6 +59,31 @@ class EngineDecodePeer:
         params = SamplingParams(max_tokens=max_tokens, temperature=0.0)
         return [asyncio.run(self._one(p, params)) for p in prompts]
 
+    def run_together(
+        self, prompts: list[list[int]], max_tokens: int, eos: list[int]
+    ) -> list[dict[str, Any]]:
+        """The prompts submitted at once, as the server's concurrent sessions submit
+        theirs: per prompt its tokens and the (wall, CPU) clock each token arrived at."""
+        from engine import SamplingParams
+
+        params = SamplingParams(max_tokens=max_tokens, temperature=0.0)
+        return asyncio.run(self._together(prompts, params))
+
+    async def _together(self, prompts: list[list[int]], params: Any) -> list[dict[str, Any]]:
+        await self.llm.free_all()
+        start = (time.perf_counter(), time.process_time())
+
+        async def one(i: int, prompt: list[int]) -> dict[str, Any]:
+            tokens: list[int] = []
+            clocks: list[tuple[float, float]] = []
+            async for delta in self.llm.stream(prompt, params, request_id=f"s{i}-{start[0]}"):
+                now = (time.perf_counter(), time.process_time())
+                tokens.extend(delta.token_ids)
+                clocks.extend([now] * len(delta.token_ids))
+            return {"tokens": tokens, "clocks": clocks, "start": start}
+
+        return list(await asyncio.gather(*(one(i, p) for i, p in enumerate(prompts))))
+
     async def _one(self, prompt: list[int], params: Any) -> dict[str, Any]:
         await self.llm.free_all()  # a cold prefix cache, as llama.cpp's reset leaves it
         tokens: list[int] = []
