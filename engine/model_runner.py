@@ -160,7 +160,8 @@ class ModelRunner:
         sample_rows: list[int] = []
         for i in order:
             seq, n = batch.seqs[i], batch.num_new_tokens[i]
-            start, end = seq.num_computed_tokens, seq.num_computed_tokens + n
+            start = batch.starts.get(i, seq.num_computed_tokens)
+            end = start + n
             ids.extend(seq.token_ids[start:end])
             ids.extend(drafts.get(i, ()))  # a verification: its last token, then its drafts
             positions.extend(range(start, end))

@@ -26,6 +26,10 @@ class SpecState:
     source: str = "ngram"  # where this step's drafts came from: "ngram" or "draft"
     # Per source, the accepted share of its recent drafts (an exponential average).
     scores: dict[str, float] = field(default_factory=lambda: {"ngram": 0.5, "draft": 0.5})
+    # Rows before the computed end that the draft model's cache lacks: its passes wrote
+    # the last token and all drafts but the last, so a step that accepted every one of
+    # its drafts leaves that last draft's row for its next pass to write.
+    draft_behind: int = 0
 
     def prefers_model(self) -> bool:
         """Is the draft model's recent acceptance above prompt lookup's?"""
@@ -39,6 +43,7 @@ class SpecState:
         self.num_accepted += accepted
         self.num_verified += 1
         self.history = [*self.history[-7:], accepted]
+        self.draft_behind = int(self.source == "draft" and 0 < drafted == accepted)
         self.k = min(self.max_k, 2 * drafted) if accepted == drafted else accepted + 1
         self.k = max(1, min(self.k, self.max_k))
 

@@ -19,12 +19,16 @@ class SchedulerOutput:
     ``drafts``: by batch index, the draft tokens a decoding sequence verifies this step
     (its ``num_new_tokens`` counts them: its last token and the drafts). Those in
     ``model_drafts`` are placeholders of the right length until the DraftModel runs.
+    ``starts``: by batch index, the position a pass starts computing a sequence's tokens
+    at where that is not its computed end (the DraftModel's passes: a row its cache may
+    lack, then one new draft a pass); ``num_new_tokens`` counts from there.
     """
 
     seqs: list[Sequence] = field(default_factory=list)
     num_new_tokens: list[int] = field(default_factory=list)
     drafts: dict[int, list[int]] = field(default_factory=dict)
     model_drafts: set[int] = field(default_factory=set)  # drafts the draft model writes
+    starts: dict[int, int] = field(default_factory=dict)
     num_preempted: int = 0
     work: StepWork = field(default_factory=StepWork)  # what the cost model sees
     predicted_ms: float = 0.0  # the cost model's prediction when it was scheduled

@@ -317,6 +317,29 @@ def test_a_draft_model_with_the_targets_weights_is_always_accepted(
     assert_pool_full(llm)
 
 
+def test_a_drafting_step_runs_one_draft_pass_per_drafted_token(
+    tiny_factory: Callable[..., tuple[Path, Any]],
+) -> None:
+    """Every decode step of one sequence drafts from the model: its passes write the KV
+    of the drafts the target accepts, so no step syncs the draft again (the prompt's
+    pass aside), and a step that took every draft leaves one row for the next pass."""
+    path, hf = tiny_factory("qwen2-gqa-bias")
+    prompt = prompts(8)[1]
+    params = SamplingParams(max_tokens=MAX_NEW, temperature=0.0, ignore_eos=True)
+    llm = LLM(
+        str(path), quantization="none", block_size=4, speculative="draft", draft_model=str(path)
+    )
+    assert tokens(llm, [prompt], params) == [hf_greedy(hf, prompt, MAX_NEW)]
+    spec, drafter = llm.scheduler.speculator, llm.drafter
+    assert spec is not None and drafter is not None
+    assert spec.num_accepted == spec.num_drafted > 2 * spec.num_verified
+    # The prompt's pass, one per drafted token, and one for each step that drafted
+    # nothing (the last tokens, with no room under max_tokens for a draft).
+    plain_steps = MAX_NEW - 1 - spec.num_drafted - spec.num_verified
+    assert drafter.num_passes == 1 + spec.num_drafted + plain_steps
+    assert_pool_full(llm)
+
+
 def test_another_draft_model_keeps_tokens_exact_under_preemption(
     tiny_factory: Callable[..., tuple[Path, Any]],
 ) -> None:
