@@ -28,6 +28,14 @@ def _timed_result(
     }
 
 
+def _greedy(max_tokens: int, eos: list[int]) -> Any:
+    """Greedy sampling of ``max_tokens``; no ``eos`` tokens: every one of them (the
+    engine's end-of-sequence ignored, as the llama.cpp sides ignore it then)."""
+    from engine import SamplingParams
+
+    return SamplingParams(max_tokens=max_tokens, temperature=0.0, ignore_eos=not eos)
+
+
 class EngineDecodePeer:
     """Our engine (AsyncLLM, as the server runs it) with one speculative mode."""
 
@@ -54,9 +62,7 @@ class EngineDecodePeer:
         return sorted(self.llm.engine.scheduler.eos_token_ids)
 
     def run(self, prompts: list[list[int]], max_tokens: int, eos: list[int]) -> list[dict]:
-        from engine import SamplingParams
-
-        params = SamplingParams(max_tokens=max_tokens, temperature=0.0)
+        params = _greedy(max_tokens, eos)
         return [asyncio.run(self._one(p, params)) for p in prompts]
 
     def run_together(
@@ -64,10 +70,7 @@ class EngineDecodePeer:
     ) -> list[dict[str, Any]]:
         """The prompts submitted at once, as the server's concurrent sessions submit
         theirs: per prompt its tokens and the (wall, CPU) clock each token arrived at."""
-        from engine import SamplingParams
-
-        params = SamplingParams(max_tokens=max_tokens, temperature=0.0)
-        return asyncio.run(self._together(prompts, params))
+        return asyncio.run(self._together(prompts, _greedy(max_tokens, eos)))
 
     async def _together(self, prompts: list[list[int]], params: Any) -> list[dict[str, Any]]:
         await self.llm.free_all()

@@ -37,6 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tokens", type=int, default=None, help="default 96 (quick: 32)")
     parser.add_argument("--rounds", type=int, default=None, help="default 3 (quick: 2)")
     parser.add_argument("--threads", type=int, default=None, help="default: all cores")
+    parser.add_argument(
+        "--ignore-eos",
+        action="store_true",
+        help="every stream decodes --max-tokens (the batch stays N wide to the end)",
+    )
     parser.add_argument("--skip-llama-cpp", action="store_true")
 
 
@@ -82,6 +87,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "quantization": args.quantization,
         "threads": threads,
         **{k: s[k] for k in ("streams", "max_tokens", "rounds")},
+        "ignore_eos": args.ignore_eos,
         "machine": describe(),
         "chats": [c.name for c in chats],
     }
@@ -100,7 +106,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             )
         first = sides[f"engine {s['modes'][0]}"]
         prompts = first.prompt_ids([c.as_messages() for c in chats])
-        eos = first.eos_ids()
+        eos = [] if args.ignore_eos else first.eos_ids()
         path, result[LLAMA] = llama_cpp_gguf(args.model)
         if args.skip_llama_cpp:
             result[LLAMA] = {"available": False, "why": "--skip-llama-cpp"}
@@ -217,7 +223,8 @@ def ratios(sides: dict[str, Any]) -> dict[str, Any]:
 
 
 def format_table(result: dict[str, Any]) -> str:
-    lines = [f"{result['streams']} streams | decode tok/s best (median) | per CPU-s | exact"]
+    eos = ", end-of-sequence ignored" if result.get("ignore_eos") else ""
+    lines = [f"{result['streams']} streams{eos} | decode tok/s best (median) | per CPU-s | exact"]
     for name, side in result["sides"].items():
         wall, cpu = side["decode_tok_s"], side["decode_tok_per_cpu_s"]
         lines.append(

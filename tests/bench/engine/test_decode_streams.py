@@ -98,7 +98,8 @@ def test_ratios_pair_each_engine_side_with_llama_cpp_round_by_round() -> None:
     for s in sides.values():
         for key in ("decode_tok_s", "decode_tok_per_cpu_s"):
             s[key]["median"] = s[key]["best"]
-    table = ds.format_table({"streams": 8, "sides": sides, "ratios": ratios})
+    table = ds.format_table({"streams": 8, "sides": sides, "ratios": ratios, "ignore_eos": True})
+    assert table.startswith("8 streams, end-of-sequence ignored | decode tok/s")
     assert "engine off | 40.0 (40.0) | 20.0 (20.0) | True" in table.splitlines()
     assert "engine off / llama.cpp, decode_tok_s: best 2.0, paired median 2.75" in table
 
@@ -174,9 +175,12 @@ def test_the_engines_concurrent_streams_get_the_tokens_of_its_single_streams() -
         prompts = peer.prompt_ids([c.as_messages() for c in (CHATS[1], CHATS[4], CHATS[5])])
         alone = peer.run(prompts, 32, peer.eos_ids())
         together = peer.run_together(prompts, 32, peer.eos_ids())
+        to_the_end = peer.run_together(prompts, 12, [])  # no end-of-sequence tokens
     finally:
         peer.close()
     assert [s["tokens"] for s in together] == [s["tokens"] for s in alone]
     assert all(len(s["clocks"]) == len(s["tokens"]) for s in together)
+    assert [len(s["tokens"]) for s in to_the_end] == [12, 12, 12]
+    assert [s["tokens"] for s in to_the_end] == [s["tokens"][:12] for s in alone]
     phase = ds.decode_phase(together)
     assert phase["tokens"] > 0 and phase["decode_s"] > 0
