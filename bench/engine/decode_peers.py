@@ -6,7 +6,9 @@ plain or with its own prompt-lookup draft (llama-cpp-python's
 Every side answers ``run(prompts, max_tokens, eos)`` with, per prompt, the greedy tokens
 up to and including the first end-of-sequence token, the seconds from the prompt's
 start to the first token (prefill) and from the first token to the last (decode), and
-how many times tokens arrived (the steps after the first token).
+how many times tokens arrived (the steps after the first token). The engine's
+``run_together`` (`bench decode-streams`) submits the prompts at once and answers each
+token's arrival clock instead.
 """
 
 from __future__ import annotations

@@ -71,6 +71,8 @@ class LlamaCppBatchPeer:
 
     def _decode(self, prompts: list[list[int]], max_tokens: int, eos: set[int]) -> list[dict]:
         for prompt in prompts:
+            if not prompt:
+                raise ValueError("an empty prompt: each sequence needs a token to start from")
             if len(prompt) + max_tokens > self.n_ctx_per_seq:
                 raise ValueError(
                     f"a prompt of {len(prompt)} tokens plus {max_tokens} new ones exceeds "

@@ -154,6 +154,8 @@ def test_llama_cpps_batched_sequences_get_the_tokens_each_gets_alone() -> None:
             peer.run(prompts + prompts[:1], max_tokens, eos)
         with pytest.raises(ValueError, match="exceeds the 512 positions of a sequence"):
             peer.run(prompts, 500, eos)
+        with pytest.raises(ValueError, match="an empty prompt"):
+            peer.run([prompts[0], []], max_tokens, eos)
     finally:
         peer.close()
     assert [s["tokens"] for s in together] == expected
