@@ -215,6 +215,9 @@ class StatsCollector(Collector):
         "prefix_cache_queries": "prefix_cache_queries",
         "prefix_cache_hits": "prefix_cache_hits",
         "num_preemptions": "num_preemptions",
+        "spec_decode_num_drafts": "spec_decode_num_drafts",
+        "spec_decode_num_draft_tokens": "spec_decode_num_draft_tokens",
+        "spec_decode_num_accepted_tokens": "spec_decode_num_accepted_tokens",
     }
 
     def __init__(self, stats: Callable[[], dict[str, Any]], model: Callable[[], str]) -> None:

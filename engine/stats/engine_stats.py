@@ -25,6 +25,11 @@ class EngineStats:
     prefix_cache_hits: int
     num_preemptions: int
     num_refused: int = 0  # requests refused by backpressure
+    # speculative decoding (0 when off): steps that verified a sequence's drafts, the
+    # draft tokens verified, and those accepted (vLLM's spec_decode_num_* counters)
+    spec_decode_num_drafts: int = 0
+    spec_decode_num_draft_tokens: int = 0
+    spec_decode_num_accepted_tokens: int = 0
     waiting_tokens: int = 0
     oldest_waiting_at: float | None = None  # time.monotonic() the oldest waiting one arrived
     busy_share: float = 0.0  # of wall time: a batch was running
@@ -84,6 +89,7 @@ def collect_stats(
         prefix_cache_hits=bm.prefix_cache_hits,
         num_preemptions=sched.num_preemptions,
         num_refused=num_refused,
+        **_speculation(sched.speculator),
         waiting_tokens=sched.waiting_tokens,
         oldest_waiting_at=min((seq.arrival_time for seq in sched.waiting), default=None),
         busy_share=shares["busy"],
@@ -104,3 +110,13 @@ def collect_stats(
         step_prediction_error=round(reading.steps.prediction_error, 4),
         int8_paths=dict(int8_paths or {}),
     )
+
+
+def _speculation(speculator: Any) -> dict[str, int]:
+    if speculator is None:
+        return {}
+    return {
+        "spec_decode_num_drafts": speculator.num_verified,
+        "spec_decode_num_draft_tokens": speculator.num_drafted,
+        "spec_decode_num_accepted_tokens": speculator.num_accepted,
+    }

@@ -99,6 +99,10 @@ def test_ngram_drafts_are_accepted_where_the_answer_repeats(
     spec = llm.scheduler.speculator
     assert spec is not None and spec.num_accepted > 0
     assert spec.num_verified < 100  # fewer steps than tokens... at least by the accepted
+    stats = llm.stats()  # what /metrics gives as vLLM's spec_decode_num_* counters
+    assert stats.spec_decode_num_drafts == spec.num_verified
+    assert stats.spec_decode_num_draft_tokens == spec.num_drafted
+    assert stats.spec_decode_num_accepted_tokens == spec.num_accepted
     assert_pool_full(llm)
 
 

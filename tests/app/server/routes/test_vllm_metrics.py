@@ -34,7 +34,12 @@ GAUGES = (
     "kv_cache_usage_perc",
     "gpu_cache_usage_perc",
 )
-COUNTERS = ("prefix_cache_queries", "prefix_cache_hits", "num_preemptions")
+SPECULATION = (  # the server speculates by prompt lookup by default
+    "spec_decode_num_drafts",
+    "spec_decode_num_draft_tokens",
+    "spec_decode_num_accepted_tokens",
+)
+COUNTERS = ("prefix_cache_queries", "prefix_cache_hits", "num_preemptions", *SPECULATION)
 
 
 def scrape(client: TestClient) -> tuple[dict[str, str], dict[tuple[str, Any], float]]:
@@ -59,7 +64,8 @@ def test_llm_series_exist_under_both_names_and_move(shared_components: Any) -> N
             assert types[prefix + name] == "counter", prefix + name
         for name in HISTOGRAMS:
             assert types[prefix + name] == "histogram", prefix + name
-    body = {"model": MODEL, "prompt": "The capital of France is", "max_tokens": 6}
+    # a prompt whose last words it holds before: prompt lookup drafts from the first step
+    body = {"model": MODEL, "prompt": "one two three four, one two three", "max_tokens": 6}
     usage = client.post("/v1/completions", json={**body, "temperature": 0}).json()["usage"]
     chat = {
         "model": MODEL,
@@ -93,6 +99,9 @@ def test_llm_series_exist_under_both_names_and_move(shared_components: Any) -> N
         assert moved("inter_token_latency_seconds_count") >= 2
         assert moved("request_generation_tokens_sum") == generated
         assert moved("prefix_cache_queries_total") > 0  # the engine's own counters
+        drafts, drafted, accepted = (moved(name + "_total") for name in SPECULATION)
+        assert drafts >= 1  # the completion's last words are found in its prompt
+        assert drafted >= drafts and 0 <= accepted <= drafted
         assert after[(prefix + "num_requests_running", M)] == 0
         assert 0 <= after[(prefix + "kv_cache_usage_perc", M)] <= 1
     assert after[("r1voice_llm_num_running", ())] == 0  # every engine stat, raw
