@@ -134,7 +134,7 @@ class EngineConfig:
     num_speculative_tokens: int = 4
     prompt_lookup_min: int = 2
     prompt_lookup_max: int = 4
-    speculative_max_batch_tokens: int = 32
+    speculative_max_batch_tokens: int = 8
     draft_model: str | None = None
 
     def __post_init__(self) -> None:
