@@ -49,10 +49,14 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
     """Streams, tokens, rounds and modes from the arguments (``--quick``: smaller), or a
     SystemExit naming the one to fix."""
     quick = bool(getattr(args, "quick", False))
+
+    def given(value: int | None, normal: int, small: int) -> int:
+        return value if value is not None else (small if quick else normal)
+
     out: dict[str, Any] = {
-        "streams": args.streams or (4 if quick else 8),
-        "max_tokens": args.max_tokens or (32 if quick else 96),
-        "rounds": args.rounds or (2 if quick else 3),
+        "streams": given(args.streams, 8, 4),
+        "max_tokens": given(args.max_tokens, 96, 32),
+        "rounds": given(args.rounds, 3, 2),
         "modes": [m.strip() for m in args.modes.split(",") if m.strip()],
     }
     for name in ("streams", "max_tokens", "rounds"):

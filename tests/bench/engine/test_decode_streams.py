@@ -37,6 +37,8 @@ def test_quick_is_smaller_and_a_number_under_one_is_refused_by_name() -> None:
     assert quick == {"streams": 4, "max_tokens": 32, "rounds": 2, "modes": ["ngram"]}
     with pytest.raises(SystemExit, match="--max-tokens must be at least 1, got -2"):
         ds.settings(_args("--max-tokens", "-2"))
+    with pytest.raises(SystemExit, match="--streams must be at least 1, got 0"):
+        ds.settings(_args("--streams", "0"))
     with pytest.raises(SystemExit, match="--modes names no engine mode"):
         ds.settings(_args("--modes", ","))
 
