@@ -19,9 +19,9 @@ def test_an_unknown_name_is_refused_with_the_names() -> None:
         registry.load("nope")
 
 
-def test_the_sixteen_commands_are_kept() -> None:
+def test_the_seventeen_commands_are_kept() -> None:
     assert list(registry.BENCHES) == [
-        "engine", "voice", "tracing", "decode", "cold-start", "quant", "serve", "prefix", "load", "soak",
+        "engine", "voice", "tracing", "decode", "decode-streams", "cold-start", "quant", "serve", "prefix", "load", "soak",
         "turns",
         "asr", "answers", "capacity", "conversation", "tools",
     ]  # fmt: skip
