@@ -22,12 +22,9 @@ from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
-    parser.add_argument("--quantization", default="int4", choices=["int8", "int4", "none"])
-    parser.add_argument("--group-size", type=int, default=32, help="int4 group size")
-    parser.add_argument(
-        "--modes", default="off,ngram", help="engine speculative modes, comma-separated"
-    )
+    from bench.engine.decode_peers import add_engine_arguments
+
+    add_engine_arguments(parser)
     parser.add_argument("--draft-model", default=None, help="draft/auto modes' draft model")
     parser.add_argument("--num-speculative-tokens", type=int, default=None)
     parser.add_argument(

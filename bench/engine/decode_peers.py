@@ -13,9 +13,21 @@ token's arrival clock instead.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import time
 from typing import Any
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """The engine side's model, weights and speculative modes (bench decode and
+    decode-streams)."""
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
+    parser.add_argument("--quantization", default="int4", choices=["int8", "int4", "none"])
+    parser.add_argument("--group-size", type=int, default=32, help="int4 group size")
+    parser.add_argument(
+        "--modes", default="off,ngram", help="engine speculative modes, comma-separated"
+    )
 
 
 def _timed_result(

@@ -27,12 +27,9 @@ LLAMA = "llama.cpp"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
-    parser.add_argument("--quantization", default="int4", choices=["int8", "int4", "none"])
-    parser.add_argument("--group-size", type=int, default=32, help="int4 group size")
-    parser.add_argument(
-        "--modes", default="off,ngram", help="engine speculative modes, comma-separated"
-    )
+    from bench.engine.decode_peers import add_engine_arguments
+
+    add_engine_arguments(parser)
     parser.add_argument("--streams", type=int, default=None, help="default 8 (quick: 4)")
     parser.add_argument("--max-tokens", type=int, default=None, help="default 96 (quick: 32)")
     parser.add_argument("--rounds", type=int, default=None, help="default 3 (quick: 2)")
