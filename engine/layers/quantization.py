@@ -19,9 +19,10 @@ INT8 (symmetric, scale per output channel, w = q * s):
   * CUDA: the same ``int8_linear`` when its matmul has more than ``INT_MM_MIN_ROWS``
     rows, else weight-only: ``F.linear(x, q.to(x.dtype)) * s``.
 INT4 (asymmetric, per group of ``group_size`` input channels, w = q * s + m, q in 0..15):
-  * CPU: our C++ kernel (Q4_1-style group sums, 15-bit activations, fp16 scales: far
-    less error than bfloat16 activations, and faster); without it
-    ``aten._weight_int4pack_mm_for_cpu`` on bfloat16 activations.
+  * CPU: our C++ kernel (Q4_1 x Q8_1-style group sums: activations at 8 bits with a
+    scale per row and group, ``quantize_activations``; fp16 scales: less error than
+    bfloat16 activations, and faster); without it ``aten._weight_int4pack_mm_for_cpu``
+    on bfloat16 activations.
   * CUDA: ``aten._weight_int4pack_mm`` (tinygemm) on bfloat16.
 """
 
@@ -92,6 +93,16 @@ def dequantize_int4(
     n, k = q.shape
     g = q.float().reshape(n, k // group_size, group_size)
     return (g * scales.float()[..., None] + mins.float()[..., None]).reshape(n, k)
+
+
+def quantize_activations(x: torch.Tensor, group_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The int4 kernel's activations: x [m, k] -> (q int8 [m, k], scales fp32 [m, k/g]),
+    x ~= q * s per row and group of ``group_size`` inputs (as Q8_1's blocks of 32)."""
+    m, k = x.shape
+    xg = x.float().reshape(m, k // group_size, group_size)
+    s = xg.abs().amax(dim=-1).mul_(1 / 127).clamp_(min=1e-10)
+    q = torch.div(xg, s[..., None]).round_().clamp_(-127, 127)
+    return q.to(torch.int8).reshape(m, k), s
 
 
 def pack_nibbles(q: torch.Tensor) -> torch.Tensor:
