@@ -66,6 +66,7 @@ def load_components(settings: Settings) -> Components:
         llm = llm_loading.result()
     timings["load_s"] = round(time.perf_counter() - start, 3)
     vad, turn, asr, tts = speech
+    tts.give_way_with(llm.give_way)  # a first clause's synthesis has the cores
     return Components(
         settings=settings,
         vad=vad,

@@ -13,6 +13,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from engine.errors import EngineError
+from engine.give_way import GiveWay
 from engine.llm_engine import LLMEngine, Prompt
 from engine.outputs import EngineStats, RequestOutput, StreamDelta
 from engine.request_stream import RequestStream, fail_all, publish
@@ -38,6 +39,7 @@ class AsyncLLM:
         self._commands: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future]]
         self._commands = queue.SimpleQueue()
         self._wakeup = threading.Event()
+        self._give_way = GiveWay(self._wakeup.set)
         self._stop = False
         self._stepped_empty = False
         self._streams: dict[str, RequestStream] = {}
@@ -150,6 +152,16 @@ class AsyncLLM:
         """LLMEngine.set_latency_sensitive on the engine thread (returns at once)."""
         self._call(lambda: self.engine.set_latency_sensitive(on))
 
+    def give_way(self) -> contextlib.AbstractContextManager[None]:
+        """A context (any thread): while it runs, the engine takes no step if it serves at
+        most one request, for half a second at most (engine/give_way.py)."""
+        return self._give_way.hold()
+
+    @property
+    def holds_given(self) -> int:
+        """How many `give_way` holds were opened."""
+        return self._give_way.holds
+
     def reset_stats(self) -> None:
         """Zero the engine's counters and wall-time shares (on the engine thread)."""
         self._call(self.engine.reset_stats).result()
@@ -237,6 +249,9 @@ class AsyncLLM:
             self._run_commands()
             if not self.engine.has_unfinished():
                 self._wakeup.wait()
+                continue
+            if (wait := self._give_way.wait_s(self.engine.num_unfinished())) > 0:
+                self._wakeup.wait(wait)  # a closed hold or a new command wakes it
                 continue
             if self._stepped_empty:
                 # Requests wait but nothing could be scheduled (a static batch filling

@@ -156,6 +156,9 @@ class LLMEngine:
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished()
 
+    def num_unfinished(self) -> int:
+        return self.scheduler.num_unfinished()
+
     # ---- the loop -------------------------------------------------------------------
 
     def step(self) -> list[Sequence]:

@@ -92,6 +92,9 @@ class Scheduler:
     def has_unfinished(self) -> bool:
         return bool(self.waiting or self.running)
 
+    def num_unfinished(self) -> int:
+        return len(self.waiting) + len(self.running)
+
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
         clustered = self.config.semantic_clustering

@@ -8,6 +8,7 @@ server, app/llm/remote.py); `create_backend` in app/llm/__init__.py builds the c
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -140,6 +141,12 @@ class LLMBackend(abc.ABC):
         """A failure this process cannot recover from (our engine's loop died), or None:
         liveness then fails, so an orchestrator restarts the process."""
         return None
+
+    def give_way(self) -> contextlib.AbstractContextManager[None]:
+        """A context under which this process's other urgent work (a first clause's
+        synthesis, which a listener waits for) has the cores: our engine pauses its steps
+        (engine/give_way.py); other backends compute elsewhere and do nothing."""
+        return contextlib.nullcontext()
 
     @abc.abstractmethod
     async def count_tokens(self, texts: list[str]) -> list[int]:

@@ -115,6 +115,9 @@ class EmbeddedBackend(LLMBackend):
     def fatal_error(self) -> str | None:
         return self.llm.failure
 
+    def give_way(self) -> contextlib.AbstractContextManager[None]:
+        return self.llm.give_way()
+
     async def count_tokens(self, texts: list[str]) -> list[int]:
         return await self.template.count_tokens(texts)
 

@@ -17,10 +17,13 @@ synthesis runs on the TTS executor, never on the event loop.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
 
@@ -152,6 +155,12 @@ class VoiceCatalog:
             names.append("coqui")
         self._voices = names
         self.executor = ModelExecutor("tts", workers=1, max_pending=64)
+        self._urgent: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+
+    def give_way_with(self, hold: Callable[[], AbstractContextManager[None]]) -> None:
+        """Synthesis a listener waits for (no audio of the answer left to play: its first
+        clause) runs inside `hold()`: the server's LLM gives it the cores meanwhile."""
+        self._urgent = hold
 
     def _find_piper_voices(self, directory: Path) -> None:
         if not directory.is_dir():
@@ -237,6 +246,9 @@ class VoiceCatalog:
     ) -> np.ndarray:
         """`synthesize` on the TTS executor, after the calls due within `slack_s`
         seconds; a cancelled caller stops it at a sentence."""
-        return await self.executor.run_cancellable(
-            lambda token: self.synthesize(text, out_rate, speed, voice, token), slack_s
-        )
+
+        def call(token: CancelToken) -> np.ndarray:
+            with self._urgent() if slack_s <= 0 else contextlib.nullcontext():
+                return self.synthesize(text, out_rate, speed, voice, token)
+
+        return await self.executor.run_cancellable(call, slack_s)

@@ -50,6 +50,13 @@ def test_load_and_warm_up_time_each_part_and_serve() -> None:
         warmed = {"tts", "asr", "partials", "turn", "llm"}
         assert {f"warmup_{p}_s" for p in warmed} | {"warmup_s"} <= components.timings.keys()
         assert components.llm.stats()["num_running"] == 0
+        # a first clause's synthesis has the cores: the server's engine gives way to it
+        engine = components.llm.llm  # type: ignore[attr-defined]
+        before = engine.holds_given
+        voice = components.tts.default_name
+        asyncio.run(components.tts.speak("Hello there.", 24000, 1.0, voice, slack_s=0.0))
+        asyncio.run(components.tts.speak("And more.", 24000, 1.0, voice, slack_s=3.0))
+        assert engine.holds_given == before + 1
     finally:
         asyncio.run(close_components(components))
 

@@ -317,3 +317,51 @@ def test_a_dead_engine_loop_fails_every_caller_instead_of_hanging(tiny_llama: Pa
     asyncio.run(asyncio.wait_for(main(), 30))
     assert started.is_set()
     assert engine.failure is not None and "LoopKiller" in engine.failure
+
+
+def test_give_way_pauses_a_lone_request_and_never_a_busy_engine(
+    allm: AsyncLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a hold is open the engine takes no step for its one request (at most the step
+    already running, and one already made, arrive), and goes on when it closes; with two
+    requests it never pauses."""
+    monkeypatch.setattr("engine.give_way.MAX_HOLD_S", 60.0)
+
+    grew = asyncio.Event()
+
+    async def until(deltas: list[int], n: int) -> None:
+        while len(deltas) < n:
+            grew.clear()
+            await grew.wait()
+
+    async def consume(request_id: str, deltas: list[int]) -> None:
+        async for delta in allm.stream([5, 6, 7, 8], LONG, request_id=request_id):
+            deltas.append(len(delta.token_ids))
+            grew.set()
+
+    async def main() -> None:
+        one: list[int] = []
+        task = asyncio.create_task(consume("alone", one))
+        await asyncio.wait_for(until(one, 3), 30)
+        with allm.give_way():
+            held = len(one)
+            await asyncio.sleep(0.3)  # the tiny model makes dozens of steps a second
+            assert len(one) <= held + 2
+        await asyncio.wait_for(until(one, len(one) + 3), 30)
+        task.cancel()
+        two: tuple[list[int], list[int]] = ([], [])
+        tasks = [asyncio.create_task(consume(f"busy{i}", d)) for i, d in enumerate(two)]
+        await asyncio.wait_for(until(two[1], 1), 30)
+        with allm.give_way():
+            start = [len(d) for d in two]
+            for d, n in zip(two, start, strict=True):
+                await asyncio.wait_for(until(d, n + 3), 30)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(task, *tasks, return_exceptions=True)
+
+    asyncio.run(main())
+    deadline = time.monotonic() + 10
+    while allm.stats().num_running and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert_pool_full(allm)

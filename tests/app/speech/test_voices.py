@@ -3,10 +3,15 @@ voice's language, and `auto` choosing a voice of the answer's language."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from app.catalog import registry
@@ -89,4 +94,42 @@ def test_auto_falls_back_to_espeak_then_to_the_default(default_voice: PiperTTS) 
     assert catalog.choose("auto", "xx") == DEFAULT  # nobody speaks it
     assert catalog.choose("alloy", "zh") == DEFAULT  # a named voice stays what it is
     assert catalog.choose("espeak-ng:de", "zh") == "espeak-ng:de"
+    catalog.executor.shutdown()
+
+
+def test_a_clause_the_listener_waits_for_is_synthesized_inside_the_llms_hold(
+    default_voice: PiperTTS,
+) -> None:
+    """A first clause (no audio of its answer left to play: slack 0) has the cores: it runs
+    inside the hold `give_way_with` was given; a later one (seconds of audio still to
+    play) shares them."""
+    catalog = VoiceCatalog(default_voice)
+    spans: list[tuple[str, bool]] = []
+    holding = False
+
+    @contextlib.contextmanager
+    def hold() -> Iterator[None]:
+        nonlocal holding
+        holding = True
+        try:
+            yield
+        finally:
+            holding = False
+
+    def synthesize(
+        text: str, out_rate: int, speed: float = 1.0, voice: str | None = None, cancel: Any = None
+    ) -> np.ndarray:
+        spans.append((text, holding))
+        return default_voice.synthesize(text, out_rate, speed, cancel)
+
+    catalog.give_way_with(hold)
+    catalog.synthesize = synthesize  # type: ignore[method-assign,assignment]
+
+    async def main() -> list[int]:
+        first = await catalog.speak("Hello there.", 24000, 1.0, DEFAULT, slack_s=0.0)
+        later = await catalog.speak("And more.", 24000, 1.0, DEFAULT, slack_s=2.0)
+        return [len(first), len(later)]
+
+    assert all(n > 0 for n in asyncio.run(main()))
+    assert spans == [("Hello there.", True), ("And more.", False)]
     catalog.executor.shutdown()
