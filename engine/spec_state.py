@@ -6,14 +6,20 @@ from dataclasses import dataclass, field
 
 from engine.spec_prompt_lookup import PromptLookup
 
+MAX_REST = 16  # steps a sequence whose drafts keep missing goes without one
+
 
 @dataclass
 class SpecState:
     """Per sequence: the draft length adapts to what the target accepted.
 
     All drafts accepted: the next draft is twice as long (up to ``max_k``); some
-    rejected: the next is one longer than what was accepted, so a sequence whose drafts
-    keep missing drafts a single token (one extra row in a decode step).
+    rejected: the next is one longer than what was accepted. A draft missed from its
+    first token makes the sequence sit out its next steps, 1, 2, 4... up to
+    ``MAX_REST`` of them in a row of misses, until a draft is accepted again: an open
+    answer finds n-grams it does not repeat ("the", "is") at most steps, and each draft
+    verified costs a row of compute (on two cores a fifth to a third of a one-token
+    step) for nothing.
     """
 
     lookup: PromptLookup
@@ -30,10 +36,19 @@ class SpecState:
     # the last token and all drafts but the last, so a step that accepted every one of
     # its drafts leaves that last draft's row for its next pass to write.
     draft_behind: int = 0
+    rest: int = 0  # steps left to sit out
+    backoff: int = 0  # the rest the next whole miss gives (0: none since an acceptance)
 
     def prefers_model(self) -> bool:
         """Is the draft model's recent acceptance above prompt lookup's?"""
         return self.scores["draft"] > self.scores["ngram"]
+
+    def sits_out(self) -> bool:
+        """Does this step go without a draft (a rest after whole misses)? Counts it."""
+        if self.rest <= 0:
+            return False
+        self.rest -= 1
+        return True
 
     def record(self, drafted: int, accepted: int) -> None:
         if drafted:
@@ -46,6 +61,11 @@ class SpecState:
         self.draft_behind = int(self.source == "draft" and 0 < drafted == accepted)
         self.k = min(self.max_k, 2 * drafted) if accepted == drafted else accepted + 1
         self.k = max(1, min(self.k, self.max_k))
+        if drafted and not accepted:
+            self.backoff = min(MAX_REST, max(1, 2 * self.backoff))
+            self.rest = self.backoff
+        elif accepted:
+            self.backoff = 0
 
     @property
     def acceptance(self) -> float:

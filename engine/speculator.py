@@ -64,6 +64,8 @@ class Speculator:
         state = seq.spec
         if state is None:
             state = seq.spec = SpecState(PromptLookup(self.min_n, self.max_n), self.max_k)
+        if state.sits_out():
+            return []
         # Tokens past max_tokens or the context would be computed and thrown away.
         k = min(
             state.k,

@@ -17,7 +17,7 @@ import torch
 from engine import LLM, AsyncLLM, ConfigError, EngineConfig, SamplingParams
 from engine.kernels.cpu_kernels import CpuKernels
 from engine.spec_prompt_lookup import PromptLookup
-from engine.spec_state import SpecState
+from engine.spec_state import MAX_REST, SpecState
 from tests.engine.tiny_models import hf_greedy
 
 MAX_NEW = 40
@@ -280,6 +280,25 @@ def test_draft_length_adapts_to_acceptance() -> None:
     state.record(drafted=3, accepted=0)
     assert state.k == 1
     assert state.acceptance == 16 / 25
+
+
+def test_a_sequence_whose_drafts_keep_missing_sits_out_longer_each_time() -> None:
+    """A whole miss rests the next step, two, four... (up to MAX_REST); a draft accepted
+    again ends the backoff."""
+    state = SpecState(PromptLookup(1, 2), max_k=8, k=2)
+    assert not state.sits_out()
+    rests = []
+    for _ in range(7):
+        state.record(drafted=1, accepted=0)
+        n = 0
+        while state.sits_out():
+            n += 1
+        rests.append(n)
+    assert rests == [1, 2, 4, 8, 16, 16, 16] and MAX_REST == 16
+    state.record(drafted=2, accepted=1)
+    assert not state.sits_out()
+    state.record(drafted=1, accepted=0)
+    assert state.sits_out() and not state.sits_out()  # from one step again
 
 
 @pytest.mark.parametrize(
