@@ -22,7 +22,9 @@ class Settings:
 
     llm_backend: str = "embedded"  # "embedded" (our engine), "transformers" or "remote"
     llm_model: str = DEFAULT_LLM
-    quantization: str = "int8"  # embedded engine weights: "int8", "int4" or "none"
+    # embedded engine weights: "int8", "int4" or "none"; None: the model's own (int8, int4
+    # for qwen2.5-coder-1.5b-instruct: engine.default_quantization)
+    quantization: str | None = None
     # embedded engine: refuse (429 server_busy) while a request has waited longer than
     # this to start; 0: never (requests queue, and time to first token grows under load)
     llm_max_queue_delay_s: float = 0.0

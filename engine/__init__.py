@@ -44,6 +44,7 @@ from engine.errors import (
 from engine.kernels.cpu_kernels import CpuKernels
 from engine.layers.quantization import dequantize_int4, quantize_int4
 from engine.llm import LLM
+from engine.loading.bundled_gguf import default_quantization
 from engine.loading.model_loader import prepare_bundled_llm
 from engine.loading.model_store import (
     BUNDLED_LLMS,
@@ -86,6 +87,7 @@ __all__ = [
     "bundled_gguf_path",
     "bundled_llm_dir",
     "cache_root",
+    "default_quantization",
     "dequantize_int4",
     "gguf_source",
     "is_complete",

@@ -31,7 +31,7 @@ __all__ = [
 def create_backend(
     kind: str,
     model: str,
-    quantization: str = "int8",
+    quantization: str | None = None,
     max_queue_delay_s: float = 0.0,
     clustering: bool = False,
     *,
@@ -42,7 +42,8 @@ def create_backend(
     backend's options (url, api_key, timeouts, ...: see RemoteBackend); others ignore it.
     `max_queue_delay_s` is our engine's overload refusal (engine.scheduling.backpressure);
     `clustering` its prompt clustering for KV retention (engine.scheduling.clustering);
-    `engine` more of its EngineConfig fields (speculative decoding)."""
+    `engine` more of its EngineConfig fields (speculative decoding). `quantization` None:
+    the model's own default (engine.default_quantization)."""
     if kind == "remote":
         from app.llm.remote import RemoteBackend
 
@@ -53,10 +54,11 @@ def create_backend(
         return TransformersBackend(model)
     if kind == "embedded":
         from app.llm.embedded import EmbeddedBackend
+        from engine import default_quantization
 
         return EmbeddedBackend(
             model,
-            quantization=quantization,
+            quantization=quantization or default_quantization(model),
             max_queue_delay_s=max_queue_delay_s,
             semantic_clustering=clustering,
             **(engine or {}),

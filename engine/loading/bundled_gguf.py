@@ -38,6 +38,10 @@ class BundledGGUF:
     # otherwise dequantized once into an fp32 safetensors directory that `transformers`
     # loads too (the exactness tests compare the two on that directory).
     direct: bool = False
+    # What a server loads it as unless told (R1VOICE_QUANTIZATION): int4 where that keeps
+    # the file's own 4-bit groups (a direct Q4_K_M: closer to the GGUF than int8, which
+    # requantizes them, and fewer bytes a token).
+    quantization: str = "int8"
 
     @property
     def install_hint(self) -> str:
@@ -143,6 +147,7 @@ BUNDLED_LLMS: dict[str, BundledGGUF] = {
         size=1_117_320_768,
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         direct=True,
+        quantization="int4",
     ),
 }
 DEFAULT_LLM = "smollm2-135m-instruct"
@@ -208,6 +213,12 @@ def _join_parts(name: str, entry: BundledGGUF, paths: list[Path], out: Path) -> 
     finally:
         tmp.unlink(missing_ok=True)
     return out
+
+
+def default_quantization(model: str) -> str:
+    """The quantization a server loads `model` with when none is configured."""
+    entry = BUNDLED_LLMS.get(model)
+    return entry.quantization if entry is not None else "int8"
 
 
 def bundled_gguf_path(name: str) -> Path:

@@ -209,3 +209,21 @@ def test_a_speculating_backend_says_what_decoding_without_it_says(
         assert speculator is not None and speculator.num_accepted > 0  # drafts were taken
     finally:
         asyncio.run(spec.close())
+
+
+def test_unset_quantization_is_the_models_own(smollm2_path: Path) -> None:
+    """No R1VOICE_QUANTIZATION: each model loads at its default, int4 for the 1.5B (its
+    Q4_K groups kept as the file has them), int8 for the others; a setting overrides it."""
+    from app.llm import create_backend
+    from app.settings import Settings
+    from engine import default_quantization
+
+    assert Settings().quantization is None
+    assert default_quantization("qwen2.5-coder-1.5b-instruct") == "int4"
+    assert default_quantization(MODEL) == default_quantization("/some/model") == "int8"
+    for asked, loaded in ((None, "int8"), ("none", "none")):
+        backend = create_backend("embedded", MODEL, asked)
+        try:
+            assert backend.llm.engine.config.quantization == loaded  # type: ignore[attr-defined]
+        finally:
+            asyncio.run(backend.close())
