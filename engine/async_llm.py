@@ -162,6 +162,11 @@ class AsyncLLM:
         """How many `give_way` holds were opened."""
         return self._give_way.holds
 
+    @property
+    def waits_for_holds(self) -> int:
+        """How many times the engine loop waited for a hold instead of stepping."""
+        return self._give_way.paused_steps
+
     def reset_stats(self) -> None:
         """Zero the engine's counters and wall-time shares (on the engine thread)."""
         self._call(self.engine.reset_stats).result()
@@ -250,7 +255,8 @@ class AsyncLLM:
             if not self.engine.has_unfinished():
                 self._wakeup.wait()
                 continue
-            if (wait := self._give_way.wait_s(self.engine.num_unfinished())) > 0:
+            requests, waiting = self.engine.num_unfinished(), self.engine.num_waiting()
+            if (wait := self._give_way.wait_s(requests, waiting)) > 0:
                 self._wakeup.wait(wait)  # a closed hold or a new command wakes it
                 continue
             if self._stepped_empty:

@@ -4,9 +4,11 @@ On a CPU the engine shares its cores with the rest of a voice turn. When the one
 listener waits for is another stage's (the first clause's synthesis: nothing is playing
 yet), a decode step running beside it takes half the cores and both finish later; the
 tokens that step makes are not needed before that audio has played. While a hold is
-open the engine takes no step, if it serves at most `ONLY_IF_AT_MOST` requests: a busy
-server's other requests are never paused for one listener. A hold pauses steps for
-`MAX_HOLD_S` at most, however long its work runs.
+open the engine takes no step, if it serves at most `ONLY_IF_AT_MOST` requests and none
+waits to start: a busy server's requests, and a new request's prefill (another session's
+first token), are never paused for one listener. A hold pauses steps for `MAX_HOLD_S` at
+most, however long its work runs. The one request paused may be another session's
+answer decoding ahead of its audio (the cost: its next tokens a few tens of ms later).
 """
 
 from __future__ import annotations
@@ -45,10 +47,10 @@ class GiveWay:
                 del self._until[key]
             self._wake()
 
-    def wait_s(self, requests: int) -> float:
+    def wait_s(self, requests: int, waiting: int = 0) -> float:
         """How long the loop should wait before its next step with `requests` in the
-        engine: 0 when nothing holds it."""
-        if requests > ONLY_IF_AT_MOST:
+        engine, `waiting` of them not yet running: 0 when nothing holds it."""
+        if requests > ONLY_IF_AT_MOST or waiting:
             return 0.0
         with self._lock:
             left = max(self._until.values(), default=0.0) - self._clock()

@@ -95,6 +95,9 @@ class Scheduler:
     def num_unfinished(self) -> int:
         return len(self.waiting) + len(self.running)
 
+    def num_waiting(self) -> int:
+        return len(self.waiting)
+
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
         clustered = self.config.semantic_clustering

@@ -137,6 +137,7 @@ class ScriptedVoices:
     def __init__(self, seconds_per_clause: float = 0.2) -> None:
         self.seconds = seconds_per_clause
         self.spoken: list[str] = []
+        self.firsts: list[bool] = []  # each clause: said to be its answer's first
 
     def voices(self) -> list[str]:
         return ["scripted"]
@@ -145,9 +146,16 @@ class ScriptedVoices:
         return voice
 
     async def speak(
-        self, text: str, out_rate: int, speed: float, voice: str, slack_s: float = 0.0
+        self,
+        text: str,
+        out_rate: int,
+        speed: float,
+        voice: str,
+        slack_s: float = 0.0,
+        first: bool = False,
     ) -> Any:
         self.spoken.append(text)
+        self.firsts.append(first)
         await asyncio.sleep(0)
         return np.full(int(self.seconds * out_rate), 0.1, dtype=np.float32)
 

@@ -145,7 +145,7 @@ class LLMBackend(abc.ABC):
     def give_way(self) -> contextlib.AbstractContextManager[None]:
         """A context under which this process's other urgent work (a first clause's
         synthesis, which a listener waits for) has the cores: our engine pauses its steps
-        (engine/give_way.py); other backends compute elsewhere and do nothing."""
+        (engine/give_way.py); the others do nothing (a remote one computes elsewhere)."""
         return contextlib.nullcontext()
 
     @abc.abstractmethod

@@ -37,7 +37,8 @@ class LLMCatalog(ModelCatalog[LLMBackend]):
     @classmethod
     def from_settings(cls, default: LLMBackend, settings: Settings) -> LLMCatalog:
         """The catalog of a server: others load as the default was built (same
-        quantization, queue delay and clustering), with the embedded backend only."""
+        queue delay and clustering; each at its own default quantization unless one is
+        set), with the embedded backend only."""
         if settings.llm_backend != "embedded":
             return cls(default)
 

@@ -158,8 +158,9 @@ class VoiceCatalog:
         self._urgent: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
 
     def give_way_with(self, hold: Callable[[], AbstractContextManager[None]]) -> None:
-        """Synthesis a listener waits for (no audio of the answer left to play: its first
-        clause) runs inside `hold()`: the server's LLM gives it the cores meanwhile."""
+        """An answer's first clause, which the listener waits for, is synthesized inside
+        `hold()`: the server's LLM gives it the cores meanwhile. Later clauses share them
+        (pausing the LLM for each would only move the wait to the next clause)."""
         self._urgent = hold
 
     def _find_piper_voices(self, directory: Path) -> None:
@@ -242,13 +243,20 @@ class VoiceCatalog:
         return self.backend(voice).synthesize(text, out_rate, speed, cancel)
 
     async def speak(
-        self, text: str, out_rate: int, speed: float, voice: str, slack_s: float = 0.0
+        self,
+        text: str,
+        out_rate: int,
+        speed: float,
+        voice: str,
+        slack_s: float = 0.0,
+        first: bool = False,
     ) -> np.ndarray:
         """`synthesize` on the TTS executor, after the calls due within `slack_s`
-        seconds; a cancelled caller stops it at a sentence."""
+        seconds; a cancelled caller stops it at a sentence. An answer's `first` clause
+        (what the listener waits for) runs inside the hold of `give_way_with`."""
 
         def call(token: CancelToken) -> np.ndarray:
-            with self._urgent() if slack_s <= 0 else contextlib.nullcontext():
+            with self._urgent() if first else contextlib.nullcontext():
                 return self.synthesize(text, out_rate, speed, voice, token)
 
         return await self.executor.run_cancellable(call, slack_s)

@@ -202,14 +202,20 @@ class TracedVoices:
         self.inner, self.session = inner, session
 
     async def speak(
-        self, text: str, out_rate: int, speed: float, voice: str, slack_s: float = 0.0
+        self,
+        text: str,
+        out_rate: int,
+        speed: float,
+        voice: str,
+        slack_s: float = 0.0,
+        first: bool = False,
     ) -> np.ndarray:
         attributes: dict[str, Any] = {"r1voice.tts.voice": voice, "r1voice.tts.chars": len(text)}
         if self.session.content:
             attributes["r1voice.tts.text"] = text
         span = self.session.stage("r1voice.tts", time.time_ns(), attributes)
         try:
-            audio: np.ndarray = await self.inner.speak(text, out_rate, speed, voice, slack_s)
+            audio: np.ndarray = await self.inner.speak(text, out_rate, speed, voice, slack_s, first)
         except BaseException as exc:
             if span is not None:
                 span.set_attribute("r1voice.tts.closed", type(exc).__name__)

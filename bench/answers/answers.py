@@ -115,6 +115,7 @@ def run_model(name: str, questions: list[Question], args: argparse.Namespace) ->
     from bench.answers.score import answer_length, in_language, match
     from bench.kit.log import log as bench_log
     from bench.kit.server import start_server
+    from engine import default_quantization
 
     log = functools.partial(bench_log, bench="answers")
 
@@ -155,7 +156,7 @@ def run_model(name: str, questions: list[Question], args: argparse.Namespace) ->
     settings = Settings.from_env(llm_backend="embedded", llm_model=name)
     return {
         "instructions": instructions,
-        "quantization": settings.quantization,
+        "quantization": settings.quantization or default_quantization(name),
         "server": {"ready_s": round(ready_s, 2), **info},
         "rows": rows,
     }

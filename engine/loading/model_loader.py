@@ -17,6 +17,7 @@ from engine.architectures import MODEL_REGISTRY, LlamaForCausalLM
 from engine.errors import ConfigError, ModelLoadError
 from engine.layers import quantization as quantization_module
 from engine.loading import model_store, quantized_model
+from engine.loading.bundled_gguf import default_quantization
 from engine.loading.fast_tokenizer import FastTokenizer
 from engine.loading.gguf_weights import load_gguf_weights, quant_cache
 from engine.loading.model_config import ModelConfig
@@ -192,9 +193,10 @@ def _ready(
 
 def prepare_bundled_llm(name: str, *, force: bool = False) -> Path:
     """``model_store.prepare_bundled_llm``; a model read from its GGUF is quantized into
-    its cache at the engine's default (int8) too, so a first start reads that cache."""
+    its cache at the server's default for it (``default_quantization``: int4 for the
+    1.5B) too, so a first start reads that cache."""
     path = model_store.prepare_bundled_llm(name, force=force)
-    write_quantized_cache(path, "int8")
+    write_quantized_cache(path, default_quantization(name))
     return path
 
 

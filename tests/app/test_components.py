@@ -54,8 +54,8 @@ def test_load_and_warm_up_time_each_part_and_serve() -> None:
         engine = components.llm.llm  # type: ignore[attr-defined]
         before = engine.holds_given
         voice = components.tts.default_name
-        asyncio.run(components.tts.speak("Hello there.", 24000, 1.0, voice, slack_s=0.0))
-        asyncio.run(components.tts.speak("And more.", 24000, 1.0, voice, slack_s=3.0))
+        asyncio.run(components.tts.speak("Hello there.", 24000, 1.0, voice, first=True))
+        asyncio.run(components.tts.speak("And more.", 24000, 1.0, voice))
         assert engine.holds_given == before + 1
     finally:
         asyncio.run(close_components(components))

@@ -322,11 +322,10 @@ def test_a_dead_engine_loop_fails_every_caller_instead_of_hanging(tiny_llama: Pa
 def test_give_way_pauses_a_lone_request_and_never_a_busy_engine(
     allm: AsyncLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """While a hold is open the engine takes no step for its one request (at most the step
-    already running, and one already made, arrive), and goes on when it closes; with two
-    requests it never pauses."""
+    """While a hold is open the engine takes no step for its one decoding request, and
+    goes on when it closes; a new request still gets its prefill (its first token), and
+    with two requests the engine never pauses."""
     monkeypatch.setattr("engine.give_way.MAX_HOLD_S", 60.0)
-
     grew = asyncio.Event()
 
     async def until(deltas: list[int], n: int) -> None:
@@ -339,16 +338,26 @@ def test_give_way_pauses_a_lone_request_and_never_a_busy_engine(
             deltas.append(len(delta.token_ids))
             grew.set()
 
+    async def paused(since: int) -> None:
+        for _ in range(6000):  # the loop reaches its wait within a step
+            if allm.waits_for_holds > since:
+                return
+            await asyncio.sleep(0.005)
+        raise AssertionError("the engine loop never waited for the hold")
+
     async def main() -> None:
         one: list[int] = []
         task = asyncio.create_task(consume("alone", one))
         await asyncio.wait_for(until(one, 3), 30)
         with allm.give_way():
+            await paused(allm.waits_for_holds)
+            await asyncio.sleep(0.05)  # deltas the loop sent before it waited arrive
             held = len(one)
             await asyncio.sleep(0.3)  # the tiny model makes dozens of steps a second
-            assert len(one) <= held + 2
+            assert len(one) == held
         await asyncio.wait_for(until(one, len(one) + 3), 30)
         task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
         two: tuple[list[int], list[int]] = ([], [])
         tasks = [asyncio.create_task(consume(f"busy{i}", d)) for i, d in enumerate(two)]
         await asyncio.wait_for(until(two[1], 1), 30)
@@ -358,7 +367,13 @@ def test_give_way_pauses_a_lone_request_and_never_a_busy_engine(
                 await asyncio.wait_for(until(d, n + 3), 30)
         for t in tasks:
             t.cancel()
-        await asyncio.gather(task, *tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        with allm.give_way():  # an idle engine: a new request is not held back
+            late: list[int] = []
+            task = asyncio.create_task(consume("late", late))
+            await asyncio.wait_for(until(late, 1), 30)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
     asyncio.run(main())
     deadline = time.monotonic() + 10

@@ -22,7 +22,8 @@ def test_a_hold_pauses_one_request_for_its_time_at_most_and_wakes_the_loop() -> 
     assert way.wait_s(1) == 0.0  # nothing holds it
     with way.hold():
         assert way.wait_s(1) == MAX_HOLD_S
-        assert way.wait_s(0) == MAX_HOLD_S  # a request arriving finds the loop waiting
+        assert way.wait_s(0) == MAX_HOLD_S  # an idle engine's loop waits with it
+        assert way.wait_s(1, waiting=1) == 0.0  # a new request's prefill is never paused
         assert way.wait_s(2) == 0.0  # a second request: the engine never pauses for one
         clock.now += MAX_HOLD_S * 0.75
         assert way.wait_s(1) == pytest.approx(MAX_HOLD_S * 0.25)

@@ -80,11 +80,13 @@ class AnswerVoice:
         return self.speaker.text_played(heard)
 
     async def _synthesize(self, text: str, rate: int, slack_s: float) -> Any:
-        if self.name is None:  # the answer's first clause says its language
+        first = self.name is None
+        if first:  # the answer's first clause says its language
             self.name = self.deps.voices.choose(
                 self.spec.voice, text_language(text, self._language())
             )
-        return await self.deps.voices.speak(text, rate, self.spec.speed, self.name, slack_s)
+        assert self.name is not None
+        return await self.deps.voices.speak(text, rate, self.spec.speed, self.name, slack_s, first)
 
     def _sent(self, piece: bytes) -> None:
         if self.playout is None:  # the client plays it

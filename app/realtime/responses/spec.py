@@ -21,7 +21,13 @@ class Voices(Protocol):
     """What a response needs of TTS (the VoiceCatalog, or a scripted one in tests)."""
 
     async def speak(
-        self, text: str, out_rate: int, speed: float, voice: str, slack_s: float = 0.0
+        self,
+        text: str,
+        out_rate: int,
+        speed: float,
+        voice: str,
+        slack_s: float = 0.0,
+        first: bool = False,
     ) -> np.ndarray: ...
 
     def choose(self, voice: str, language: str) -> str:

@@ -100,9 +100,8 @@ def test_auto_falls_back_to_espeak_then_to_the_default(default_voice: PiperTTS) 
 def test_a_clause_the_listener_waits_for_is_synthesized_inside_the_llms_hold(
     default_voice: PiperTTS,
 ) -> None:
-    """A first clause (no audio of its answer left to play: slack 0) has the cores: it runs
-    inside the hold `give_way_with` was given; a later one (seconds of audio still to
-    play) shares them."""
+    """An answer's first clause has the cores: it runs inside the hold `give_way_with` was
+    given; a later one shares them, even with no audio left to play (slack 0)."""
     catalog = VoiceCatalog(default_voice)
     spans: list[tuple[str, bool]] = []
     holding = False
@@ -126,8 +125,8 @@ def test_a_clause_the_listener_waits_for_is_synthesized_inside_the_llms_hold(
     catalog.synthesize = synthesize  # type: ignore[method-assign,assignment]
 
     async def main() -> list[int]:
-        first = await catalog.speak("Hello there.", 24000, 1.0, DEFAULT, slack_s=0.0)
-        later = await catalog.speak("And more.", 24000, 1.0, DEFAULT, slack_s=2.0)
+        first = await catalog.speak("Hello there.", 24000, 1.0, DEFAULT, 0.0, first=True)
+        later = await catalog.speak("And more.", 24000, 1.0, DEFAULT, 0.0)
         return [len(first), len(later)]
 
     assert all(n > 0 for n in asyncio.run(main()))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 
 from engine import LLM, SamplingParams
@@ -184,3 +185,22 @@ def test_config_and_tokenizer_never_go_through_transformers_at_once(
     assert entered == {"config", "tokenizer"}  # both went through transformers
     assert met == []
     assert type(loaded.model.config).__name__ == "LlamaConfig"
+
+
+def test_preparing_a_gguf_model_writes_the_cache_of_its_default_quantization(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`r1voice models prepare` leaves the 1.5B's int4 cache (its default), so a first
+    start reads it instead of the GGUF's blocks."""
+    from engine.loading import model_loader
+
+    written: list[tuple[str, str]] = []
+    monkeypatch.setattr(
+        model_loader, "write_quantized_cache", lambda path, q: written.append((path.name, q))
+    )
+    model_loader.prepare_bundled_llm("qwen2.5-coder-1.5b-instruct")
+    model_loader.prepare_bundled_llm("smollm2-135m-instruct")
+    assert written == [
+        ("qwen2.5-coder-1.5b-instruct", "int4"),
+        ("smollm2-135m-instruct", "int8"),
+    ]

@@ -190,7 +190,13 @@ def test_audio_response_speaks_each_clause() -> None:
 
 class BrokenVoices(ScriptedVoices):
     async def speak(
-        self, text: str, out_rate: int, speed: float, voice: str, slack_s: float = 0.0
+        self,
+        text: str,
+        out_rate: int,
+        speed: float,
+        voice: str,
+        slack_s: float = 0.0,
+        first: bool = False,
     ) -> Any:
         raise RuntimeError("the voice model crashed")
 
@@ -260,6 +266,16 @@ def test_cancel_closes_the_llm_request() -> None:
     assert h.outcomes[0].status == "cancelled"
 
 
+def test_only_an_answers_first_clause_is_spoken_as_its_first() -> None:
+    """The first clause is what the listener waits for (the TTS has the LLM give way to
+    it: app/speech/voices.py); later ones are not, however little audio is queued."""
+    words = ["The capital of France ", "is Paris. ", "It is a large city, ", "on the Seine."]
+    h = Harness(ScriptedLLM(words), audio=True)
+    asyncio.run(run_to_end(h))
+    assert len(h.voices.spoken) >= 2
+    assert h.voices.firsts == [True] + [False] * (len(h.voices.spoken) - 1)
+
+
 def test_an_answer_cut_at_max_output_tokens_is_incomplete_and_spoken_whole() -> None:
     """Bug: an answer cut by its token limit said `completed` and had no usage."""
     h = Harness(ScriptedLLM(["One, ", "two, ", "three, ", "four."]), audio=True, max_tokens=3)
@@ -295,10 +311,16 @@ class HeldVoices(ScriptedVoices):
         self.go = asyncio.Event()
 
     async def speak(
-        self, text: str, out_rate: int, speed: float, voice: str, slack_s: float = 0.0
+        self,
+        text: str,
+        out_rate: int,
+        speed: float,
+        voice: str,
+        slack_s: float = 0.0,
+        first: bool = False,
     ) -> Any:
         await self.go.wait()
-        return await super().speak(text, out_rate, speed, voice, slack_s)
+        return await super().speak(text, out_rate, speed, voice, slack_s, first)
 
 
 def test_an_answer_cancelled_after_its_generation_reports_its_tokens() -> None:
