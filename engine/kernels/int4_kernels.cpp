@@ -147,7 +147,7 @@ at::Tensor int4_linear(const at::Tensor& x, const at::Tensor& packed, const at::
     for (int64_t b = b0; b < b1;) {
       // One row takes blocks four at a time (the broadcasts shared), more rows two at a
       // time, in tiles of four rows and one of the rest.
-      const int64_t nb = m == 1 && b + 4 <= b1 ? 4 : m > 1 && b + 2 <= b1 ? 2 : 1;
+      const int64_t nb = m == 1 && b + 4 <= b1 ? 4 : b + 2 <= b1 ? 2 : 1;
       const uint8_t* wb = wp + b * block_bytes;
       const uint16_t* sb = sp + b * groups * 16;
       const uint16_t* mb = mp + b * groups * 16;
