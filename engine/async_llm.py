@@ -39,14 +39,13 @@ class AsyncLLM:
         self._commands: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future]]
         self._commands = queue.SimpleQueue()
         self._wakeup = threading.Event()
-        self._give_way = GiveWay(self._wakeup.set)
+        self.give_way = GiveWay(self._wakeup.set)  # its hold() pauses the steps (give_way.py)
         self._stop = False
         self._stepped_empty = False
         self._streams: dict[str, RequestStream] = {}
         self.failure: str | None = None  # why the engine loop died, if it did
-        # The engine is built on the thread that steps it: torch's OpenMP thread teams
-        # are per calling thread, and an engine built on the caller's thread but stepped
-        # on this one decoded far slower. Errors of the build are raised here, in the caller.
+        # Built on the thread that steps it (torch's OpenMP teams are per thread: built on
+        # the caller's, it decoded far slower); the build's errors are raised in the caller.
         built: concurrent.futures.Future = concurrent.futures.Future()
         self._thread = threading.Thread(
             target=self._build_and_loop, args=(model, kwargs, built), name="r1voice-engine"
@@ -152,21 +151,6 @@ class AsyncLLM:
         """LLMEngine.set_latency_sensitive on the engine thread (returns at once)."""
         self._call(lambda: self.engine.set_latency_sensitive(on))
 
-    def give_way(self) -> contextlib.AbstractContextManager[None]:
-        """A context (any thread): while it runs, the engine takes no step if it serves at
-        most one request, for half a second at most (engine/give_way.py)."""
-        return self._give_way.hold()
-
-    @property
-    def holds_given(self) -> int:
-        """How many `give_way` holds were opened."""
-        return self._give_way.holds
-
-    @property
-    def waits_for_holds(self) -> int:
-        """How many times the engine loop waited for a hold instead of stepping."""
-        return self._give_way.paused_steps
-
     def reset_stats(self) -> None:
         """Zero the engine's counters and wall-time shares (on the engine thread)."""
         self._call(self.engine.reset_stats).result()
@@ -252,12 +236,9 @@ class AsyncLLM:
         while not self._stop:
             self._wakeup.clear()
             self._run_commands()
-            if not self.engine.has_unfinished():
-                self._wakeup.wait()
-                continue
-            requests, waiting = self.engine.num_unfinished(), self.engine.num_waiting()
-            if (wait := self._give_way.wait_s(requests, waiting)) > 0:
-                self._wakeup.wait(wait)  # a closed hold or a new command wakes it
+            stats, idle = self._snapshot.stats, not self.engine.has_unfinished()
+            if idle or (held := self.give_way.wait_s(stats.num_running, stats.num_waiting)) > 0:
+                self._wakeup.wait(None if idle else held)  # new commands, a hold's end wake it
                 continue
             if self._stepped_empty:
                 # Requests wait but nothing could be scheduled (a static batch filling

@@ -30,7 +30,7 @@ class GiveWay:
         self._lock = threading.Lock()
         self._until: dict[int, float] = {}  # open holds: id -> when they stop pausing
         self._ids = itertools.count()
-        self.holds = 0  # holds opened (the tests and stats read it)
+        self.holds = 0  # holds opened
         self.paused_steps = 0  # times the loop waited for a hold
 
     @contextlib.contextmanager
@@ -47,10 +47,10 @@ class GiveWay:
                 del self._until[key]
             self._wake()
 
-    def wait_s(self, requests: int, waiting: int = 0) -> float:
-        """How long the loop should wait before its next step with `requests` in the
-        engine, `waiting` of them not yet running: 0 when nothing holds it."""
-        if requests > ONLY_IF_AT_MOST or waiting:
+    def wait_s(self, running: int, waiting: int) -> float:
+        """How long the loop should wait before its next step, with `running` requests
+        and `waiting` ones not yet started: 0 when nothing holds it."""
+        if running > ONLY_IF_AT_MOST or waiting:
             return 0.0
         with self._lock:
             left = max(self._until.values(), default=0.0) - self._clock()

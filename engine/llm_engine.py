@@ -156,13 +156,6 @@ class LLMEngine:
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished()
 
-    def num_unfinished(self) -> int:
-        return self.scheduler.num_unfinished()
-
-    def num_waiting(self) -> int:
-        """Requests not yet running (a new one's prefill, or preempted)."""
-        return self.scheduler.num_waiting()
-
     # ---- the loop -------------------------------------------------------------------
 
     def step(self) -> list[Sequence]:

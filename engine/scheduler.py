@@ -92,12 +92,6 @@ class Scheduler:
     def has_unfinished(self) -> bool:
         return bool(self.waiting or self.running)
 
-    def num_unfinished(self) -> int:
-        return len(self.waiting) + len(self.running)
-
-    def num_waiting(self) -> int:
-        return len(self.waiting)
-
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
         clustered = self.config.semantic_clustering

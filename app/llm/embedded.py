@@ -116,7 +116,7 @@ class EmbeddedBackend(LLMBackend):
         return self.llm.failure
 
     def give_way(self) -> contextlib.AbstractContextManager[None]:
-        return self.llm.give_way()
+        return self.llm.give_way.hold()
 
     async def count_tokens(self, texts: list[str]) -> list[int]:
         return await self.template.count_tokens(texts)

@@ -52,11 +52,11 @@ def test_load_and_warm_up_time_each_part_and_serve() -> None:
         assert components.llm.stats()["num_running"] == 0
         # a first clause's synthesis has the cores: the server's engine gives way to it
         engine = components.llm.llm  # type: ignore[attr-defined]
-        before = engine.holds_given
+        before = engine.give_way.holds
         voice = components.tts.default_name
         asyncio.run(components.tts.speak("Hello there.", 24000, 1.0, voice, first=True))
         asyncio.run(components.tts.speak("And more.", 24000, 1.0, voice))
-        assert engine.holds_given == before + 1
+        assert engine.give_way.holds == before + 1
     finally:
         asyncio.run(close_components(components))
 

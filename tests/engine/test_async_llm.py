@@ -340,7 +340,7 @@ def test_give_way_pauses_a_lone_request_and_never_a_busy_engine(
 
     async def paused(since: int) -> None:
         for _ in range(6000):  # the loop reaches its wait within a step
-            if allm.waits_for_holds > since:
+            if allm.give_way.paused_steps > since:
                 return
             await asyncio.sleep(0.005)
         raise AssertionError("the engine loop never waited for the hold")
@@ -349,8 +349,8 @@ def test_give_way_pauses_a_lone_request_and_never_a_busy_engine(
         one: list[int] = []
         task = asyncio.create_task(consume("alone", one))
         await asyncio.wait_for(until(one, 3), 30)
-        with allm.give_way():
-            await paused(allm.waits_for_holds)
+        with allm.give_way.hold():
+            await paused(allm.give_way.paused_steps)
             await asyncio.sleep(0.05)  # deltas the loop sent before it waited arrive
             held = len(one)
             await asyncio.sleep(0.3)  # the tiny model makes dozens of steps a second
@@ -361,14 +361,14 @@ def test_give_way_pauses_a_lone_request_and_never_a_busy_engine(
         two: tuple[list[int], list[int]] = ([], [])
         tasks = [asyncio.create_task(consume(f"busy{i}", d)) for i, d in enumerate(two)]
         await asyncio.wait_for(until(two[1], 1), 30)
-        with allm.give_way():
+        with allm.give_way.hold():
             start = [len(d) for d in two]
             for d, n in zip(two, start, strict=True):
                 await asyncio.wait_for(until(d, n + 3), 30)
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        with allm.give_way():  # an idle engine: a new request is not held back
+        with allm.give_way.hold():  # an idle engine: a new request is not held back
             late: list[int] = []
             task = asyncio.create_task(consume("late", late))
             await asyncio.wait_for(until(late, 1), 30)

@@ -19,21 +19,21 @@ class Clock:
 def test_a_hold_pauses_one_request_for_its_time_at_most_and_wakes_the_loop() -> None:
     clock, wakes = Clock(), []
     way = GiveWay(lambda: wakes.append(1), clock)
-    assert way.wait_s(1) == 0.0  # nothing holds it
+    assert way.wait_s(1, 0) == 0.0  # nothing holds it
     with way.hold():
-        assert way.wait_s(1) == MAX_HOLD_S
-        assert way.wait_s(0) == MAX_HOLD_S  # an idle engine's loop waits with it
-        assert way.wait_s(1, waiting=1) == 0.0  # a new request's prefill is never paused
-        assert way.wait_s(2) == 0.0  # a second request: the engine never pauses for one
+        assert way.wait_s(1, 0) == MAX_HOLD_S
+        assert way.wait_s(0, 0) == MAX_HOLD_S  # an idle engine's loop waits with it
+        assert way.wait_s(0, 1) == 0.0  # a new request's prefill is never paused
+        assert way.wait_s(2, 0) == 0.0  # a second request: the engine never pauses for one
         clock.now += MAX_HOLD_S * 0.75
-        assert way.wait_s(1) == pytest.approx(MAX_HOLD_S * 0.25)
+        assert way.wait_s(1, 0) == pytest.approx(MAX_HOLD_S * 0.25)
         with way.hold():  # a second hold, opened later, holds on after the first's time
             clock.now += MAX_HOLD_S * 0.5
-            assert way.wait_s(1) == pytest.approx(MAX_HOLD_S * 0.5)
+            assert way.wait_s(1, 0) == pytest.approx(MAX_HOLD_S * 0.5)
         assert wakes == [1]
         clock.now += MAX_HOLD_S
-        assert way.wait_s(1) == 0.0  # the first hold's time is up, though its work runs on
-    assert wakes == [1, 1] and way.holds == 2 and way.wait_s(1) == 0.0
+        assert way.wait_s(1, 0) == 0.0  # the first hold's time is up, though its work runs on
+    assert wakes == [1, 1] and way.holds == 2 and way.wait_s(1, 0) == 0.0
 
 
 def test_a_hold_whose_work_raises_is_closed() -> None:
@@ -43,4 +43,4 @@ def test_a_hold_whose_work_raises_is_closed() -> None:
             raise RuntimeError("synthesis failed")
     except RuntimeError:
         pass
-    assert way.wait_s(1) == 0.0
+    assert way.wait_s(1, 0) == 0.0
