@@ -36,6 +36,11 @@ class Settings:
     # "draft" (llm_draft_model drafts) or "auto" (per sequence, the better one)
     llm_speculative: str = "ngram"
     llm_draft_model: str = ""  # a bundled name or path of the same vocabulary as llm_model
+    # embedded engine: tokens per KV block, the prefix cache's grain. A turn's prompt reuses
+    # the last one's KV up to its last whole block, so the engine's 16 recomputed up to 15
+    # tokens of the last answer before each turn's first token; 4 at most 3, at no cost
+    # measured to decode or long prefill (docs/benchmarks.md, issue 48)
+    llm_block_size: int = 4
     asr_model: str = "whisper-tiny.en"
     # a directory of faster-whisper model directories, offered beside the bundled models
     asr_models: str = ""
@@ -195,14 +200,20 @@ class Settings:
                 "webrtc_connect_timeout_s must be > 0 (R1VOICE_WEBRTC_CONNECT_TIMEOUT_S)"
             )
         self.ice_server_list()  # refused now, at start, with the variable named
-        for name in ("max_sessions", "session_idle_timeout_s", "session_max_s", "client_burst"):
+        for name in (
+            "max_sessions",
+            "session_idle_timeout_s",
+            "session_max_s",
+            "client_burst",
+            "llm_block_size",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1 (R1VOICE_{name.upper()})")
 
     def engine_options(self) -> dict[str, Any]:
         """The embedded engine's settings beyond the model (EngineConfig fields)."""
         draft = {"draft_model": self.llm_draft_model} if self.llm_draft_model else {}
-        return {"speculative": self.llm_speculative, **draft}
+        return {"speculative": self.llm_speculative, "block_size": self.llm_block_size, **draft}
 
     def ice_server_list(self) -> list[dict[str, Any]]:
         """`ice_servers` parsed and checked: each has `urls` (a string or a list of

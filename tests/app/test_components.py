@@ -57,6 +57,8 @@ def test_load_and_warm_up_time_each_part_and_serve() -> None:
         asyncio.run(components.tts.speak("Hello there.", 24000, 1.0, voice, first=True))
         asyncio.run(components.tts.speak("And more.", 24000, 1.0, voice))
         assert engine.give_way.holds == before + 1
+        # the server's KV blocks (R1VOICE_LLM_BLOCK_SIZE), not the engine's own default
+        assert engine.stats().kv_block_size == 4
     finally:
         asyncio.run(close_components(components))
 

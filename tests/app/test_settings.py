@@ -55,14 +55,22 @@ def test_an_unknown_eagerness_is_refused_naming_the_variable() -> None:
     assert "'eager'" in str(refused.value)
 
 
-def test_speculation_reaches_the_engine_as_its_config_fields() -> None:
-    assert Settings().engine_options() == {"speculative": "ngram"}  # prompt lookup: free
-    assert Settings(llm_speculative="off").engine_options() == {"speculative": "off"}
+def test_speculation_and_block_size_reach_the_engine_as_its_config_fields() -> None:
+    # prompt lookup: free; blocks of 4: a turn reuses the last one's KV to 3 tokens of its end
+    assert Settings().engine_options() == {"speculative": "ngram", "block_size": 4}
+    off = Settings(llm_speculative="off", llm_block_size=16).engine_options()
+    assert off == {"speculative": "off", "block_size": 16}
     spec = Settings(llm_speculative="draft", llm_draft_model="qwen2.5-coder-0.5b-instruct")
     assert spec.engine_options() == {
         "speculative": "draft",
+        "block_size": 4,
         "draft_model": "qwen2.5-coder-0.5b-instruct",
     }
+
+
+def test_a_block_size_under_one_is_refused_naming_the_variable() -> None:
+    with pytest.raises(ValueError, match="R1VOICE_LLM_BLOCK_SIZE"):
+        Settings(llm_block_size=0)
 
 
 def test_an_unknown_speculation_mode_is_refused_naming_the_variable() -> None:
