@@ -14,6 +14,10 @@ Loading libctranslate2 first with RTLD_DEEPBIND binds its symbols to its own
 dependencies before the global scope: its bundled libgomp, whose threads PyTorch's
 runtime never counts. This must run before the first `import ctranslate2` (or
 faster_whisper) in the process; `app.speech` runs it on import, ahead of its modules.
+
+Whisper's own runtime gets GOMP_SPINCOUNT=100 (read once, by its constructor, while the
+preload runs; a value the user set is kept): its threads spin at a barrier as briefly as
+they did in PyTorch's throttled runtime, and do not busy-wait on a core the LLM decodes on.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import sys
 from pathlib import Path
 
 _handle: ctypes.CDLL | None = None
+WHISPER_SPINCOUNT = "100"  # libgomp's own throttled spin (see above)
 
 
 def ctranslate2_library() -> Path | None:
@@ -43,7 +48,7 @@ def ctranslate2_library() -> Path | None:
 def isolate_ctranslate2_openmp() -> bool:
     """Preload libctranslate2 bound to its own libgomp (see the module's docstring).
     False when it cannot: ctranslate2 was imported already (its bindings are made), no
-    library is found, or the platform has no RTLD_DEEPBIND (then nothing changes)."""
+    library is found or loads, or the platform has no RTLD_DEEPBIND (nothing changes)."""
     global _handle
     if _handle is not None:
         return True
@@ -53,5 +58,14 @@ def isolate_ctranslate2_openmp() -> bool:
     library = ctranslate2_library()
     if library is None:
         return False
-    _handle = ctypes.CDLL(str(library), mode=deepbind | os.RTLD_LOCAL | os.RTLD_NOW)
+    spin_set = "GOMP_SPINCOUNT" not in os.environ
+    if spin_set:
+        os.environ["GOMP_SPINCOUNT"] = WHISPER_SPINCOUNT
+    try:
+        _handle = ctypes.CDLL(str(library), mode=deepbind | os.RTLD_LOCAL | os.RTLD_NOW)
+    except OSError:  # not loadable this way: ctranslate2's own import reports why, if at all
+        return False
+    finally:
+        if spin_set:
+            del os.environ["GOMP_SPINCOUNT"]
     return True
