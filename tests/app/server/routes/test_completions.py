@@ -58,7 +58,14 @@ def test_sdk_completion_plain_and_streamed(app_client: TestClient, shared_compon
     assert "".join(c.choices[0].text for c in chunks if c.choices) == choice.text
     finishes = [c.choices[0].finish_reason for c in chunks if c.choices]
     assert finishes[-1] == "length" and set(finishes[:-1]) == {None}
-    assert chunks[-1].choices == [] and chunks[-1].usage == plain.usage
+    usage = chunks[-1].usage
+    assert chunks[-1].choices == [] and usage is not None
+    counts = (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+    assert counts == (plain.usage.prompt_tokens, 5, plain.usage.total_tokens)
+    # the same prompt again: its whole KV blocks come from the prefix cache
+    block = shared_components.llm.llm.stats().kv_block_size
+    assert usage.prompt_tokens_details is not None
+    assert usage.prompt_tokens_details.cached_tokens == plain.usage.prompt_tokens // block * block
 
 
 def test_a_stop_string_ends_with_stop_and_echo_prepends(app_client: TestClient) -> None:
