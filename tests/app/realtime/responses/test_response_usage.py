@@ -16,7 +16,7 @@ from openai.types.realtime import RealtimeServerEvent as GAServerEvent
 from pydantic import TypeAdapter
 
 from tests.app.llm.conftest import chat_ids
-from tests.conftest import ask, audio_seconds, is_done, receive_until
+from tests.conftest import ask, audio_seconds, is_done, make_settings, receive_until
 
 MODEL = "smollm2-135m-instruct"
 INSTRUCTIONS = "Answer in one short sentence."
@@ -100,7 +100,8 @@ def test_a_repeated_turn_reports_the_prefix_cache(app_client: TestClient) -> Non
     second = events[-1]["response"]["usage"]
     cached = second["input_token_details"]["cached_tokens"]
     assert second["input_tokens"] > first["input_tokens"]
-    assert first["input_tokens"] // 16 * 16 <= cached < second["input_tokens"]  # 16: a block
+    block = make_settings().llm_block_size  # the server's KV blocks
+    assert first["input_tokens"] // block * block <= cached < second["input_tokens"]
     assert second["input_token_details"]["cached_tokens_details"]["text_tokens"] == cached
     assert _parsed_usage("ga", events[-1]).input_token_details.cached_tokens == cached
 
