@@ -6,9 +6,8 @@ way binds its GOMP_* calls to PyTorch's copy at its first call. Whisper's thread
 then count among the threads that runtime manages, and once it manages more threads than
 the machine has CPUs, libgomp shortens every barrier's spin from some milliseconds to
 100 iterations (its "throttled" spin): each of the LLM engine's parallel regions then
-ends with its threads asleep on a futex, woken for the next one. After one Whisper pass
-in the server's process, the engine's two threads slept ~20,000 times in 18 short
-answers where they had slept ~100 times, and each token took 15-25% longer.
+ends with its threads asleep on a futex, woken for the next one, and each token takes
+longer (docs/benchmarks.md, "The server's own threads").
 
 Loading libctranslate2 first with RTLD_DEEPBIND binds its symbols to its own
 dependencies before the global scope: its bundled libgomp, whose threads PyTorch's
