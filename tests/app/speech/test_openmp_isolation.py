@@ -84,8 +84,14 @@ def _run(order: str) -> dict[str, float]:
     return result
 
 
+needs_preload = pytest.mark.skipif(
+    ctranslate2_library() is None or not hasattr(os, "RTLD_DEEPBIND"),
+    reason="no libctranslate2 to preload here",
+)
+
+
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: torch runs one thread")
-@pytest.mark.skipif(ctranslate2_library() is None, reason="no libctranslate2 to preload")
+@needs_preload
 def test_torch_threads_keep_spinning_after_a_whisper_pass() -> None:
     """With app.speech imported first, torch's threads wait for the next region by
     spinning: the process's threads sleep ~0 times a region (a loaded machine's noise
@@ -99,6 +105,7 @@ def test_torch_threads_keep_spinning_after_a_whisper_pass() -> None:
     assert shared["sleeps_per_region"] > 1.0, shared
 
 
+@needs_preload
 def test_the_server_imports_ctranslate2_isolated() -> None:
     """Nothing the server imports reaches faster-whisper ahead of app.speech (where it
     would, ctranslate2 would bind to torch's libgomp and the preload would be skipped)."""
@@ -109,6 +116,4 @@ def test_the_server_imports_ctranslate2_isolated() -> None:
     )
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    if ctranslate2_library() is None or not hasattr(os, "RTLD_DEEPBIND"):
-        pytest.skip("no libctranslate2 to preload here")
     assert done.stdout.split() == ["True", "True"]
