@@ -41,6 +41,10 @@ class Settings:
     # tokens of the last answer before each turn's first token; 4 at most 3, at no cost
     # measured to decode or long prefill (docs/benchmarks.md, issue 48)
     llm_block_size: int = 4
+    # voice sessions: each partial transcript of a turn still spoken has the LLM compute
+    # the answer's prompt with those words (app/realtime/turns/priming.py), so the answer
+    # prefills only what the final words change; off: the answer's prompt waits for them
+    llm_prime: bool = True
     asr_model: str = "whisper-tiny.en"
     # a directory of faster-whisper model directories, offered beside the bundled models
     asr_models: str = ""

@@ -50,6 +50,10 @@ class ScriptedLLM(LLMBackend):
         self.params: list[GenerationParams] = []  # each request's, in order
         self.running: set[str] = set()  # requests whose stream is open
         self.opened = asyncio.Event()  # set once a stream has opened
+        self.primed: list[list[ChatMessage]] = []  # each prime's prompt, in order
+
+    async def prime(self, messages: list[ChatMessage], params: GenerationParams) -> None:
+        self.primed.append(messages)
 
     async def stream_chat(
         self, messages: list[ChatMessage], params: GenerationParams, request_id: str

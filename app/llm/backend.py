@@ -148,6 +148,12 @@ class LLMBackend(abc.ABC):
         (engine/give_way.py); the others do nothing (a remote one computes elsewhere)."""
         return contextlib.nullcontext()
 
+    async def prime(self, messages: list[ChatMessage], params: GenerationParams) -> None:  # noqa: B027
+        """Compute the KV of `messages`' prompt now and answer nothing, so that a request
+        soon after whose prompt begins the same way prefills only the rest (a voice turn's
+        answer, primed with the words heard while the user still speaks). Best effort,
+        and only where a prefix cache keeps it (our engine); the others do nothing."""
+
     @abc.abstractmethod
     async def count_tokens(self, texts: list[str]) -> list[int]:
         """Tokens of each text, without special tokens (off the event loop)."""

@@ -8,6 +8,7 @@ request and frees its blocks at once.
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from collections.abc import AsyncGenerator
 from typing import Any, cast
@@ -26,6 +27,10 @@ from app.llm.chat_template import ChatTemplate
 from engine import AsyncLLM, EngineBusyError, EngineError, RequestTimes, SamplingParams
 
 _FINISH_REASONS = ("stop", "length", "abort")
+# A primed prompt (see LLMBackend.prime) runs after the voice answers (the sessions' -1)
+# and is not high priority (<= 0 may take the engine's reserve and preempt others).
+PRIME_PRIORITY = 1
+log = logging.getLogger("r1voice.llm")
 
 
 class EmbeddedBackend(LLMBackend):
@@ -103,6 +108,27 @@ class EmbeddedBackend(LLMBackend):
             raise LLMBusyError(str(exc), exc.retry_after_s) from exc
         except EngineError as exc:
             raise LLMBackendError(str(exc)) from exc
+
+    async def prime(self, messages: list[ChatMessage], params: GenerationParams) -> None:
+        """A one-token request on the prompt: its full KV blocks stay in the prefix cache
+        once it ends (the pool reuses the least recently freed first). It queues after the
+        voice answers (PRIME_PRIORITY); skipped when the engine refuses work."""
+        try:
+            self.llm.check_load()
+            prompt = await self.template.prompt_ids(
+                messages, params.max_tokens, self.context_length
+            )
+            stream = self.llm.stream(
+                prompt,
+                SamplingParams(max_tokens=1, temperature=0.0),
+                request_id=f"prime-{uuid.uuid4().hex}",
+                priority=PRIME_PRIORITY,
+            )
+            async with contextlib.aclosing(stream):
+                async for _delta in stream:
+                    pass
+        except (EngineError, LLMBackendError) as exc:  # busy, or a prompt that does not fit
+            log.debug("prime skipped: %s", exc)
 
     def _refuse_if_overloaded(self) -> None:
         """Refuse before tokenizing when the engine already refuses work: under load the

@@ -187,6 +187,7 @@ class Conversation:
         pending_language: str | None = None,
         note: str | None = None,
         low_water: float = TRIM_LOW_WATER,
+        drop: bool = True,
     ) -> History:
         """The chat so far within `budget` tokens, waiting for turns still being transcribed.
 
@@ -198,6 +199,7 @@ class Conversation:
         responses/response.py) ends the prompt as a user message kept out of the
         conversation. `low_water`: the share of `budget` a history past it is cut to
         (1.0: just enough, the trim of before issue 29, which `bench engine` compares).
+        `drop` False: a look ahead (a primed prompt's), the conversation keeps every item.
         """
         for item in list(self.items):
             await item.ready.wait()
@@ -218,7 +220,7 @@ class Conversation:
             can_drop_all=bool(pending_user_text),
         )
         dropped = [item for item in items[:cut] if item.role != "system"]
-        for item in dropped:
+        for item in dropped if drop else ():
             self.items.remove(item)
         kept = [item for item in items if item not in dropped]
         tokens = fixed_tokens + sum(_cost(item) for item in kept)

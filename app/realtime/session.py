@@ -122,7 +122,7 @@ class Session:
             conversation=self.conversation,
             responses=self.responses,
             emit=self.outbox.emit,
-            policy=TurnPolicy(settings.barge_in_hold_ms, settings.turn_merge_window_ms),
+            policy=TurnPolicy.of(settings),
             turn_detection=self.config.turn_detection,
             scorer=components.turn,
             on_merge=on_merge,

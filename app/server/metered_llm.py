@@ -44,6 +44,9 @@ class MeteredLLM(LLMBackend):
         stream = _lazy(lambda: self.inner.stream_text(prompt, params, request_id))
         return self.metrics.meter(stream, self.model_name)
 
+    async def prime(self, messages: list[ChatMessage], params: GenerationParams) -> None:
+        await self.inner.prime(messages, params)
+
     async def count_tokens(self, texts: list[str]) -> list[int]:
         return await self.inner.count_tokens(texts)
 

@@ -62,6 +62,9 @@ class TracedLLM(LLMBackend):
         finally:
             _finish(self.session.tracer, span, started, first, final)
 
+    async def prime(self, messages: list[ChatMessage], params: GenerationParams) -> None:
+        await self.inner.prime(messages, params)
+
     async def count_tokens(self, texts: list[str]) -> list[int]:
         return await self.inner.count_tokens(texts)
 

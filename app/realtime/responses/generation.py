@@ -13,7 +13,7 @@ from app.llm import LLMDelta
 from app.llm.tool_calls import ToolCallSplitter, ToolSpec, tagged, tools_prompt
 from app.protocol import events
 from app.protocol.server_events import ItemDeleted, RateLimitsUpdated, Wire
-from app.realtime.conversation import Item
+from app.realtime.conversation import History, Item
 from app.realtime.handoff import EventSink
 from app.realtime.responses.clause_chunker import ClauseChunker
 from app.realtime.responses.function_calls import FunctionCalls
@@ -40,6 +40,30 @@ def idle_note(ms: int) -> str:
     return (
         f"(The user has said nothing for {ms / 1000:.0f} seconds. Say one short sentence "
         "that invites them to go on.)"
+    )
+
+
+async def prompt_history(
+    spec: ResponseSpec,
+    deps: ResponseDeps,
+    offered: list[ToolSpec],
+    choice: str,
+    note: str | None = None,
+    drop: bool = True,
+) -> History:
+    """The conversation as the answer's prompt: its instructions with the tools offered,
+    within the context left after the answer's tokens (`drop` False: a look ahead that
+    leaves the conversation as it is, see Responses.prime)."""
+    llm = deps.llm
+    return await deps.conversation.history(
+        spec.instructions + tools_prompt(offered, choice),
+        llm.context_length - spec.params.max_tokens,
+        llm.count_tokens,
+        spec.early_user_text,
+        spec.language,
+        spec.early_language,
+        note=note,
+        drop=drop,
     )
 
 
@@ -145,15 +169,7 @@ class Generation:
         llm, spec = self.deps.llm, self.spec
         self._offered = offered
         idle = idle_note(spec.idle_ms) if spec.idle_ms is not None else None
-        history = await self.deps.conversation.history(
-            spec.instructions + tools_prompt(offered, choice),
-            llm.context_length - spec.params.max_tokens,
-            llm.count_tokens,
-            spec.early_user_text,
-            spec.language,
-            spec.early_language,
-            note=note or spec.note or idle,
-        )
+        history = await prompt_history(spec, self.deps, offered, choice, note or spec.note or idle)
         self.heard_language = history.language
         for item in history.dropped:  # the conversation really lost them: say so now
             self.deps.sink(ItemDeleted(item_id=item.id))

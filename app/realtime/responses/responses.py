@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -18,11 +19,13 @@ from app.protocol.client_events import ResponseOptions
 from app.protocol.errors import ProtocolError
 from app.protocol.session_schema import McpTool, Tool
 from app.realtime.handoff import TurnTiming
+from app.realtime.responses.generation import prompt_history
 from app.realtime.responses.response import Response
 from app.realtime.responses.spec import ResponseDeps, ResponseOutcome, ResponseSpec
 from app.realtime.session_config import SessionConfig
 from app.tools.acknowledgements import cancelled_note, cancels
 
+log = logging.getLogger("r1voice.response")
 RECENT_RESPONSES = 64  # answers that can still be truncated
 RESULT_RETRY_S = 0.25  # a tool's result waiting for the user to finish: looked at again
 
@@ -44,6 +47,7 @@ class Responses:
         self.active: Response | None = None
         self._recent: OrderedDict[str, Response] = OrderedDict()  # item id -> response
         self._closed = False
+        self._priming: asyncio.Task[None] | None = None  # see prime
 
     @property
     def responding(self) -> bool:
@@ -89,6 +93,29 @@ class Responses:
         response.start()
         return response
 
+    def prime(self, user_text: str, language: str | None) -> None:
+        """The user is still saying `user_text` (a partial transcript, heard in `language`):
+        have the LLM compute the answer's prompt with those words now, while it waits for
+        the turn to end, so that the answer's prefill at the end is only what the final
+        words change (the prefix cache keeps the rest). One at a time; none while an
+        answer runs, for MCP tools (listed only when the answer starts) or once closed."""
+        busy = self._priming is not None and not self._priming.done()
+        if self._closed or self.active is not None or busy or not user_text.strip():
+            return
+        spec = self._spec(None, user_text, language)
+        if spec.mcp_servers:
+            return
+        self._priming = asyncio.create_task(self._prime(spec), name="llm-prime")
+
+    async def _prime(self, spec: ResponseSpec) -> None:
+        offered = list(spec.tools) if spec.tool_choice != "none" else []
+        try:
+            history = await prompt_history(spec, self._deps, offered, spec.tool_choice, drop=False)
+            if not history.dropped:  # else the answer's own cut decides its prompt
+                await self._deps.llm.prime(history.messages, spec.params)
+        except Exception:  # best effort: the answer computes its prompt itself
+            log.exception("priming the LLM failed")
+
     async def create(self, options: ResponseOptions | None, event_id: str | None) -> None:
         """`response.create`: an early answer still held (the client never saw it) gives way
         to it, as if the client's came first; a response the client sees refuses it."""
@@ -132,6 +159,8 @@ class Responses:
     async def close(self, reason: str = "client_cancelled") -> None:
         """No answer starts from now on; the active one is cancelled with `reason`."""
         self._closed = True
+        if self._priming is not None:
+            self._priming.cancel()
         await self.interrupt(reason)
         if self._deps.mcp is not None:
             await self._deps.mcp.close()

@@ -4,7 +4,8 @@ The turn being spoken is kept here: its start, its end (by the VAD, the turn mod
 client's commit or clear) and its commit. Each other concern is a controller's, told
 what happened: when speech counts (onset.py), speech over an answer (barge_in.py),
 continued turns (continuation.py), early answers (early_answers.py), idle nudges
-(idle_nudges.py), committed turns (commits.py), the turn model (semantic_end.py).
+(idle_nudges.py), committed turns (commits.py), the turn model (semantic_end.py), the
+answer's prompt computed ahead (priming.py).
 It talks to the outside through an event sink and a narrow `ResponseStarter`.
 """
 
@@ -36,6 +37,7 @@ from app.realtime.turns.idle_nudges import IdleNudges
 from app.realtime.turns.input_audio import InputAudio
 from app.realtime.turns.onset import Onset
 from app.realtime.turns.patience import PATIENCE, Patience
+from app.realtime.turns.priming import Priming
 from app.realtime.turns.semantic_end import SemanticEnd, TurnScorer
 from app.realtime.turns.tasks import Tasks
 from app.realtime.turns.transcriber import SpeechRecognizer, TurnTranscriber
@@ -95,6 +97,7 @@ class TurnCoordinator:
         self.commits = Commits(self.conversation, responses, emit, self.barge_in, self.tasks)
         self.early = EarlyAnswers(audio, responses, self.barge_in)
         self.nudges = IdleNudges(self.idle_timer, self.conversation, responses, emit)
+        self.priming = Priming(responses, lambda: self.turn, self._responds, self.policy.prime)
         scorer = self.scorer
         self._semantic = (
             SemanticEnd(scorer, self._end_by_model, self.audio.end_pause_after) if scorer else None
@@ -150,7 +153,11 @@ class TurnCoordinator:
         turn = self.turn
         if vad_event.kind == "speech_started":
             item_id = events.new_id("item")
-            transcriber = TurnTranscriber(self.asr, functools.partial(self._send_delta, item_id))
+            transcriber = TurnTranscriber(
+                self.asr,
+                functools.partial(self._send_delta, item_id),
+                functools.partial(self.priming.heard, item_id),
+            )
             turn = SpeechTurn(item_id, vad_event.sample, transcriber)
             self._set_turn(turn)
             if not (self.onset.must_hold() or self.continuation.continues(turn.start)):

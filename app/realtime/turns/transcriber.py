@@ -74,9 +74,15 @@ async def stop_task(task: asyncio.Task[object] | None) -> None:
 class TurnTranscriber:
     """Transcribes one turn while it is spoken. All ASR passes run on the ASR executor."""
 
-    def __init__(self, asr: SpeechRecognizer, on_delta: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        asr: SpeechRecognizer,
+        on_delta: Callable[[str], None],
+        on_heard: Callable[[str, str | None], None] = lambda _text, _language: None,
+    ) -> None:
         self.asr = asr
         self.on_delta = on_delta
+        self.on_heard = on_heard  # each partial pass's whole text, and its language
         self.agreement = LocalAgreement()
         self.language: str | None = None  # what the last final pass heard
         self.paused = False
@@ -109,6 +115,7 @@ class TurnTranscriber:
             done_at = audio.size
             before = self.agreement.text
             partial = await self.asr.partial(audio, prefix=before or None)
+            self.on_heard(partial.text, partial.language or None)
             if self.agreement.update(partial.text):
                 # the joined text only grows: the delta is what the new units add to it,
                 # with a space before them or not as the scripts want ("我想" + "去")

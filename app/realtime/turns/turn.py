@@ -13,6 +13,7 @@ from app.realtime.conversation import Item
 from app.realtime.handoff import TurnTiming
 from app.realtime.turns.interruption import Interruption
 from app.realtime.turns.transcriber import TurnTranscriber
+from app.settings import Settings
 
 # A final pass hears up to this much of the silence after the speech (as far as heard):
 # the VAD's silence start may cut a word's fading end ("France" -> "friend").
@@ -66,6 +67,10 @@ class ResponseStarter(Protocol):
 
     async def interrupt(self, reason: str) -> None: ...
 
+    def prime(self, user_text: str, language: str | None) -> None:
+        """The words heard so far of a turn still spoken: the LLM may compute ahead."""
+        ...
+
     def pause(self) -> Answer | None:
         """Pause the running answer's audio (speech over it); the answer paused, if any."""
         ...
@@ -87,6 +92,11 @@ class OutputHold(Protocol):
 class TurnPolicy:
     barge_in_hold_ms: int = 300
     merge_window_ms: int = 1500
+    prime: bool = True  # the words heard while the user speaks prime the LLM (priming.py)
+
+    @classmethod
+    def of(cls, settings: Settings) -> TurnPolicy:
+        return cls(settings.barge_in_hold_ms, settings.turn_merge_window_ms, settings.llm_prime)
 
     @property
     def hold(self) -> int:

@@ -85,6 +85,31 @@ def test_cached_tokens_are_the_engines_prefix_cache_hits(backend: EmbeddedBacken
     assert again.cached_tokens == again.prompt_tokens // block * block > 0
 
 
+def test_a_primed_prompt_is_served_from_the_prefix_cache(backend: EmbeddedBackend) -> None:
+    """Priming with the words heard so far computes their KV and answers nothing: the
+    answer to the whole turn finds every full block the two prompts share cached."""
+    system = ChatMessage("system", "You are Arnold, a ferry timetable voice. Be brief.")
+    heard = [system, ChatMessage("user", "When does the last boat to the island of")]
+    said = [system, ChatMessage("user", "When does the last boat to the island of Capri leave?")]
+    heard_ids = chat_ids(backend.tokenizer, as_dicts(heard))
+    said_ids = chat_ids(backend.tokenizer, as_dicts(said))
+    shared = next(i for i, (a, b) in enumerate(zip(heard_ids, said_ids, strict=False)) if a != b)
+    block = backend.llm.stats().kv_block_size
+    assert shared >= block  # the case shares a whole block at least
+    asyncio.run(backend.prime(heard, GenerationParams(max_tokens=64)))
+    assert backend.llm.stats().num_running == 0
+    final = collect(backend, said, GenerationParams(max_tokens=4))[-1]
+    assert final.cached_tokens == shared // block * block
+
+
+def test_a_prime_that_cannot_run_is_skipped(backend: EmbeddedBackend) -> None:
+    """A prompt too long for the context is refused for the answer itself, not here."""
+    prompt = len(chat_ids(backend.tokenizer, as_dicts(FRANCE)))
+    too_many = GenerationParams(max_tokens=backend.context_length - prompt + 1)
+    asyncio.run(backend.prime(FRANCE, too_many))  # no error
+    assert backend.llm.stats().num_running == 0
+
+
 def test_a_stop_string_finishes_with_stop(backend: EmbeddedBackend) -> None:
     *texts, final = collect(backend, FRANCE, GenerationParams(max_tokens=64, stop=("Paris",)))
     assert "".join(d.text for d in texts) == "The capital of France is "

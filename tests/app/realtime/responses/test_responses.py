@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from app.protocol.client_events import ResponseOptions
 from app.protocol.errors import ProtocolError
 from app.realtime.conversation import Conversation, Item
@@ -125,3 +127,67 @@ def test_words_to_say_are_said_as_they_are_and_no_model_writes_them() -> None:
     assert (answer.role, answer.text) == ("assistant", said)
     deltas = [e.delta for e in seen if type(e).__name__ == "AudioTranscriptDelta"]
     assert "".join(deltas).strip() == said
+
+
+def test_a_primed_prompt_is_the_early_answers_with_the_words_heard_so_far() -> None:
+    """Responses.prime hands the LLM the prompt the answer to those words would have (the
+    instructions, the conversation, the pending words as the user's), once at a time, and
+    never while an answer runs; the conversation is left as it was."""
+
+    async def main() -> tuple[ScriptedLLM, list[list[str]], int]:
+        hold = asyncio.Event()
+        llm = ScriptedLLM(["Paris."], hold=hold)
+        conversation = Conversation()
+        conversation.add(Item(id="user1", role="user", text="Hello."))
+        conversation.add(Item(id="answer1", role="assistant", text="Hi, how can I help?"))
+        responses = Responses(
+            SessionConfig.default(Settings(), llm.model), _deps(conversation, llm, print)
+        )
+        responses.prime("What is the capital of", "en")
+        responses.prime("What is the capital of France", "en")  # the first still computes
+        await asyncio.sleep(0.01)
+        responses.prime("What is the capital of France", "en")
+        await asyncio.sleep(0.01)
+        responses.start(early_user_text="What is the capital of France?", early_language="en")
+        await llm.opened.wait()
+        responses.prime("Never mind", "en")  # an answer runs
+        await asyncio.sleep(0.01)
+        hold.set()
+        prompts = [[f"{m.role}: {m.content}" for m in p] for p in [*llm.primed, *llm.prompts]]
+        await responses.close()
+        return llm, prompts, len(conversation.items)
+
+    llm, prompts, items = asyncio.run(main())
+    assert len(llm.primed) == 2 and items == 2
+    *head, last = prompts[-1]  # the answer's own prompt
+    assert last == "user: What is the capital of France?"
+    assert prompts[0] == [*head, "user: What is the capital of"]
+    assert prompts[1] == [*head, "user: What is the capital of France"]
+    assert head[0].startswith("system: ") and head[1:] == [
+        "user: Hello.",
+        "assistant: Hi, how can I help?",
+    ]
+
+
+def test_a_prime_leaves_a_conversation_over_its_budget_whole(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A history the answer would cut is not primed (its cut is the answer's to make),
+    and priming drops nothing from the conversation."""
+
+    async def main() -> tuple[ScriptedLLM, int]:
+        llm = ScriptedLLM(context_length=300)
+        conversation = Conversation()
+        for i in range(40):
+            conversation.add(Item(id=f"user{i}", role="user", text="word " * 20))
+        responses = Responses(
+            SessionConfig.default(Settings(), llm.model), _deps(conversation, llm, print)
+        )
+        responses.prime("And one more thing", "en")
+        await asyncio.sleep(0.05)
+        await responses.close()
+        return llm, len(conversation.items)
+
+    llm, items = asyncio.run(main())
+    assert llm.primed == [] and items == 40
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]  # skipped, not failed

@@ -43,6 +43,7 @@ class FakeResponses:
     started: list[FakeAnswer] = field(default_factory=list)
     interrupts: list[str] = field(default_factory=list)
     languages: list[str | None] = field(default_factory=list)  # of each early answer's turn
+    primed: list[tuple[str, str | None]] = field(default_factory=list)  # words, language
     playing: FakeAnswer = field(default_factory=lambda: FakeAnswer(None))  # while responding
 
     def start(
@@ -60,6 +61,9 @@ class FakeResponses:
 
     async def interrupt(self, reason: str) -> None:
         self.interrupts.append(reason)
+
+    def prime(self, user_text: str, language: str | None) -> None:
+        self.primed.append((user_text, language))
 
     def pause(self) -> FakeAnswer | None:
         if not self.responding or self.playing.done:

@@ -33,11 +33,15 @@ class _CountedASR(ScriptedASR):
         return await super().run(audio_16k, prefix, prompt, context)
 
 
-async def _deltas(hypotheses: list[str]) -> tuple[list[str], ScriptedASR]:
-    """The deltas sent while the partial passes return `hypotheses`, one a second."""
+async def _deltas(
+    hypotheses: list[str], heard: list[tuple[str, str | None]] | None = None
+) -> tuple[list[str], ScriptedASR]:
+    """The deltas sent while the partial passes return `hypotheses`, one a second; each
+    pass's whole text and language go to `heard`."""
     asr = _CountedASR(hypotheses)
     deltas: list[str] = []
-    turn = TurnTranscriber(asr, deltas.append)
+    heard = [] if heard is None else heard
+    turn = TurnTranscriber(asr, deltas.append, lambda text, lang: heard.append((text, lang)))
     seconds = 0.0
 
     def audio() -> np.ndarray:
@@ -75,6 +79,15 @@ def test_partial_deltas_are_spaced_per_script(
     assert sent == deltas
     # each pass is prompted with the agreed text so far, which the deltas add up to
     assert asr.calls[-1][1] == "".join(deltas)
+
+
+def test_each_partial_pass_is_heard_whole_agreed_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What priming (priming.py) is told: every hypothesis, before any agreement."""
+    monkeypatch.setattr(transcriber, "PARTIAL_POLL_S", 0)
+    heard: list[tuple[str, str | None]] = []
+    hypotheses = ["what colour", "what color is", "what colour is the sky"]
+    asyncio.run(_deltas(hypotheses, heard))
+    assert heard[: len(hypotheses)] == [(h, "en") for h in hypotheses]
 
 
 def test_transcribing_while_a_final_pass_runs_early_or_at_the_end() -> None:
