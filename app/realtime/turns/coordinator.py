@@ -153,11 +153,9 @@ class TurnCoordinator:
         turn = self.turn
         if vad_event.kind == "speech_started":
             item_id = events.new_id("item")
-            transcriber = TurnTranscriber(
-                self.asr,
-                functools.partial(self._send_delta, item_id),
-                functools.partial(self.priming.heard, item_id),
-            )
+            deltas = functools.partial(self._send_delta, item_id)
+            heard = functools.partial(self.priming.heard, item_id)
+            transcriber = TurnTranscriber(self.asr, deltas, heard)
             turn = SpeechTurn(item_id, vad_event.sample, transcriber)
             self._set_turn(turn)
             if not (self.onset.must_hold() or self.continuation.continues(turn.start)):
@@ -166,6 +164,9 @@ class TurnCoordinator:
             return
         elif vad_event.kind == "speech_lull" and turn.confirmed:
             self.early.speculate(turn, vad_event.sample, self._responds)
+            if judge := self.semantic:  # scored beside the final pass (see prescore)
+                audio = self.audio.turn_audio(turn.start, vad_event.sample, turn.carry)
+                judge.prescore(turn, vad_event.sample, audio)
         elif vad_event.kind == "speech_paused" and turn.confirmed:
             if turn.interruption is not None:
                 turn.interruption.speech_ended(vad_event.sample)

@@ -79,6 +79,7 @@ class SemanticEnd:
         self.scores: list[float] = []  # of the current pause, for tests and logs
         self.verdicts: list[Verdict] = []
         self._pause: SpeechTurn | None = None  # the turn whose pause is being judged
+        self._early: tuple[SpeechTurn, int, asyncio.Future[float]] | None = None  # prescore
 
     async def paused(
         self,
@@ -97,8 +98,18 @@ class SemanticEnd:
         self.scores, self.verdicts = [], []
         await self._judge(turn, sample, audio, words, patience)
 
+    def prescore(self, turn: SpeechTurn, sample: int, audio: np.ndarray) -> None:
+        """The VAD heard a lull in `turn`'s speech at `sample` (see early_answers.py): score
+        the speech up to there now. The pause that follows the lull judges the same audio,
+        so its verdict is the same, and comes sooner; scored at the pause instead, the
+        model's pass ran beside the early answer's prefill and slowed both (issue 48)."""
+        score = asyncio.ensure_future(self.scorer.score(audio))
+        score.add_done_callback(_retrieved)  # a lull the speech goes on from is not judged
+        self._early = (turn, sample, score)
+
     def resumed(self) -> None:
         self._pause = None
+        self._early = None
 
     async def _judge(
         self,
@@ -108,8 +119,12 @@ class SemanticEnd:
         words: asyncio.Task[str] | None,
         patience: Patience,
     ) -> None:
+        early, self._early = self._early, None
         try:
-            probability = await self.scorer.score(audio)
+            if early is not None and early[0] is turn and early[1] == sample:
+                probability = await early[2]
+            else:
+                probability = await self.scorer.score(audio)
         except Exception:  # a failed score leaves the silence window in charge
             log.exception("turn model failed")
             return
@@ -136,7 +151,12 @@ class SemanticEnd:
             await self.end_pause_after(sample, patience.plain_wait_ms)
 
     def close(self) -> None:
-        self._pause = None
+        self._pause = self._early = None
+
+
+def _retrieved(score: asyncio.Future[float]) -> None:
+    if not score.cancelled():
+        score.exception()  # logged where it is awaited; never "never retrieved"
 
 
 async def _words(words: asyncio.Task[str] | None) -> str | None:

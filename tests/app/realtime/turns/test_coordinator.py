@@ -653,16 +653,18 @@ def test_semantic_complete_at_the_first_pause_ends_the_turn_there() -> None:
     assert not answer.discarded
 
 
-def test_semantic_vad_starts_its_final_pass_at_the_lull_and_judges_at_the_pause() -> None:
-    """The words are ready sooner (bench voice, 1 session: P50 948 -> 729 ms), the model
-    still scores at the pause, and the pause reuses the lull's pass: one ASR pass, one
-    held answer, released by the verdict."""
+def test_semantic_vad_starts_its_final_pass_and_score_at_the_lull_and_judges_at_the_pause() -> None:
+    """The words are ready sooner (bench voice, 1 session: P50 948 -> 729 ms), and so is
+    the model's score (the same audio as the pause's: scored at the pause, it ran beside
+    the early answer's prefill, issue 48); the verdict still comes at the pause, which
+    reuses both: one ASR pass, one score, one held answer, released by the verdict."""
 
     async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
         await h.feed(16_000, [("speech_lull", 30_000)], True)
         await h.settle()
-        assert len(h.asr.calls) == 1 and scorer.scored == []  # words now, no verdict yet
+        assert len(h.asr.calls) == 1 and len(scorer.scored) == 1  # words and score now
+        assert h.types == [se.SpeechStarted]  # no verdict yet
         assert [a.released_after for a in h.responses.started] == [None]  # held
         await h.feed(1600, [("speech_paused", 30_000)], True)
         await h.settle()
@@ -745,6 +747,27 @@ def test_semantic_scores_the_speech_up_to_the_pause_and_no_silence() -> None:
     asyncio.run(main(h))
     padding = 300 * 16
     assert scorer.scored == [28_800 - (16_000 - padding)]  # not 32_000, nor 32_100
+
+
+def test_semantic_pause_uses_the_score_of_its_own_lull_only() -> None:
+    """A lull the speech goes on from is scored and forgotten; the pause judges with the
+    score of the lull at its own position, and a pause with none is scored there."""
+
+    async def main(h: TurnHarness) -> None:
+        await h.feed(16_100, [("speech_started", 16_000)], True)
+        await h.feed(8000, [("speech_lull", 20_000)], True)  # a breath: scored 0.2
+        await h.feed(1600, [("speech_resumed", 21_000)], True)
+        await h.feed(8000, [("speech_lull", 30_000)], True)  # scored 0.9
+        await h.feed(1600, [("speech_paused", 30_000)], True)  # ends the turn with it
+        await h.settle()
+        assert h.types == TURN and scorer.scored == [20_000 - 11_200, 30_000 - 11_200]
+        await h.feed(16_100, [("speech_started", 60_000)], True)
+        await h.feed(16_000, [("speech_paused", 70_000)], True)  # no lull: scored here
+        await h.settle()
+
+    h, scorer = semantic_harness([0.2, 0.9, 0.9])
+    asyncio.run(main(h))
+    assert len(scorer.scored) == 3
 
 
 def test_semantic_incomplete_is_not_rescored_as_the_pause_grows() -> None:
