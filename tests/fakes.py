@@ -27,6 +27,7 @@ class ScriptedLLM(LLMBackend):
 
     name = "scripted"
     model = "scripted-llm"
+    primes = True  # records each prime (the base class's backends do nothing)
 
     def __init__(
         self,
@@ -51,9 +52,17 @@ class ScriptedLLM(LLMBackend):
         self.running: set[str] = set()  # requests whose stream is open
         self.opened = asyncio.Event()  # set once a stream has opened
         self.primed: list[list[ChatMessage]] = []  # each prime's prompt, in order
+        self.prime_hold: asyncio.Event | None = None  # set: primes wait for it
+        self.primes_cancelled = 0
 
     async def prime(self, messages: list[ChatMessage], params: GenerationParams) -> None:
         self.primed.append(messages)
+        try:
+            if self.prime_hold is not None:
+                await self.prime_hold.wait()
+        except asyncio.CancelledError:
+            self.primes_cancelled += 1
+            raise
 
     async def stream_chat(
         self, messages: list[ChatMessage], params: GenerationParams, request_id: str

@@ -148,6 +148,11 @@ class LLMBackend(abc.ABC):
         (engine/give_way.py); the others do nothing (a remote one computes elsewhere)."""
         return contextlib.nullcontext()
 
+    @property
+    def primes(self) -> bool:
+        """Whether `prime` does anything (a prefix cache of ours keeps its work)."""
+        return False
+
     async def prime(self, messages: list[ChatMessage], params: GenerationParams) -> None:  # noqa: B027
         """Compute the KV of `messages`' prompt now and answer nothing, so that a request
         soon after whose prompt begins the same way prefills only the rest (a voice turn's

@@ -27,9 +27,10 @@ from app.llm.chat_template import ChatTemplate
 from engine import AsyncLLM, EngineBusyError, EngineError, RequestTimes, SamplingParams
 
 _FINISH_REASONS = ("stop", "length", "abort")
-# A primed prompt (see LLMBackend.prime) runs after the voice answers (the sessions' -1)
-# and is not high priority (<= 0 may take the engine's reserve and preempt others).
-PRIME_PRIORITY = 1
+# A primed prompt (see LLMBackend.prime) queues this far behind its session's answers
+# (the sessions' -1 makes it 1: not high priority, which may take the engine's reserve
+# and preempt others).
+PRIME_PRIORITY_OFFSET = 2
 log = logging.getLogger("r1voice.llm")
 
 
@@ -109,12 +110,18 @@ class EmbeddedBackend(LLMBackend):
         except EngineError as exc:
             raise LLMBackendError(str(exc)) from exc
 
+    @property
+    def primes(self) -> bool:
+        return True
+
     async def prime(self, messages: list[ChatMessage], params: GenerationParams) -> None:
         """A one-token request on the prompt: its full KV blocks stay in the prefix cache
-        once it ends (the pool reuses the least recently freed first). It queues after the
-        voice answers (PRIME_PRIORITY); skipped when the engine refuses work."""
+        once it ends (the pool reuses the least recently freed first). Only while nothing
+        waits for the engine: a prime never queues, nor counts as load or as a refusal."""
+        if self.llm.stats().num_waiting:
+            return
+        priority = (params.priority or 0) + PRIME_PRIORITY_OFFSET
         try:
-            self.llm.check_load()
             prompt = await self.template.prompt_ids(
                 messages, params.max_tokens, self.context_length
             )
@@ -122,7 +129,7 @@ class EmbeddedBackend(LLMBackend):
                 prompt,
                 SamplingParams(max_tokens=1, temperature=0.0),
                 request_id=f"prime-{uuid.uuid4().hex}",
-                priority=PRIME_PRIORITY,
+                priority=priority,
             )
             async with contextlib.aclosing(stream):
                 async for _delta in stream:

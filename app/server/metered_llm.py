@@ -44,6 +44,10 @@ class MeteredLLM(LLMBackend):
         stream = _lazy(lambda: self.inner.stream_text(prompt, params, request_id))
         return self.metrics.meter(stream, self.model_name)
 
+    @property
+    def primes(self) -> bool:
+        return self.inner.primes
+
     async def prime(self, messages: list[ChatMessage], params: GenerationParams) -> None:
         await self.inner.prime(messages, params)
 

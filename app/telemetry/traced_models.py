@@ -62,6 +62,10 @@ class TracedLLM(LLMBackend):
         finally:
             _finish(self.session.tracer, span, started, first, final)
 
+    @property
+    def primes(self) -> bool:
+        return self.inner.primes
+
     async def prime(self, messages: list[ChatMessage], params: GenerationParams) -> None:
         await self.inner.prime(messages, params)
 

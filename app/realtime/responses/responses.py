@@ -13,7 +13,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable
 
-from app.llm import GenerationParams, LLMBackend
+from app.llm import GenerationParams, LLMBackend, LLMBackendError
 from app.llm.tool_calls import ToolSpec
 from app.protocol.client_events import ResponseOptions
 from app.protocol.errors import ProtocolError
@@ -79,6 +79,7 @@ class Responses:
                 f"response {self.active.id} is still in progress; cancel it first or wait "
                 "for response.done",
             )
+        self._stop_priming()
         spec = self._spec(options, early_user_text, early_language, idle_ms, event_id)
         note = note or self._cancelled(early_user_text, idle_ms)
         if note is not None:
@@ -100,7 +101,9 @@ class Responses:
         words change (the prefix cache keeps the rest). One at a time; none while an
         answer runs, for MCP tools (listed only when the answer starts) or once closed."""
         busy = self._priming is not None and not self._priming.done()
-        if self._closed or self.active is not None or busy or not user_text.strip():
+        if not self._deps.llm.primes or self._closed or self.active is not None or busy:
+            return
+        if not user_text.strip():
             return
         spec = self._spec(None, user_text, language)
         if spec.mcp_servers:
@@ -113,8 +116,18 @@ class Responses:
             history = await prompt_history(spec, self._deps, offered, spec.tool_choice, drop=False)
             if not history.dropped:  # else the answer's own cut decides its prompt
                 await self._deps.llm.prime(history.messages, spec.params)
+        except LLMBackendError as exc:  # busy, or too long: the answer computes it
+            log.debug("no prime: %s", exc)
         except Exception:  # best effort: the answer computes its prompt itself
             log.exception("priming the LLM failed")
+
+    def _stop_priming(self) -> None:
+        """An answer starts (or the session ends): a prime still queued or running would
+        only compute beside it what it computes itself (what the prime has computed
+        stays cached)."""
+        if self._priming is not None:
+            self._priming.cancel()
+            self._priming = None
 
     async def create(self, options: ResponseOptions | None, event_id: str | None) -> None:
         """`response.create`: an early answer still held (the client never saw it) gives way
@@ -159,8 +172,7 @@ class Responses:
     async def close(self, reason: str = "client_cancelled") -> None:
         """No answer starts from now on; the active one is cancelled with `reason`."""
         self._closed = True
-        if self._priming is not None:
-            self._priming.cancel()
+        self._stop_priming()
         await self.interrupt(reason)
         if self._deps.mcp is not None:
             await self._deps.mcp.close()

@@ -103,13 +103,21 @@ class SemanticEnd:
         the speech up to there now. The pause that follows the lull judges the same audio,
         so its verdict is the same, and comes sooner; scored at the pause instead, the
         model's pass ran beside the early answer's prefill and slowed both (issue 48)."""
+        self._drop_early()
         score = asyncio.ensure_future(self.scorer.score(audio))
         score.add_done_callback(_retrieved)  # a lull the speech goes on from is not judged
         self._early = (turn, sample, score)
 
     def resumed(self) -> None:
         self._pause = None
-        self._early = None
+        self._drop_early()
+
+    def _drop_early(self) -> None:
+        """A lull's score no pause will use: cancelled, so a stale score queued on the
+        turn model's executor (shared by all sessions) never runs."""
+        if self._early is not None:
+            self._early[2].cancel()
+            self._early = None
 
     async def _judge(
         self,
@@ -120,8 +128,11 @@ class SemanticEnd:
         patience: Patience,
     ) -> None:
         early, self._early = self._early, None
+        if early is not None and not (early[0] is turn and early[1] == sample):
+            early[2].cancel()  # another lull's
+            early = None
         try:
-            if early is not None and early[0] is turn and early[1] == sample:
+            if early is not None:
                 probability = await early[2]
             else:
                 probability = await self.scorer.score(audio)
@@ -151,7 +162,8 @@ class SemanticEnd:
             await self.end_pause_after(sample, patience.plain_wait_ms)
 
     def close(self) -> None:
-        self._pause = self._early = None
+        self._pause = None
+        self._drop_early()
 
 
 def _retrieved(score: asyncio.Future[float]) -> None:

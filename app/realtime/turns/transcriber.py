@@ -115,11 +115,12 @@ class TurnTranscriber:
             done_at = audio.size
             before = self.agreement.text
             partial = await self.asr.partial(audio, prefix=before or None)
-            self.on_heard(partial.text, partial.language or None)
             if self.agreement.update(partial.text):
                 # the joined text only grows: the delta is what the new units add to it,
                 # with a space before them or not as the scripts want ("我想" + "去")
                 self.on_delta(self.agreement.text[len(before) :])
+            if not self.paused:  # the final pass has not begun: its answer would
+                self.on_heard(partial.text, partial.language or None)
 
     async def _transcribe(self, audio: np.ndarray) -> str:
         """A final pass: the whole turn, no forced prefix."""

@@ -191,3 +191,50 @@ def test_a_prime_leaves_a_conversation_over_its_budget_whole(
     llm, items = asyncio.run(main())
     assert llm.primed == [] and items == 40
     assert not [r for r in caplog.records if r.levelname == "ERROR"]  # skipped, not failed
+
+
+def test_an_answer_starting_stops_the_prime_still_running() -> None:
+    """What the prime computed stays cached; the rest the answer computes itself, not
+    twice beside it. Closing the session stops a prime too."""
+
+    async def main() -> tuple[ScriptedLLM, ScriptedLLM]:
+        llm, other = ScriptedLLM(["Paris."]), ScriptedLLM(["Paris."])
+        for scripted in (llm, other):
+            scripted.prime_hold = asyncio.Event()
+        config = SessionConfig.default(Settings(), llm.model)
+        responses = Responses(config, _deps(Conversation(), llm, print))
+        responses.prime("What is the capital of", "en")
+        await asyncio.sleep(0.01)
+        responses.start(early_user_text="What is the capital of France?", early_language="en")
+        await asyncio.sleep(0.01)
+        await responses.close()
+        closing = Responses(config, _deps(Conversation(), other, print))
+        closing.prime("What is the capital of", "en")
+        await asyncio.sleep(0.01)
+        await closing.close()
+        await asyncio.sleep(0.01)
+        return llm, other
+
+    llm, other = asyncio.run(main())
+    assert (len(llm.primed), llm.primes_cancelled, len(llm.prompts)) == (1, 1, 1)
+    assert (len(other.primed), other.primes_cancelled) == (1, 1)
+
+
+def test_a_backend_that_cannot_prime_is_not_asked() -> None:
+    """The remote and transformers backends keep no prefix cache of ours: no prompt is
+    built for them every second."""
+
+    async def main() -> ScriptedLLM:
+        llm = ScriptedLLM()
+        llm.primes = False
+        conversation = Conversation()
+        conversation.add(Item(id="user1", role="user", text="Hello."))
+        responses = Responses(
+            SessionConfig.default(Settings(), llm.model), _deps(conversation, llm, print)
+        )
+        responses.prime("What is the capital of", "en")
+        await asyncio.sleep(0.01)
+        await responses.close()
+        return llm
+
+    assert asyncio.run(main()).primed == []

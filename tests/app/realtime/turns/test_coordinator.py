@@ -14,6 +14,7 @@ from app.executor import ModelExecutor
 from app.protocol import server_events as se
 from app.protocol.session_schema import AudioFormat, TurnDetection
 from app.realtime.conversation import Conversation, Item
+from app.realtime.turns import transcriber
 from app.realtime.turns.backchannels import LISTENING_PROMPTS
 from app.realtime.turns.coordinator import TurnCoordinator
 from app.realtime.turns.input_audio import InputAudio
@@ -750,24 +751,36 @@ def test_semantic_scores_the_speech_up_to_the_pause_and_no_silence() -> None:
 
 
 def test_semantic_pause_uses_the_score_of_its_own_lull_only() -> None:
-    """A lull the speech goes on from is scored and forgotten; the pause judges with the
-    score of the lull at its own position, and a pause with none is scored there."""
+    """A lull the speech goes on from is scored (or its score cancelled) and forgotten;
+    the pause judges with the score of the lull at its own position, and a pause with
+    none is scored there."""
 
     async def main(h: TurnHarness) -> None:
         await h.feed(16_100, [("speech_started", 16_000)], True)
-        await h.feed(8000, [("speech_lull", 20_000)], True)  # a breath: scored 0.2
+        await h.feed(8000, [("speech_lull", 20_000)], True)  # a breath: sounds unfinished
         await h.feed(1600, [("speech_resumed", 21_000)], True)
-        await h.feed(8000, [("speech_lull", 30_000)], True)  # scored 0.9
+        await h.feed(8000, [("speech_lull", 30_000)], True)  # sounds finished
         await h.feed(1600, [("speech_paused", 30_000)], True)  # ends the turn with it
         await h.settle()
-        assert h.types == TURN and scorer.scored == [20_000 - 11_200, 30_000 - 11_200]
+        assert h.types == TURN and scorer.scored[-1] == 30_000 - 11_200
+        before.append(len(scorer.scored))
         await h.feed(16_100, [("speech_started", 60_000)], True)
         await h.feed(16_000, [("speech_paused", 70_000)], True)  # no lull: scored here
         await h.settle()
 
-    h, scorer = semantic_harness([0.2, 0.9, 0.9])
+    h, scorer = semantic_harness([0.9])
+    before: list[int] = []
+    breath = 20_000 - 11_200  # the first lull's audio (the turn's start less its padding)
+    score = scorer.score
+
+    async def by_audio(audio_16k: np.ndarray) -> float:
+        probability = await score(audio_16k)
+        return 0.1 if audio_16k.size == breath else probability
+
+    scorer.score = by_audio  # type: ignore[method-assign]
     asyncio.run(main(h))
-    assert len(scorer.scored) == 3
+    assert len(scorer.scored) == before[0] + 1  # the lull-less pause, scored at it
+    assert scorer.scored.count(30_000 - 11_200) == 1
 
 
 def test_semantic_incomplete_is_not_rescored_as_the_pause_grows() -> None:
@@ -977,3 +990,28 @@ def test_a_failed_final_pass_drops_the_early_answer() -> None:
     h = TurnHarness([], asr=FinalFailsASR(["what time"]))
     asyncio.run(main(h))
     assert [(a.early_user_text, a.discarded) for a in h.responses.started] == [("what time", True)]
+
+
+@pytest.mark.parametrize("prime", [True, False])
+def test_a_partial_pass_primes_the_answer_where_the_server_primes(
+    prime: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chain from the server's R1VOICE_LLM_PRIME (TurnPolicy.prime) to the session's
+    responses: the words of a partial pass over the turn being spoken, their unsettled
+    end left out (priming.py)."""
+    monkeypatch.setattr(transcriber, "PARTIAL_POLL_S", 0)
+
+    async def main(h: TurnHarness) -> None:
+        await h.feed(32_100, [("speech_started", 16_000)], True)  # 2 s of speech so far
+        h.asr.busy = False  # partial passes may run
+        for _ in range(200):
+            await asyncio.sleep(0.005)
+            if h.asr.calls:
+                break
+        await asyncio.sleep(0.01)
+        await h.coordinator.close()
+
+    h = TurnHarness(["What is the capital of..."], policy=TurnPolicy(prime=prime))
+    asyncio.run(main(h))
+    assert len(h.asr.calls) == 1  # the case is what its name says
+    assert h.responses.primed == ([("What is the capital of", "en")] if prime else [])
