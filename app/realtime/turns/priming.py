@@ -1,8 +1,9 @@
 """Priming: the answer's prompt computed while the user is still speaking.
 
 A voice answer's first token waits for the prefill of what its prompt adds to the last
-one: the user's new words and the chat template around them (20-30 tokens of a turn to
-the 1.5B, 150-250 ms of compute on two cores). Most of those words are known before the
+one: the user's new words and the chat template around them, tens of tokens, which a
+1.5B model on two cores computes in a good part of the first token's wait (measured in
+docs/benchmarks.md, issue 48). Most of those words are known before the
 turn ends: each partial pass over the speech has them. So each partial hands its words
 to the session's responses, which have the LLM compute that prompt at once (one request
 of one token, see LLMBackend.prime); the prefix cache keeps its KV, and the answer
