@@ -119,7 +119,7 @@ class TurnTranscriber:
                 # the joined text only grows: the delta is what the new units add to it,
                 # with a space before them or not as the scripts want ("我想" + "去")
                 self.on_delta(self.agreement.text[len(before) :])
-            if not self.paused:  # the final pass has not begun: its answer would
+            if not self.paused:  # once the final pass began, its answer primes itself
                 self.on_heard(partial.text, partial.language or None)
 
     async def _transcribe(self, audio: np.ndarray) -> str:
