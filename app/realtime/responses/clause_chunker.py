@@ -4,6 +4,8 @@ synthesized after a few words instead of after the whole answer."""
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 
 from app.text_units import count_units, is_cjk_letter
 
@@ -23,13 +25,25 @@ _BOUNDARY = re.compile(
 # opens a phrase ("This is a classic idiom | that has been passed down..."), so the voice
 # starts on a natural phrase instead of waiting for the whole sentence (a long first
 # sentence otherwise delays the first audio by the time it takes to write it).
-_PHRASE = re.compile(
-    r"\s(?=(?:that|which|who|whose|where|when|while|because|although|and|but|or|so|if|"
-    r"than|through|with|without|for|from|of|in|on|at|into|about|after|before|during|"
-    r"since|until)\s)",
-    re.IGNORECASE,
+_PHRASE_WORDS = (
+    "that|which|who|whose|where|when|while|because|although|and|but|or|so|if|than|through|"
+    "with|without|for|from|of|in|on|at|into|about|after|before|during|since|until"
 )
+_PHRASE = re.compile(rf"\s(?=(?:{_PHRASE_WORDS})\s)", re.IGNORECASE)
 FIRST_PHRASE_WORDS = 5  # the fewest units (words, CJK characters) a first phrase holds
+# A first sentence the model writes slowly (the 1.5B on two cores: the full stop of a
+# seven-word answer comes six tokens after its first word, and the listener waits for
+# all of them) may be cut sooner, once it has been written for SLOW_FIRST_S: after
+# SLOW_FIRST_WORDS words, before a phrase word or a verb of being or having ("The sky
+# is blue | on a clear day.", "The capital of France | is Paris."). A fast model has
+# written its short first sentence by then, so its prosody is not cut.
+SLOW_FIRST_S = 0.15
+SLOW_FIRST_WORDS = 3
+# The phrase word may end what is written so far: the words before it are whole, and
+# waiting for the token after it would cost one more token.
+_SLOW_PHRASE = re.compile(
+    rf"\s(?=(?:{_PHRASE_WORDS}|is|are|was|were|has|have|had)(?:\s|$))", re.IGNORECASE
+)
 # Chinese has no spaces to find a phrase by, so a long first Chinese sentence is cut after
 # 的 (where a modifier ends: "洗澡后可以做更多的 | 清洁和保养工作"; not inside 的确, 的话,
 # 的士) or before a connective, once the head holds FIRST_PHRASE_CJK characters: Qwen's
@@ -68,14 +82,23 @@ class ClauseChunker:
     thirteen).
     """
 
-    def __init__(self, first_min_chars: int = 10, min_chars: int = 40) -> None:
+    def __init__(
+        self,
+        first_min_chars: int = 10,
+        min_chars: int = 40,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.first_min_chars = first_min_chars
         self.min_chars = min_chars
+        self._clock = clock
         self._buffer = ""
         self._emitted_any = False
+        self._first_words_at: float | None = None  # when the first piece's words began
 
     def push(self, text: str) -> list[str]:
         self._buffer += text
+        if self._first_words_at is None and self._buffer.strip():
+            self._first_words_at = self._clock()
         pieces: list[str] = []
         while True:
             minimum = self.min_chars if self._emitted_any else self.first_min_chars
@@ -99,8 +122,19 @@ class ClauseChunker:
                 self._emitted_any = True
 
     def _first_phrase(self) -> int | None:
-        """Where to cut a long first sentence that has no punctuation yet."""
+        """Where to cut a long (or slowly written) first sentence that has no
+        punctuation yet."""
         cuts = []
+        if self._first_words_at is not None and (
+            self._clock() - self._first_words_at >= SLOW_FIRST_S
+        ):
+            slow = [
+                match.start()
+                for match in _SLOW_PHRASE.finditer(self._buffer)
+                if count_units(self._buffer[: match.start()]) >= SLOW_FIRST_WORDS
+                and speech_length(self._buffer[: match.start()].strip()) >= self.first_min_chars
+            ]
+            cuts += slow[-1:]  # all that is written up to the last phrase: the longest piece
         for match in _PHRASE.finditer(self._buffer):
             head = self._buffer[: match.start()]
             if (

@@ -8,6 +8,7 @@ from app.realtime.responses.clause_chunker import (
     CJK_CHAR_WEIGHT,
     FIRST_MAX_CHARS,
     MAX_CHARS,
+    SLOW_FIRST_S,
     ClauseChunker,
     speech_length,
 )
@@ -15,7 +16,7 @@ from app.text_units import join
 
 
 def _chunk(text: str, step: int = 3) -> list[str]:
-    chunker = ClauseChunker()
+    chunker = ClauseChunker(clock=lambda: 0.0)  # written at once: no piece is slow
     out = []
     for i in range(0, len(text), step):
         out += chunker.push(text[i : i + step])
@@ -58,6 +59,54 @@ def test_short_sentences_and_later_ones_are_not_cut_at_phrases() -> None:
     assert _chunk("The capital of France is Paris.") == ["The capital of France is Paris."]
     later = "Yes, indeed. The old town has many houses that were built in the middle ages."
     assert _chunk(later) == ["Yes, indeed.", later[len("Yes, indeed. ") :]]
+
+
+class _Tokens:
+    """Pushes words as a model streams them, `seconds` apart, and records the time each
+    piece leaves at."""
+
+    def __init__(self, seconds: float) -> None:
+        self.now, self.seconds = 100.0, seconds
+        self.chunker = ClauseChunker(clock=lambda: self.now)
+        self.left: list[tuple[str, float]] = []
+
+    def write(self, text: str) -> list[str]:
+        start = self.now
+        for i, word in enumerate(text.split(" ")):
+            pieces = self.chunker.push(word if i == 0 else f" {word}")
+            self.left += [(piece, round(self.now - start, 3)) for piece in pieces]
+            self.now += self.seconds
+        return [piece for piece, _ in self.left] + self.chunker.flush()
+
+
+@pytest.mark.parametrize(
+    ("text", "first", "at"),
+    [
+        ("The capital of France is Paris.", "The capital of France", 0.2),  # on " is"
+        ("The sky is blue on a clear day.", "The sky is blue", 0.2),
+        ("An example of a yellow fruit is an apple.", "An example of a yellow fruit", 0.3),
+        ("A spider has eight legs.", "A spider has eight legs.", 0.2),  # "A spider": 2 words
+    ],
+)
+def test_a_slowly_written_first_sentence_leaves_at_a_phrase(
+    text: str, first: str, at: float
+) -> None:
+    """A model writing a word every 50 ms (the 1.5B on two cores): once the first
+    sentence has taken SLOW_FIRST_S, it leaves at the phrase word just written, after
+    three words or more, instead of at its full stop."""
+    assert SLOW_FIRST_S < 0.2
+    tokens = _Tokens(0.05)
+    pieces = tokens.write(text)
+    assert tokens.left[0] == (first, at)
+    assert " ".join(pieces) == text
+
+
+def test_only_a_slow_first_sentence_is_cut_short() -> None:
+    fast = _Tokens(0.01)  # the whole sentence written in 60 ms
+    assert fast.write("The capital of France is Paris.") == ["The capital of France is Paris."]
+    slow = _Tokens(0.05)
+    later = "The old town has many houses that were built in the middle ages."
+    assert slow.write(f"Yes, indeed. {later}") == ["Yes, indeed.", later]
 
 
 def test_a_run_with_no_boundary_leaves_at_the_longest_a_piece_waits() -> None:
