@@ -23,11 +23,18 @@ from app.settings import Settings
 
 SPEECH_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "speech"
 
+# The suite's LLM: the 135M model, whose answers the tests were written against and which
+# answers in a fraction of the default 1.5B's time. Servers built by `make_settings` take
+# it, and so do the servers tests start as subprocesses (bench runs, `r1voice serve`),
+# which read their settings from the environment.
+TEST_LLM = "smollm2-135m-instruct"
+os.environ["R1VOICE_LLM_MODEL"] = TEST_LLM
+
 
 def make_settings(**overrides: Any) -> Settings:
     """The server configuration tests run with (backend overridable for comparisons)."""
     backend = os.environ.get("R1VOICE_TEST_LLM_BACKEND", "embedded")
-    return Settings(llm_backend=backend, **overrides)
+    return Settings(llm_backend=backend, **{"llm_model": TEST_LLM, **overrides})
 
 
 def serve(settings: Settings) -> Iterator[TestClient]:

@@ -20,9 +20,7 @@ class Server:
         self.command = [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)]
         if args.llm_backend:
             self.command += ["--llm-backend", args.llm_backend]
-        llm_model = args.llm_model
-        if getattr(args, "language", None) == "zh" and not llm_model:
-            llm_model = "qwen2.5-coder-0.5b-instruct"  # SmolLM2 speaks no Chinese
+        llm_model = args.llm_model  # None: the server's default (it speaks Chinese too)
         if llm_model:
             self.command += ["--llm-model", llm_model]
         self.llm_model = llm_model

@@ -86,8 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--language",
         default=None,
         choices=["zh"],
-        help="zh: a Mandarin server (whisper-base, voice auto, Qwen unless --llm-model) "
-        "and Mandarin speech",
+        help="zh: a Mandarin server (whisper-base, voice auto) and Mandarin speech",
     )
     parser.add_argument(
         "--transport",

@@ -5,6 +5,16 @@ from __future__ import annotations
 import pytest
 
 from app.settings import Settings
+from engine import BUNDLED_LLMS, DEFAULT_LLM
+from tests.conftest import TEST_LLM, make_settings
+
+
+def test_the_default_brain_is_the_bundled_1_5b_and_the_suite_runs_the_135m() -> None:
+    assert Settings().llm_model == DEFAULT_LLM == "qwen2.5-coder-1.5b-instruct"
+    assert DEFAULT_LLM in BUNDLED_LLMS and Settings().quantization is None  # its own: int4
+    assert make_settings().llm_model == TEST_LLM == "smollm2-135m-instruct"
+    assert make_settings(llm_model=DEFAULT_LLM).llm_model == DEFAULT_LLM
+    assert Settings.from_env().llm_model == TEST_LLM  # servers started as subprocesses
 
 
 def test_ice_servers_default_to_none_host_candidates_only() -> None:

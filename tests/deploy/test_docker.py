@@ -16,7 +16,7 @@ import yaml
 
 from app.catalog.registry import MODELS
 from app.settings import Settings
-from engine.loading.bundled_gguf import BUNDLED_LLMS
+from engine.loading.bundled_gguf import BUNDLED_LLMS, DEFAULT_LLM
 from tests.deploy.helpers import ROOT, check_cli, check_env, r1voice_commands
 
 DOCKERFILES = [ROOT / "docker" / "Dockerfile", ROOT / "docker" / "Dockerfile.cpu"]
@@ -55,6 +55,13 @@ def _check_prepared(steps: list[tuple[str, str]], names: list[str]) -> None:
         missing = [p.pip_name for p in getattr(BUNDLED_LLMS.get(name), "parts", ())]
         missing = [package for package in missing if package not in pip]
         assert not missing, f"models prepare {name}: {missing} are not installed"
+
+
+def test_the_cpu_image_carries_the_default_llm() -> None:
+    steps = instructions(ROOT / "docker" / "Dockerfile.cpu")
+    runs = [c for op, a in steps if op == "RUN" for c in r1voice_commands(a)]
+    assert any(c[:2] == ["models", "prepare"] and DEFAULT_LLM in c[2:] for c in runs)
+    assert not any("R1VOICE_QUANTIZATION" in a for op, a in steps if op == "ENV")  # its own
 
 
 def test_a_prepared_llm_needs_its_packages() -> None:

@@ -97,6 +97,14 @@ test("opened in Chinese: whisper-base, Qwen and the voice auto, where the server
   assert.deepEqual(chineseDefaults(p, chinese), []);
 });
 
+test("opened in Chinese on a server whose LLM is a Qwen: the LLM is kept", () => {
+  const rows = [...BODY.llm.map((r) => ({ ...r, active: false })), { id: "qwen2.5-coder-1.5b-instruct", available: true, active: true }];
+  const onQwen = palettes({ ...BODY, llm: rows });
+  assert.deepEqual(chineseDefaults(onQwen, DEFAULT_VIEW, ["tts"]), []); // not the 0.5B listed first
+  const onSmol = { ...DEFAULT_VIEW, llm: "smollm2-135m-instruct" };
+  assert.deepEqual(chineseDefaults(onQwen, onSmol, ["tts"]), [["llm", "qwen2.5-coder-0.5b-instruct"]]);
+});
+
 test("opened in Chinese on a server without them: nothing asked for", () => {
   const bare = palettes({ ...BODY, llm: [{ id: "smollm2-135m-instruct", available: true, active: true }, { id: "qwen2.5-coder-0.5b-instruct", available: false, reason: "not prepared" }] });
   assert.deepEqual(chineseDefaults(bare, DEFAULT_VIEW), []); // whisper-base unavailable, no languages said, no auto

@@ -128,8 +128,10 @@ export function chineseDefaults(palettes, view, chosen = []) {
     if (pick && !(current && takesChinese(current))) out.push(["asr", pick.key]);
   }
   if (!chosen.includes("llm")) {
+    // a Qwen the session has already (the server's default 1.5B) answers Chinese: kept
+    const current = currentKey("llm", view, palettes.llm || []) || "";
     const pick = usable("llm").find((r) => /qwen/i.test(r.key));
-    if (pick && pick.key !== currentKey("llm", view, palettes.llm || [])) out.push(["llm", pick.key]);
+    if (pick && !/qwen/i.test(current)) out.push(["llm", pick.key]);
   }
   if (!chosen.includes("tts") && view.voice !== "auto" && usable("tts").some((r) => r.key === "auto")) out.push(["tts", "auto"]);
   return out;
