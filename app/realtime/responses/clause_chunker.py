@@ -163,5 +163,8 @@ class ClauseChunker:
         return None
 
     def flush(self) -> list[str]:
+        """All that is held (the round ended: a tool runs, or the answer is done); the
+        next words start a new wait, so a slow first sentence is timed from them."""
         piece, self._buffer = self._buffer.strip(), ""
+        self._first_words_at = None
         return [piece] if piece else []

@@ -109,6 +109,16 @@ def test_only_a_slow_first_sentence_is_cut_short() -> None:
     assert slow.write(f"Yes, indeed. {later}") == ["Yes, indeed.", later]
 
 
+def test_a_flush_starts_the_next_wait_afresh() -> None:
+    """Bug: between tool rounds the chunker is flushed; a short held "Sure." kept its
+    time, so the next round's quickly written sentence was cut as if slow."""
+    tokens = _Tokens(0.01)
+    assert tokens.chunker.push("Sure.") == []  # under the first piece's ten characters
+    assert tokens.chunker.flush() == ["Sure."]
+    tokens.now += 2.0  # the tool ran
+    assert tokens.write("The time in Paris is 3 pm.") == ["The time in Paris is 3 pm."]
+
+
 def test_a_run_with_no_boundary_leaves_at_the_longest_a_piece_waits() -> None:
     """A model stuck on a syllable (SmolLM2's "Mebememem..." to a misheard question) or a
     long unpunctuated list: the voice starts at FIRST_MAX_CHARS, not at the answer's end."""
