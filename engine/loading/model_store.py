@@ -148,7 +148,12 @@ def gguf_source(model_dir: Path) -> Path | None:
     if not path.is_file():
         raise ModelNotFoundError(f"{model_dir} reads its weights from {path}, which is gone: {fix}")
     stat = path.stat()
-    if (stat.st_size, stat.st_mtime_ns) != (source["size"], source["mtime_ns"]):
+    # A time cut to its whole second is the same file: an image layer keeps times only
+    # to the second (the CPU image prepares the 1.5B in its build stage and copies the
+    # cache into the runtime stage).
+    recorded = source["mtime_ns"]
+    copied = stat.st_mtime_ns == recorded // 10**9 * 10**9
+    if stat.st_size != source["size"] or (stat.st_mtime_ns != recorded and not copied):
         raise ModelLoadError(f"{path} changed since {model_dir} was prepared from it: {fix}")
     return path
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,3 +123,27 @@ def test_the_1_5b_model_is_listed_with_its_22_parts() -> None:
     )
     assert sum(p.size or 0 for p in entry.parts) == entry.size == 1_117_320_768
     assert entry.direct  # read straight from the GGUF: no fp32 copy
+
+
+def test_a_gguf_copied_to_the_second_is_the_one_prepared(tmp_path: Path) -> None:
+    """Bug: the recorded time was compared to the nanosecond, and an image layer keeps a
+    file's time to the second, so the CPU image's prepared 1.5B was refused at start."""
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(64))
+    prepared = 1_765_000_000_123_456_789
+    os.utime(gguf, ns=(prepared, prepared))
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    source = {"path": str(gguf), "size": 68, "mtime_ns": prepared}
+    (model_dir / model_store.GGUF_SOURCE).write_text(json.dumps(source))
+    copied = prepared // 10**9 * 10**9  # what a COPY into an image layer keeps
+    os.utime(gguf, ns=(copied, copied))
+    assert model_store.gguf_source(model_dir) == gguf
+    os.utime(gguf, ns=(copied + 10**9, copied + 10**9))  # written again a second later
+    with pytest.raises(ModelLoadError, match="changed since"):
+        model_store.gguf_source(model_dir)
+    os.utime(gguf, ns=(copied, copied))
+    gguf.write_bytes(b"GGUF" + bytes(65))
+    os.utime(gguf, ns=(copied, copied))
+    with pytest.raises(ModelLoadError, match="changed since"):
+        model_store.gguf_source(model_dir)
