@@ -57,7 +57,7 @@ from engine.loading.model_store import (
     resolve_model,
     transformers_kwargs,
 )
-from engine.loading.quantized_model import QuantCache, weight_bytes
+from engine.loading.quantized_model import QuantCache, decode_weight_bytes, weight_bytes
 from engine.loading.scoring import perplexity
 from engine.outputs import EngineStats, RequestOutput, RequestTimes, StreamDelta
 from engine.paths import cache_root, package_dir
@@ -87,6 +87,7 @@ __all__ = [
     "bundled_gguf_path",
     "bundled_llm_dir",
     "cache_root",
+    "decode_weight_bytes",
     "default_quantization",
     "dequantize_int4",
     "gguf_source",

@@ -11,6 +11,9 @@ reported per kind (``reads_back``: the answer repeats the conversation; ``open``
 
 Exactness is checked, not assumed: every engine mode's tokens must equal the engine
 without speculation's, chat by chat, round by round (``same_tokens_as_off``).
+
+``memory``: the weight bytes one pass of each side reads, the GB/s each plain side drew,
+and the tokens a pass the engine would need to decode 1.5x llama.cpp (see ``_memory``).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import os
 
     from bench.engine.decode_peers import EngineDecodePeer, LlamaCppDecodePeer
-    from bench.engine.peers import llama_cpp_gguf
+    from bench.engine.peers import gguf_decode_bytes, llama_cpp_gguf, read_bandwidth_gbs
     from bench.engine.voice_chats import CHATS
     from bench.kit.machine import describe
     from bench.kit.peer_process import PeerProcess
@@ -87,6 +90,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         prompts = off.prompt_ids([c.as_messages() for c in chats])
         eos = off.eos_ids()
         path, result["llama.cpp"] = llama_cpp_gguf(args.model)
+        bytes_per_pass = {"engine": off.decode_bytes()}
+        if path is not None:
+            bytes_per_pass["llama.cpp"] = gguf_decode_bytes(path)
+        bandwidths = [read_bandwidth_gbs(threads) for _ in range(3)]
         if args.skip_llama_cpp:
             result["llama.cpp"] = {"available": False, "why": "--skip-llama-cpp"}
         elif path is not None:
@@ -103,6 +110,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for r in range(rounds):
             for name in names[r % len(names) :] + names[: r % len(names)]:
                 runs[name].append(sides[name].run(prompts, max_tokens, eos))
+        bandwidths += [read_bandwidth_gbs(threads) for _ in range(3)]
     result["load_average"] = {"before": load_before, "after": os.getloadavg()}
     result["sides"] = {name: _summary(side_runs, chats) for name, side_runs in runs.items()}
     off_tokens = [[c["tokens"] for c in rnd] for rnd in runs["engine off"]]
@@ -111,7 +119,33 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             mine = [[c["tokens"] for c in rnd] for rnd in runs[name]]
             result["sides"][name]["same_tokens_as_off"] = mine == off_tokens
     result["ratios"] = _ratios(result["sides"], runs, chats)
+    result["memory"] = _memory(result["sides"], bandwidths, bytes_per_pass)
     return result
+
+
+def _memory(sides: dict[str, Any], bandwidths: list[float], bytes_per_pass: dict[str, int]) -> dict:
+    """What one stream's decode reads: the weight bytes of a pass (one forward of the
+    target model, however many tokens it verifies), the GB/s each plain side drew at
+    its best round (tok/s x bytes: a pass a token), and the tokens each of the engine's
+    passes must yield, at its own plain pass rate, to decode 1.5x llama.cpp's best.
+    ``probe_gb_s``: a torch sum over 512 MiB before and after the rounds, the host's
+    bandwidth at those moments (it moves from minute to minute with its neighbours, so
+    it bounds nothing the rounds did)."""
+    out: dict[str, Any] = {"bytes_per_pass": bytes_per_pass, "probe_gb_s": bandwidths}
+    drawn = {"engine off": "engine", "llama.cpp": "llama.cpp"}
+    out["drawn_gb_s"] = {
+        name: round(sides[name]["all"]["decode_tok_s_best"] * bytes_per_pass[who] / 1e9, 1)
+        for name, who in drawn.items()
+        if name in sides and who in bytes_per_pass
+    }
+    if "llama.cpp" in sides:
+        needed = 1.5 * sides["llama.cpp"]["all"]["decode_tok_s_best"]
+        passes = sides["engine off"]["all"]["decode_tok_s_best"]
+        out["for_1_5x_llama_cpp"] = {
+            "tok_s": round(needed, 1),
+            "tokens_per_engine_pass": round(needed / passes, 2) if passes else None,
+        }
+    return out
 
 
 CLOCKS = {"wall": "decode_s", "cpu": "decode_cpu_s"}
@@ -197,4 +231,18 @@ def format_table(result: dict[str, Any]) -> str:
             lines.append(f"{name}{exact} | " + " | ".join(cells))
     for name, ratio in result["ratios"].items():
         lines.append(f"{name}: best {ratio['best']}, paired median {ratio['paired_median']}")
+    memory = result.get("memory")
+    if memory:
+        lines.append(
+            "bytes a pass: "
+            + ", ".join(f"{who} {b / 1e9:.3f} GB" for who, b in memory["bytes_per_pass"].items())
+            + "; drawn at best: "
+            + ", ".join(f"{name} {gbs} GB/s" for name, gbs in memory["drawn_gb_s"].items())
+        )
+        if "for_1_5x_llama_cpp" in memory:
+            need = memory["for_1_5x_llama_cpp"]
+            lines.append(
+                f"1.5x llama.cpp = {need['tok_s']} tok/s: "
+                f"{need['tokens_per_engine_pass']} tokens a pass at the engine's pass rate"
+            )
     return "\n".join(lines)

@@ -75,6 +75,12 @@ class EngineDecodePeer:
     def eos_ids(self) -> list[int]:
         return sorted(self.llm.engine.scheduler.eos_token_ids)
 
+    def decode_bytes(self) -> int:
+        """Weight bytes one step of the target model reads (its memory-bound floor)."""
+        from engine import decode_weight_bytes
+
+        return decode_weight_bytes(self.llm.engine.model)
+
     def run(self, prompts: list[list[int]], max_tokens: int, eos: list[int]) -> list[dict]:
         params = _greedy(max_tokens, eos)
         return [asyncio.run(self._one(p, params)) for p in prompts]

@@ -65,8 +65,7 @@ class Int4Linear(nn.Module):
         self.vnni = (packed, scales, mins, bias[0] if bias else None)
         self.kernel = "vnni_cpu"
         self.weight = torch.empty(0, dtype=torch.uint8)
-        groups = self.in_features // self.group_size
-        self.stored_bytes = self.out_features * (self.in_features // 2 + 8 * groups)
+        self.stored_bytes = _layout_bytes(packed, scales, mins)
 
     def prepare(self, release: bool = True) -> None:
         if self.vnni is not None:  # packed already (``load_packed``)
@@ -78,6 +77,7 @@ class Int4Linear(nn.Module):
             q = unpack_nibbles(self.weight)
             self.vnni = pack_int4(q, self.scales, self.mins, self.bias)
             self.kernel = "vnni_cpu"
+            self.stored_bytes = _layout_bytes(*self.vnni[:3])
             if release:
                 self.weight = torch.empty(0, dtype=torch.uint8)
             return
@@ -119,3 +119,9 @@ class Int4Linear(nn.Module):
             )
             y = F.linear(x, w.to(x.dtype))
         return y if self.bias is None else y + self.bias
+
+
+def _layout_bytes(*tensors: torch.Tensor) -> int:
+    """Bytes of the kernel's layout (its fp16 scales and mins, not the fp32 ones it was
+    packed from): what a product reads."""
+    return sum(t.numel() * t.element_size() for t in tensors)

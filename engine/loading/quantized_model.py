@@ -59,6 +59,18 @@ def weight_bytes(model: nn.Module) -> int:
     return total
 
 
+def decode_weight_bytes(model: nn.Module) -> int:
+    """Bytes of weights one decode step reads, its memory-bound floor: every weight but
+    the embedding table, of which a step gathers a row (a tied head reads the table
+    whole, so a tied model's count keeps it)."""
+    total = weight_bytes(model)
+    if getattr(model, "lm_head", None) is not None:
+        table = model.get_submodule("embed_tokens")
+        own = [*table.parameters(recurse=False), *table.buffers(recurse=False)]
+        total -= sum(t.numel() * t.element_size() for t in own)
+    return total
+
+
 # ---- the model transform (its disk cache: engine.loading.quant_cache) ----------------
 
 

@@ -55,6 +55,26 @@ def test_ratios_pair_the_sides_round_by_round() -> None:
     assert "engine ngram / llama.cpp, reads_back, wall: best 2.0, paired median 3.0" in table
 
 
+def test_the_bytes_a_pass_reads_give_each_plain_sides_draw_and_the_tokens_for_1_5x() -> None:
+    chats = [READ, OPEN]
+    runs = {
+        "engine off": [[_chat(11, 1.0, 1.0), _chat(11, 1.0, 1.0)]],  # 10 tok/s
+        "engine ngram": [[_chat(11, 0.5, 0.5), _chat(11, 0.5, 0.5)]],  # 20 tok/s
+        "llama.cpp": [[_chat(11, 0.8, 0.8), _chat(11, 0.8, 0.8)]],  # 12.5 tok/s
+    }
+    sides = {name: decode._summary(r, chats) for name, r in runs.items()}
+    memory = decode._memory(sides, [30.0], {"engine": 2_000_000_000, "llama.cpp": 1_500_000_000})
+    # a pass a token: 10 x 2 GB and 12.5 x 1.5 GB; speculation's passes are not its tokens
+    assert memory["drawn_gb_s"] == {"engine off": 20.0, "llama.cpp": 18.8}
+    # 1.5 x 12.5 = 18.75 tok/s from passes at the engine's 10 a second
+    assert memory["for_1_5x_llama_cpp"] == {"tok_s": 18.8, "tokens_per_engine_pass": 1.88}
+    table = decode.format_table({"sides": sides, "ratios": {}, "memory": memory})
+    assert "bytes a pass: engine 2.000 GB, llama.cpp 1.500 GB" in table
+    assert "1.5x llama.cpp = 18.8 tok/s: 1.88 tokens a pass" in table
+    alone = decode._memory({"engine off": sides["engine off"]}, [30.0], {"engine": 2_000_000_000})
+    assert "for_1_5x_llama_cpp" not in alone and alone["drawn_gb_s"] == {"engine off": 20.0}
+
+
 def test_the_modes_must_start_with_off_the_reference_of_exactness() -> None:
     parser = argparse.ArgumentParser()
     decode.add_arguments(parser)

@@ -14,7 +14,7 @@ from engine import LLM, ConfigError, EngineConfig, ModelLoadError, SamplingParam
 from engine.kernels.cpu_kernels import CpuKernels, cpu_flags, int_mm_is_fast
 from engine.layers import quantization as Q
 from engine.layers.int4_linear import Int4Linear
-from engine.loading.quantized_model import weight_bytes
+from engine.loading.quantized_model import decode_weight_bytes, weight_bytes
 from engine.loading.scoring import perplexity
 
 EVAL_TEXT = Path(__file__).parents[2] / "data" / "eval_text.txt"
@@ -23,6 +23,23 @@ EVAL_TEXT = Path(__file__).parents[2] / "data" / "eval_text.txt"
 def eval_text() -> str:
     lines = EVAL_TEXT.read_text().splitlines(keepends=True)
     return "".join(line for line in lines if not line.startswith("#"))
+
+
+class _TwoTables(torch.nn.Module):
+    """An embedding and a head of 10 x 4 fp32 (160 bytes each), tied or not."""
+
+    def __init__(self, tied: bool) -> None:
+        super().__init__()
+        self.embed_tokens = torch.nn.Embedding(10, 4)
+        self.lm_head = None if tied else torch.nn.Linear(4, 10, bias=False)
+        self.norm = torch.nn.LayerNorm(4, bias=False)  # 16 bytes
+
+
+def test_a_decode_step_reads_every_weight_but_the_rows_of_the_embedding() -> None:
+    untied, tied = _TwoTables(tied=False), _TwoTables(tied=True)
+    assert weight_bytes(untied) == 160 + 160 + 16
+    assert decode_weight_bytes(untied) == 160 + 16  # the head, not the table it gathers from
+    assert decode_weight_bytes(tied) == weight_bytes(tied) == 160 + 16  # the head is the table
 
 
 def test_int8_round_trip_error_is_half_a_step() -> None:
@@ -100,6 +117,12 @@ def test_int4_round_trip_and_kernel(group_size: int) -> None:
     x = torch.randn(3, 256)
     ref = x @ deq.t()
     assert (lin(x) - ref).norm() / ref.norm() < 0.02  # bf16 activations in the kernel
+    if lin.kernel == "vnni_cpu":  # what a product reads: fp16 scales and mins, not fp32
+        groups = 256 // group_size
+        assert weight_bytes(lin) == 32 * (256 // 2 + 2 * 2 * groups)
+        again = Int4Linear(256, 32, group_size)
+        again.load_packed(lin.vnni[:3])  # type: ignore[index]
+        assert weight_bytes(again) == weight_bytes(lin)
 
 
 def test_bad_values_are_clear_errors(tiny_llama: Path) -> None:
