@@ -45,6 +45,7 @@ from engine.kernels.cpu_kernels import CpuKernels
 from engine.layers.quantization import dequantize_int4, quantize_int4
 from engine.llm import LLM
 from engine.loading.bundled_gguf import default_quantization
+from engine.loading.gguf_file import gguf_decode_weight_bytes
 from engine.loading.model_loader import prepare_bundled_llm
 from engine.loading.model_store import (
     BUNDLED_LLMS,
@@ -90,6 +91,7 @@ __all__ = [
     "decode_weight_bytes",
     "default_quantization",
     "dequantize_int4",
+    "gguf_decode_weight_bytes",
     "gguf_source",
     "is_complete",
     "os_thread_named",

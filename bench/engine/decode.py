@@ -48,10 +48,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import os
 
     from bench.engine.decode_peers import EngineDecodePeer, LlamaCppDecodePeer
-    from bench.engine.peers import gguf_decode_bytes, llama_cpp_gguf, read_bandwidth_gbs
+    from bench.engine.peers import llama_cpp_gguf, read_bandwidth_gbs
     from bench.engine.voice_chats import CHATS
     from bench.kit.machine import describe
     from bench.kit.peer_process import PeerProcess
+    from engine import gguf_decode_weight_bytes
 
     quick = bool(getattr(args, "quick", False))
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         path, result["llama.cpp"] = llama_cpp_gguf(args.model)
         bytes_per_pass = {"engine": off.decode_bytes()}
         if path is not None:
-            bytes_per_pass["llama.cpp"] = gguf_decode_bytes(path)
+            bytes_per_pass["llama.cpp"] = gguf_decode_weight_bytes(path)
         bandwidths = [read_bandwidth_gbs(threads) for _ in range(3)]
         if args.skip_llama_cpp:
             result["llama.cpp"] = {"available": False, "why": "--skip-llama-cpp"}

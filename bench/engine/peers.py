@@ -30,18 +30,6 @@ def read_bandwidth_gbs(threads: int, mib: int = 512, rounds: int = 5) -> float:
     return round(x.numel() * 4 / best / 1e9, 2)
 
 
-def gguf_decode_bytes(path: Path) -> int:
-    """Bytes of a GGUF's tensors one decode step reads: all but the token embedding,
-    unless the file has no output matrix (its head then reads the embedding whole)."""
-    from engine.loading.gguf_file import GGUFFile
-
-    tensors = GGUFFile(path).tensors
-    total = sum(t.data.nbytes for t in tensors.values())
-    if "output.weight" in tensors and "token_embd.weight" in tensors:
-        total -= tensors["token_embd.weight"].data.nbytes
-    return int(total)
-
-
 def _timed(fn: Any) -> float:
     start = time.perf_counter()
     fn()

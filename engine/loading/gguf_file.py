@@ -179,6 +179,16 @@ class GGUFFile:
         )
 
 
+def gguf_decode_weight_bytes(path: Path) -> int:
+    """Bytes of a GGUF's tensors one decode pass reads: all but the token embedding,
+    unless the file has no output matrix (its head then reads the embedding whole)."""
+    tensors = GGUFFile(path).tensors
+    total = sum(t.data.nbytes for t in tensors.values())
+    if "output.weight" in tensors and "token_embd.weight" in tensors:
+        total -= tensors["token_embd.weight"].data.nbytes
+    return int(total)
+
+
 def _qtype(type_name: str) -> Any:
     from gguf import GGMLQuantizationType
 

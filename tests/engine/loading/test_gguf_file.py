@@ -1,5 +1,5 @@
-"""`bench engine`'s and `bench decode`'s peer arithmetic: the bytes llama.cpp reads a
-decode step of a real GGUF file."""
+"""GGUFFile's arithmetic on a real GGUF file: the bytes a decode pass of it reads (what
+`bench decode` sets against the engine's own)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from bench.engine.peers import gguf_decode_bytes
+from engine import gguf_decode_weight_bytes
 
 
 def _write(path: Path, names: list[str]) -> None:
@@ -23,9 +23,9 @@ def test_a_step_reads_the_output_matrix_and_not_the_embedding_it_gathers_from(
     tmp_path: Path,
 ) -> None:
     _write(tmp_path / "untied.gguf", ["token_embd.weight", "blk.0.ffn_up.weight", "output.weight"])
-    assert gguf_decode_bytes(tmp_path / "untied.gguf") == 2 * 1024
+    assert gguf_decode_weight_bytes(tmp_path / "untied.gguf") == 2 * 1024
 
 
 def test_without_an_output_matrix_the_embedding_is_the_head(tmp_path: Path) -> None:
     _write(tmp_path / "tied.gguf", ["token_embd.weight", "blk.0.ffn_up.weight"])
-    assert gguf_decode_bytes(tmp_path / "tied.gguf") == 2 * 1024
+    assert gguf_decode_weight_bytes(tmp_path / "tied.gguf") == 2 * 1024
