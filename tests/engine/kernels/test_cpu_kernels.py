@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+from engine.kernels import cpu_kernels
 from engine.kernels.cpu_kernels import (
     BF16_SCORES,
     BF16_TILES,
@@ -227,6 +229,32 @@ def test_build_is_cached_on_disk() -> None:
     before = CpuKernels.build_seconds
     assert CpuKernels.build() == path and path.stat().st_mtime_ns == mtime
     assert CpuKernels.build_seconds == before  # not set again: no compile happened
+
+
+@needs_kernels
+def test_a_library_built_before_loads_where_there_is_no_compiler(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An image's runtime has no g++: the library its build stage compiled is used."""
+    path = CpuKernels.build()
+    monkeypatch.setattr(cpu_kernels, "_compiler", lambda: None)
+    assert CpuKernels.unavailable_reason() is None
+    assert CpuKernels.build() == path
+
+
+def test_without_a_compiler_or_a_library_built_before_the_reason_says_how_to_build_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(cpu_kernels, "_compiler", lambda: None)
+    monkeypatch.setattr(cpu_kernels, "cache_root", lambda: tmp_path)
+    monkeypatch.setattr(cpu_kernels, "cpu_flags", lambda: set(cpu_kernels.REQUIRED_FLAGS))
+    monkeypatch.delenv("R1VOICE_CPU_KERNELS", raising=False)
+    reason = CpuKernels.unavailable_reason()
+    assert reason is not None and "no C++ compiler" in reason
+    assert str(tmp_path / "kernels") in reason and "python -m engine.kernels" in reason
+    with pytest.raises(RuntimeError, match=r"no C\+\+ compiler"):
+        CpuKernels.build()
+    assert not any(tmp_path.rglob("*.so"))
 
 
 @needs_kernels
