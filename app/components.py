@@ -10,6 +10,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from app.speech.transcribers import TranscriberCatalog
 from app.speech.turn_model import SmartTurnModel
 from app.speech.vad import SileroModel
 from app.speech.voices import AUTO, VoiceCatalog
-from engine import os_thread_named
+from engine import default_quantization, os_thread_named
 
 log = logging.getLogger("r1voice")
 
@@ -40,6 +41,23 @@ class Components:
     llm: LLMBackend  # the server's LLM: loaded and warmed up at start
     llms: LLMCatalog  # every LLM a session may choose
     timings: dict[str, float] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """What the server serves, for its start-up log: the LLM (and how), the ASR, the
+        voice and the turn detection."""
+        s = self.settings
+        if s.llm_backend == "embedded":
+            quantization = s.quantization or default_quantization(s.llm_model)
+            how = f"our engine, {quantization}, speculative {s.llm_speculative}"
+        elif s.llm_backend == "remote":
+            how = f"remote, {urlsplit(s.llm_url).netloc.rpartition('@')[2]}"  # no credentials
+        else:
+            how = s.llm_backend
+        return (
+            f"LLM {s.llm_model} ({how}, context {self.llm.context_length} tokens); "
+            f"ASR {self.asr.name}; voice {s.voice or s.tts_voice}; "
+            f"turn detection {s.turn_detection}"
+        )
 
 
 def load_components(settings: Settings) -> Components:

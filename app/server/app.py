@@ -53,6 +53,7 @@ async def _load_and_warm(state: ServerState) -> None:
         state.metrics.watch_llm(loaded.llm.stats)
         state.ready_after_s = round(time.monotonic() - state.started_at, 3)
         state.ready = True
+        log.info("serving %s", loaded.describe())
         log.info("ready after %.2f s (%s)", state.ready_after_s, loaded.timings)
     except Exception as exc:
         state.load_error = f"{type(exc).__name__}: {exc}"

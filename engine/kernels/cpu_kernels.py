@@ -62,7 +62,9 @@ OPS = (
 # paged_decode_attention's bf16 mask (EngineConfig.attention_bf16); BF16_TILES: both
 # on AMX-BF16 tiles
 BF16_SCORES, BF16_VALUES, BF16_TILES = 1, 2, 4
-REQUIRED_FLAGS = ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
+# every instruction set CXX_FLAGS compiles for: a library built on one host may be loaded
+# on another (an image)
+REQUIRED_FLAGS = ("avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "fma")
 CXX_FLAGS = [
     "-O3",
     "-ffp-contract=off",  # no FMA contraction: the same float rounding as the torch path
@@ -118,12 +120,17 @@ class CpuKernels:
         missing = [f for f in REQUIRED_FLAGS if f not in cpu_flags()]
         if missing:
             return f"the CPU lacks {', '.join(missing)}"
-        if _compiler() is None and not cls.library().is_file():
-            return (
-                "no C++ compiler (g++; `make install` installs build-essential) and no "
-                f"library built before for these sources and this torch in {cls.library().parent}"
-                " (`python -m engine.kernels` where g++ is builds it there)"
-            )
+        if _compiler() is None:
+            try:
+                library = cls.library()
+            except Exception as exc:  # unreadable sources, torch's build helpers missing
+                return f"no C++ compiler, and no library to look for ({exc})"
+            if not library.is_file():
+                return (
+                    "no C++ compiler (g++; `make install` installs build-essential) and no "
+                    f"library built before for these sources and this torch in {library.parent}"
+                    " (`python -m engine.kernels` where g++ is builds it there)"
+                )
         return None
 
     @classmethod
@@ -182,6 +189,8 @@ class CpuKernels:
             )
             if result.returncode != 0:
                 raise RuntimeError(f"g++ failed: {result.stderr.strip()[-2000:]}")
+            # mkstemp's 0600: another user (a container run as another UID) could not load it
+            os.chmod(tmp, 0o755)
             os.replace(tmp, library)
         finally:
             if os.path.exists(tmp):
@@ -287,4 +296,3 @@ def pack_int4(
         b = torch.zeros(np_, dtype=torch.float32)
         b[:n] = bias.float()
     return packed, per_block(scales), per_block(mins), b
-

@@ -96,6 +96,7 @@ class Int4Linear(nn.Module):
             self.packed = None
         if self.packed is not None:
             self.scales_and_zeros = sz
+            self.stored_bytes = _layout_bytes(self.packed, sz)
             if release:
                 self.weight = torch.empty(0, dtype=torch.uint8, device=device)
 

@@ -34,8 +34,9 @@ def quantized_modules(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
 
 
 def weight_bytes(model: nn.Module) -> int:
-    """Bytes of the model's weights as stored: quantized buffers and float parameters,
-    each counted once (not the kernels' packed copies, nor a tied head's)."""
+    """Bytes of the model's weights as stored: quantized modules in the layout their
+    kernel reads, float parameters (or a float Linear's packed copy), each counted once,
+    not a tied head's copy."""
     from engine.layers.linear import Linear
 
     total = 0
@@ -64,10 +65,16 @@ def decode_weight_bytes(model: nn.Module) -> int:
     the embedding table, of which a step gathers a row (a tied head reads the table
     whole, so a tied model's count keeps it)."""
     total = weight_bytes(model)
+    table = model.get_submodule("embed_tokens")
+    table_bytes = sum(
+        t.numel() * t.element_size()
+        for t in [*table.parameters(recurse=False), *table.buffers(recurse=False)]
+    )
     if getattr(model, "lm_head", None) is not None:
-        table = model.get_submodule("embed_tokens")
-        own = [*table.parameters(recurse=False), *table.buffers(recurse=False)]
-        total -= sum(t.numel() * t.element_size() for t in own)
+        return total - table_bytes
+    tied_head = getattr(model, "tied_head", None)
+    if tied_head is not None:  # the head reads its own copy (a packed or dense one)
+        return total - table_bytes + weight_bytes(tied_head)
     return total
 
 

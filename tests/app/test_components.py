@@ -6,9 +6,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.components import _may_answer_in_chinese
+from app.components import Components, _may_answer_in_chinese
 from app.settings import Settings
 from app.speech.languages import ENGLISH_ONLY
+from engine import DEFAULT_LLM, default_quantization
 
 MULTILINGUAL = ("en", "zh", "de")
 
@@ -33,6 +34,23 @@ def test_the_chinese_voice_is_warmed_where_a_first_answer_may_need_it(
     settings = Settings(voice=voice, asr_language=asr_language)
     asr = SimpleNamespace(languages=languages)
     assert _may_answer_in_chinese(settings, asr) is warmed  # type: ignore[arg-type]
+
+
+def _served(settings: Settings) -> str:
+    parts = dict.fromkeys(("vad", "turn", "transcribers", "tts", "llms"))
+    asr, llm = SimpleNamespace(name="whisper-tiny.en"), SimpleNamespace(context_length=4096)
+    return Components(settings=settings, asr=asr, llm=llm, **parts).describe()  # type: ignore[arg-type]
+
+
+def test_the_start_up_log_says_what_is_served() -> None:
+    """A new user could not tell from the log which LLM, at which precision, was loaded."""
+    line = _served(Settings())
+    assert line.startswith(f"LLM {DEFAULT_LLM} (our engine, {default_quantization(DEFAULT_LLM)}, ")
+    assert "speculative ngram, context 4096 tokens); ASR whisper-tiny.en;" in line
+    assert "voice piper-en_US-joe-medium; turn detection semantic_vad" in line
+    remote = _served(Settings(llm_backend="remote", llm_url="http://u:secret@vllm:8000/v1"))
+    assert "(remote, vllm:8000, context 4096 tokens)" in remote and "secret" not in remote
+    assert "(our engine, int8," in _served(Settings(quantization="int8"))
 
 
 def test_load_and_warm_up_time_each_part_and_serve() -> None:

@@ -88,7 +88,8 @@ def check_model_name(requested: str, served: str) -> None:
     if requested not in (served, "r1voice"):
         raise OpenAIError(
             404,
-            f"model '{requested}' is not served here; use '{served}'",
+            f"model '{requested}' is not served here; use '{served}' (the HTTP API serves "
+            "R1VOICE_LLM_MODEL's; a Realtime session switches with session.update's model)",
             code="model_not_found",
             param="model",
         )

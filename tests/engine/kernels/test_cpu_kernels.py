@@ -237,6 +237,7 @@ def test_a_library_built_before_loads_where_there_is_no_compiler(
 ) -> None:
     """An image's runtime has no g++: the library its build stage compiled is used."""
     path = CpuKernels.build()
+    assert path.stat().st_mode & 0o005 == 0o005  # a container run as another user loads it
     monkeypatch.setattr(cpu_kernels, "_compiler", lambda: None)
     assert CpuKernels.unavailable_reason() is None
     assert CpuKernels.build() == path
@@ -255,6 +256,17 @@ def test_without_a_compiler_or_a_library_built_before_the_reason_says_how_to_bui
     with pytest.raises(RuntimeError, match=r"no C\+\+ compiler"):
         CpuKernels.build()
     assert not any(tmp_path.rglob("*.so"))
+
+
+def test_building_them_elsewhere_than_x86_is_a_note_not_a_failed_image_build() -> None:
+    """`python -m engine.kernels` in an arm64 image build: no AVX-512 to compile for."""
+    code = (
+        "import platform, runpy; platform.machine = lambda: 'aarch64'; "
+        "runpy.run_module('engine.kernels', run_name='__main__')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "no C++ CPU kernels for aarch64" in out.stdout
 
 
 @needs_kernels

@@ -40,6 +40,10 @@ def test_a_decode_step_reads_every_weight_but_the_rows_of_the_embedding() -> Non
     assert weight_bytes(untied) == 160 + 160 + 16
     assert decode_weight_bytes(untied) == 160 + 16  # the head, not the table it gathers from
     assert decode_weight_bytes(tied) == weight_bytes(tied) == 160 + 16  # the head is the table
+    # a tied head with a copy of its own (a dense fp32 one of an int8 table) reads the copy
+    tied.tied_head = torch.nn.Linear(4, 10, bias=False).double()  # 320 bytes
+    assert weight_bytes(tied) == 160 + 16  # a copy, not the model's weights
+    assert decode_weight_bytes(tied) == 320 + 16
 
 
 def test_int8_round_trip_error_is_half_a_step() -> None:
@@ -117,12 +121,22 @@ def test_int4_round_trip_and_kernel(group_size: int) -> None:
     x = torch.randn(3, 256)
     ref = x @ deq.t()
     assert (lin(x) - ref).norm() / ref.norm() < 0.02  # bf16 activations in the kernel
+    groups = 256 // group_size
     if lin.kernel == "vnni_cpu":  # what a product reads: fp16 scales and mins, not fp32
-        groups = 256 // group_size
         assert weight_bytes(lin) == 32 * (256 // 2 + 2 * 2 * groups)
         again = Int4Linear(256, 32, group_size)
         again.load_packed(lin.vnni[:3])  # type: ignore[index]
         assert weight_bytes(again) == weight_bytes(lin)
+    CpuKernels.enabled = False  # torch's int4pack: its bf16 scales and zeros
+    try:
+        torch_path = Int4Linear.from_float(w, group_size)
+        torch_path.prepare()
+    finally:
+        CpuKernels.enabled = True
+    if torch_path.kernel == "int4pack_cpu":
+        assert torch_path.packed is not None and torch_path.scales_and_zeros is not None
+        packed = torch_path.packed.numel() * torch_path.packed.element_size()
+        assert weight_bytes(torch_path) == packed + 32 * groups * 2 * 2
 
 
 def test_bad_values_are_clear_errors(tiny_llama: Path) -> None:

@@ -43,6 +43,7 @@ def test_a_model_is_retrieved_by_its_name_as_the_sdk_asks(app_client: TestClient
     with pytest.raises(openai.NotFoundError) as missing:
         client.models.retrieve("gpt-4o")
     assert missing.value.code == "model_not_found" and MODEL in missing.value.message
+    assert "R1VOICE_LLM_MODEL" in missing.value.message  # how to serve another one
 
 
 @pytest.mark.parametrize(
