@@ -110,8 +110,21 @@ def _models(args: argparse.Namespace) -> int:
     from app.catalog import registry as model_registry
 
     if args.action == "list":
+        from app.settings import Settings
+
+        try:  # what `serve` loads, as the environment configures it
+            settings = Settings.from_env()
+            served = {settings.llm_model, settings.asr_model, settings.tts_voice}
+        except ValueError:  # a bad setting: `serve` says which; the list stays useful
+            served = set()
+        print(f"{'MODEL':28s} {'ROLE':11s} {'SERVED':7s} {'STATE':12s} LOCATION")
         for row in model_registry.list_models():
-            print(f"{row.name:28s} {row.role:11s} {row.state:12s} {row.location}")
+            mark = "yes" if row.name in served else ""
+            print(f"{row.name:28s} {row.role:11s} {mark:7s} {row.state:12s} {row.location}")
+        print(
+            "SERVED: what `r1voice serve` loads (R1VOICE_LLM_MODEL, R1VOICE_ASR_MODEL, "
+            "R1VOICE_TTS_VOICE); a session may switch to the others"
+        )
         return 0
     try:
         model_registry.prepare(args.names or None, force=args.force)

@@ -52,6 +52,21 @@ def test_cli_list_shows_roles(capsys: pytest.CaptureFixture[str]) -> None:
     assert "whisper-tiny.en" in out and "asr" in out and "tts" in out
 
 
+def test_cli_list_marks_what_serve_loads(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new user could not tell from the list which model the server would load."""
+    monkeypatch.setenv("R1VOICE_LLM_MODEL", "qwen2.5-coder-0.5b-instruct")
+    assert main(["models", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["MODEL", "ROLE", "SERVED", "STATE", "LOCATION"]
+    served = [line.split()[0] for line in lines[1:] if line.split()[2:3] == ["yes"]]
+    assert served == ["qwen2.5-coder-0.5b-instruct", "whisper-tiny.en", "piper-en_US-joe-medium"]
+    monkeypatch.setenv("R1VOICE_ASR_THREADS", "many")  # a bad setting: still a list
+    assert main(["models", "list"]) == 0
+    assert "yes" not in capsys.readouterr().out.split("SERVED:")[0].split("\n", 1)[1]
+
+
 def test_whisper_base_prepare_joins_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("R1VOICE_CACHE", str(tmp_path))
     path = model_registry.MODELS["whisper-base"].prepare(False)  # type: ignore[misc]
