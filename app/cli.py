@@ -168,15 +168,28 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="serve the page, the Realtime WebSocket and the HTTP APIs")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="default 8000")
     serve.add_argument(
-        "--llm-backend", choices=["embedded", "transformers", "remote"], default=None
+        "--llm-backend",
+        choices=["embedded", "transformers", "remote"],
+        default=None,
+        help="default: R1VOICE_LLM_BACKEND, else embedded (our engine)",
     )
     serve.add_argument("--llm-url", default=None, help="remote: OpenAI-compatible base URL (/v1)")
     serve.add_argument("--llm-api-key", default=None, help="remote: bearer token, if it needs one")
-    serve.add_argument("--llm-model", default=None, help="bundled name, HF directory or .gguf")
-    serve.add_argument("--quantization", choices=["int8", "int4", "none"], default=None)
+    serve.add_argument(
+        "--llm-model",
+        default=None,
+        help="bundled name, HF directory or .gguf (default: R1VOICE_LLM_MODEL, else the "
+        "bundled default: `r1voice models list` marks what serve loads)",
+    )
+    serve.add_argument(
+        "--quantization",
+        choices=["int8", "int4", "none"],
+        default=None,
+        help="default: R1VOICE_QUANTIZATION, else the model's own (int4 for the 1.5B, int8 others)",
+    )
     serve.add_argument("--ssl-certfile", default=None, help="serve HTTPS/WSS with this certificate")
     serve.add_argument("--ssl-keyfile", default=None, help="the certificate's private key")
     serve.add_argument("--api-key", default=None, help="require this key (R1VOICE_API_KEY)")
@@ -189,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--drain-timeout",
         type=int,
         default=None,
-        help="seconds to finish open connections on SIGTERM",
+        help="seconds to finish open connections on SIGTERM (default: R1VOICE_DRAIN_TIMEOUT_S, else 30)",
     )
     serve.set_defaults(func=_serve)
 
