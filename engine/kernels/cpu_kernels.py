@@ -1,6 +1,6 @@
 """CpuKernels: our C++ CPU kernels (engine/kernels/*.cpp), built once and cached on disk.
 
-The kernels need AVX-512 (F, BW, VL) and VNNI; they are compiled with g++ against the
+The kernels need AVX-512 (F, BW, VL, DQ), VNNI and FMA; they are compiled with g++ against the
 installed torch the first time an engine wants them, into
 ``cache_root()/kernels/<hash of source, flags and torch version>/``, and loaded with
 ``torch.ops.load_library`` (no ninja, no pybind11: a TORCH_LIBRARY registration). When
